@@ -17,6 +17,8 @@ use kcrash::memory::{Memory, Unreadable};
 use klog_runtime::KLog;
 
 static CLOCK: AtomicU64 = AtomicU64::new(1000);
+/// The tests share the statics; one scribbles on a control block.
+static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 pub struct P;
 impl klog_runtime::Platform for P {
@@ -115,6 +117,7 @@ fn lines(klog: &Klog, mem: &dyn Memory, sel: Selection, order: Order, style: Sty
 /// One test: the statics are global, and the scenario is one kernel's life.
 #[test]
 fn rings_rebuilt_from_memory() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let mem = SelfMem(File::open("/proc/self/mem").unwrap());
 
     // Before klog_init: into NONE's ring, with their own subsystem.
@@ -262,4 +265,40 @@ fn rings_rebuilt_from_memory() {
     let fs_msgs: Vec<u64> = salvage.groups[1].iter().map(|r| r.data()[1]).collect();
     assert_eq!(fs_msgs, [0o644, 0, 0]);
     KLogs[1].next_write.store(saved, Ordering::Relaxed);
+}
+
+/// The `klog` command's own parsing and output, on the same kind of memory.
+#[test]
+fn klog_command_arguments() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let mem = SelfMem(File::open("/proc/self/mem").unwrap());
+    let klog = Klog::read(&mem, layout());
+    let run = |line: &str| {
+        let argv: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let r = kcrash::commands::klog::run(&argv, &mem, &klog, &mut out, &mut err);
+        (
+            r.map_err(|e| e.to_string()),
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    };
+    let (r, _, _) = run("NOSUCH");
+    assert!(r
+        .unwrap_err()
+        .contains("no subsystem named \"NOSUCH\"; this kernel has NONE, FS, SCHED, VM"));
+    let (r, _, _) = run("0 sideways");
+    assert!(r.is_err());
+    let (r, out, _) = run("-s");
+    r.unwrap();
+    assert!(out.starts_with(" ID NAME"), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.ends_with("  klog")).count(),
+        4,
+        "every ring has d_klog set:\n{out}"
+    );
+    let (r, out, _) = run("-s --json");
+    r.unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["rings"].as_array().unwrap().len(), 4);
 }
