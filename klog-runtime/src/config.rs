@@ -14,6 +14,15 @@ pub const fn subsystem_name(ident_nul: &'static [u8]) -> &'static [u8] {
     ident_nul.split_at(4).1
 }
 
+/// The same name as a `&str` without NUL, for [`crate::Registry::names`].
+pub const fn subsystem_str(ident_nul: &'static [u8]) -> &'static str {
+    let name = subsystem_name(ident_nul);
+    match core::str::from_utf8(name.split_at(name.len() - 1).0) {
+        Ok(s) => s,
+        Err(_) => panic!("klog_config!: subsystem names are ASCII identifiers"),
+    }
+}
+
 /// Words of KLogBuffer for rings of these record counts; fails to compile unless every count is a
 /// power of two and the first subsystem is NONE.
 pub const fn total_words(recs: &[u64]) -> usize {
@@ -42,8 +51,8 @@ pub const fn check_first_is_none(ident: &str) {
 /// Declares a kernel's subsystems and ring sizes, and emits the statics of the design with their
 /// fixed names, statically initialised so logging works from the first instruction:
 ///
-/// - `KLogs: [KLog; DBG_MAX]`, one per subsystem, indexed by id; `KLogBuffer: [AtomicU64; _]`
-///   holding every ring; `DebugFlags: [DbgIntensity; DBG_MAX]`; `klogLevel: AtomicU32`;
+/// - `KLogs: [KLog; DBG_MAX]`, one per subsystem, indexed by id; `KLogBuffer:
+///   CacheAligned<[AtomicU64; _]>` holding every ring, aligned to 64 bytes; `DebugFlags: [DbgIntensity; DBG_MAX]`; `klogLevel: AtomicU32`;
 ///   `klogClockHz: AtomicU64` (the clock's frequency, 0 until the kernel sets it);
 /// - `DBG_<NAME>: Subsys<KlogConfig>` constants (ids in declaration order, `DBG_NONE` = 0) and
 ///   `DBG_MAX`; `KlogConfig`, `KLOG_REGISTRY`, and `klog_init()` (the design's `klogInit`).
@@ -96,8 +105,8 @@ macro_rules! klog_config {
 
         #[no_mangle]
         #[allow(non_upper_case_globals)]
-        pub static KLogBuffer: [::core::sync::atomic::AtomicU64; __KLOG_WORDS] =
-            [const { ::core::sync::atomic::AtomicU64::new(0) }; __KLOG_WORDS];
+        pub static KLogBuffer: $crate::CacheAligned<[::core::sync::atomic::AtomicU64; __KLOG_WORDS]> =
+            $crate::CacheAligned([const { ::core::sync::atomic::AtomicU64::new(0) }; __KLOG_WORDS]);
 
         #[no_mangle]
         #[allow(non_upper_case_globals)]
@@ -131,7 +140,11 @@ macro_rules! klog_config {
         /// The statics above, for the write path and for `klog_init`.
         pub static KLOG_REGISTRY: $crate::Registry = $crate::Registry {
             logs: &KLogs,
-            buffer: &KLogBuffer,
+            names: &[
+                $crate::config::subsystem_str(concat!(stringify!($first), "\0").as_bytes()),
+                $($crate::config::subsystem_str(concat!(stringify!($name), "\0").as_bytes()),)*
+            ],
+            buffer: &KLogBuffer.0,
             flags: &DebugFlags,
             level: &klogLevel,
             clock_hz: &klogClockHz,

@@ -19,7 +19,7 @@ mod ring;
 mod word;
 
 pub use record::*;
-pub use ring::{Config, DbgIntensity, KLog, Platform, Registry, Subsys};
+pub use ring::{CacheAligned, Config, DbgIntensity, KLog, Platform, Registry, Subsys};
 pub use word::{KlogStr, KlogWord};
 
 /// Whether the design's run-time checks (`d_klog`, `klogLevel`, `d_klogprintf`) are compiled in:

@@ -81,6 +81,17 @@ impl KLog {
     }
 }
 
+/// A static aligned to a cache line, so that `KLogBuffer`'s 64-byte records never straddle two.
+#[repr(C, align(64))]
+pub struct CacheAligned<T>(pub T);
+
+impl<T> core::ops::Deref for CacheAligned<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// One subsystem's debugging intensity (`Dbg_Intensity` of the design), an entry of `DebugFlags`.
 /// Its bits match the C bit-fields `d_prolog:1 d_terse:1 d_verbose:1 d_klog:1 d_klogprintf:1`.
 #[repr(transparent)]
@@ -127,6 +138,8 @@ pub trait Platform: 'static {
 /// The statics one `klog_config!` invocation emits, gathered so the write path can reach them.
 pub struct Registry {
     pub logs: &'static [KLog],
+    /// Subsystem names without `DBG_`, by id (as `KLog::name`, for code that cannot scan strings).
+    pub names: &'static [&'static str],
     pub buffer: &'static [AtomicU64],
     pub flags: &'static [DbgIntensity],
     pub level: &'static AtomicU32,
@@ -170,16 +183,7 @@ impl Registry {
         desc: u64,
         data: [u64; 3],
     ) -> u64 {
-        let own = &self.logs[id as usize];
-        // Before klog_init every buffer points at the start of KLogBuffer; only NONE's ring really
-        // lives there, so a non-NONE KLog still pointing there is a pre-init one.
-        let ring =
-            if id != 0 && own.buffer.load(Ordering::Relaxed) == self.buffer.as_ptr() as *mut u64 {
-                &self.logs[0]
-            } else {
-                own
-            };
-        let (seq, slot) = ring.reserve();
+        let (seq, slot) = self.logs[self.ring_of(id) as usize].reserve();
         // SAFETY: `slot` is REC_WORDS aligned words inside KLogBuffer (see `KLog::reserve`), and
         // every access to KLogBuffer words is atomic.
         let words = unsafe { &*(slot as *const [AtomicU64; REC_WORDS as usize]) };
@@ -197,10 +201,25 @@ impl Registry {
         seq
     }
 
-    /// Reserves a record for `id` and stops after zeroing its header, as a writer interrupted
-    /// mid-record would. Exists so test kernels can leave a torn record in a real dump.
+    /// The ring that receives subsystem `id`'s events now: its own, or NONE's (0) before
+    /// `klog_init`.
+    #[inline(always)]
+    pub fn ring_of(&self, id: u16) -> u16 {
+        // Before klog_init every buffer points at the start of KLogBuffer; only NONE's ring really
+        // lives there, so a non-NONE KLog still pointing there is a pre-init one.
+        let own = self.logs[id as usize].buffer.load(Ordering::Relaxed);
+        if id != 0 && own == self.buffer.as_ptr() as *mut u64 {
+            0
+        } else {
+            id
+        }
+    }
+
+    /// Reserves a record for `id` in the ring that receives it (see [`Registry::ring_of`]) and stops
+    /// after zeroing its header, as a writer interrupted mid-record would. Exists so test kernels
+    /// can leave a torn record in a real dump.
     pub fn reserve_torn(&self, id: u16) -> u64 {
-        let (seq, slot) = self.logs[id as usize].reserve();
+        let (seq, slot) = self.logs[self.ring_of(id) as usize].reserve();
         // SAFETY: as in `write`.
         unsafe { (*(slot as *const AtomicU64)).store(0, Ordering::Release) };
         seq
@@ -283,9 +302,6 @@ impl<C: Config> Subsys<C> {
 
     /// The subsystem's name without `DBG_` (from its KLog).
     pub fn name(&self) -> &'static str {
-        let log = &self.registry.logs[self.id as usize];
-        // SAFETY: `name` was built by `KLog::new` from a NUL-terminated static ASCII identifier.
-        let cstr = unsafe { core::ffi::CStr::from_ptr(log.name) };
-        cstr.to_str().unwrap_or("?")
+        self.registry.names[self.id as usize]
     }
 }

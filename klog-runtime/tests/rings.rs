@@ -38,7 +38,7 @@ static LOCK: Mutex<()> = Mutex::new(());
 /// Takes the statics and puts them back as a kernel boots: empty, every buffer at KLogBuffer.
 fn fresh() -> MutexGuard<'static, ()> {
     let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    for w in &KLogBuffer {
+    for w in KLogBuffer.iter() {
         w.store(0xdead_dead_dead_dead, Ordering::Relaxed);
     }
     for log in &KLogs {
@@ -171,6 +171,30 @@ fn an_interrupted_writer_leaves_header_zero() {
     );
     assert_eq!(decode_header(recs[1].1.header), Header::Torn);
     assert_eq!(KLogs[2].records_written(), 2);
+}
+
+#[test]
+fn before_init_torn_reservations_and_ring_of_follow_the_none_redirect() {
+    let _g = fresh();
+    assert_eq!(KLOG_REGISTRY.ring_of(DBG_SCHED.id), 0);
+    assert_eq!(KLOG_REGISTRY.reserve_torn(DBG_SCHED.id), 0);
+    assert_eq!(
+        (KLogs[0].records_written(), KLogs[3].records_written()),
+        (1, 0)
+    );
+    assert_eq!(decode_header(ring(&KLogs[0])[0].1.header), Header::Torn);
+    klog_init();
+    assert_eq!(KLOG_REGISTRY.ring_of(DBG_SCHED.id), DBG_SCHED.id);
+    assert_eq!(KLOG_REGISTRY.ring_of(DBG_NONE.id), 0);
+}
+
+#[test]
+fn klogbuffer_is_cache_line_aligned_and_names_need_no_strlen() {
+    assert_eq!(KLogBuffer.as_ptr() as usize % 64, 0);
+    assert_eq!(
+        KLOG_REGISTRY.names,
+        ["NONE", "PARCHORE", "FS", "SCHED", "VM"]
+    );
 }
 
 proptest! {
