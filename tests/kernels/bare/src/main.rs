@@ -19,6 +19,9 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
 #[panic_handler]
 fn panic(info: &PanicInfo) -> ! {
     kprintln!("KCRASH-PANIC {}", info.message());
+    // pvpanic (ISA, port 0x505): bit 0 = guest panicked. QEMU pauses the guest and sends
+    // the QMP GUEST_PANICKED event the harness waits for.
+    unsafe { serial::outb(0x505, 1) };
     loop {
         unsafe { core::arch::asm!("cli", "hlt") };
     }

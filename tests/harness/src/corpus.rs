@@ -1,0 +1,274 @@
+//! The corpus: which crashes it holds, how they are made, and how a corpus directory is
+//! checked against its manifest.
+
+use crate::dump::{DumpFormat, Magic};
+use crate::kernel::{self, KernelBuild};
+use crate::manifest::{Dump, Entry, Kernel, Manifest};
+use crate::oracle;
+use crate::qemu::{self, Boot};
+use anyhow::{bail, Context, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const REGENERATE: &str = "cargo run --release -p kcrash-harness -- corpus";
+
+/// One crash the corpus keeps.
+#[derive(Clone, Copy, Debug)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub kernel: KernelBuild,
+    /// Whether its files are committed (the big-ring dump is only generated).
+    pub committed: bool,
+}
+
+/// Every bare-kernel scenario; names match the kernel's `klog.scenario=` values.
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "rings",
+        kernel: KernelBuild::Bare,
+        committed: true,
+    },
+    Scenario {
+        name: "wrap",
+        kernel: KernelBuild::Bare,
+        committed: true,
+    },
+    Scenario {
+        name: "unfilled",
+        kernel: KernelBuild::Bare,
+        committed: true,
+    },
+    Scenario {
+        name: "preinit",
+        kernel: KernelBuild::Bare,
+        committed: true,
+    },
+    Scenario {
+        name: "strings",
+        kernel: KernelBuild::Bare,
+        committed: true,
+    },
+    Scenario {
+        name: "torn",
+        kernel: KernelBuild::Bare,
+        committed: true,
+    },
+    Scenario {
+        name: "scribbled",
+        kernel: KernelBuild::Bare,
+        committed: true,
+    },
+    Scenario {
+        name: "off",
+        kernel: KernelBuild::Bare,
+        committed: true,
+    },
+    Scenario {
+        name: "big",
+        kernel: KernelBuild::BareBig,
+        committed: false,
+    },
+];
+
+pub fn scenario(name: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}
+
+impl Scenario {
+    pub fn cmdline(&self) -> String {
+        format!("klog.scenario={}", self.name)
+    }
+
+    /// Committed entries keep every format; the big one only the compact kdump file.
+    pub fn formats(&self) -> &'static [DumpFormat] {
+        if self.committed {
+            &DumpFormat::ALL
+        } else {
+            &[DumpFormat::KdumpZlib]
+        }
+    }
+}
+
+/// Options for [`generate`].
+pub struct Generate<'a> {
+    /// Corpus directory to write into.
+    pub out: &'a Path,
+    /// Where the kernels are built.
+    pub target_dir: &'a Path,
+    pub scenarios: Vec<&'static Scenario>,
+    /// gzip ELF dumps (they are mostly zeros); kdump files are already compressed.
+    pub gzip_elf: bool,
+}
+
+/// Builds the kernels, crashes every scenario, writes dumps, oracle and manifest.
+/// Progress and timings go to stderr.
+pub fn generate(options: &Generate) -> Result<Manifest> {
+    let mut manifest = Manifest {
+        version: 1,
+        regenerate: REGENERATE.to_string(),
+        kernels: Vec::new(),
+        entries: Vec::new(),
+    };
+    let mut builds: Vec<KernelBuild> = options.scenarios.iter().map(|s| s.kernel).collect();
+    builds.dedup();
+    for build in builds {
+        let built = kernel::build(build, options.target_dir)?;
+        let image_rel = format!("{}/vmlinux", build.name());
+        let image = options.out.join(&image_rel);
+        std::fs::create_dir_all(image.parent().expect("has a parent"))?;
+        std::fs::copy(&built, &image)
+            .with_context(|| format!("copying kernel to {}", image.display()))?;
+        manifest.kernels.push(Kernel {
+            name: build.name().to_string(),
+            image: image_rel,
+            built_by: kernel::build_command(build),
+            committed: build == KernelBuild::Bare,
+        });
+        for scenario in options.scenarios.iter().filter(|s| s.kernel == build) {
+            let entry = crash(scenario, &image, options).with_context(|| {
+                format!("scenario {} of kernel {}", scenario.name, build.name())
+            })?;
+            manifest.entries.push(entry);
+        }
+    }
+    manifest.store(options.out)?;
+    Ok(manifest)
+}
+
+fn crash(scenario: &Scenario, image: &Path, options: &Generate) -> Result<Entry> {
+    let dir_rel = format!("{}/{}", scenario.kernel.name(), scenario.name);
+    let dir = options.out.join(&dir_rel);
+    let cmdline = scenario.cmdline();
+    let boot = Boot {
+        image,
+        cmdline: &cmdline,
+        memory_mib: scenario.kernel.memory_mib(),
+        timeout: Duration::from_secs(if scenario.committed { 60 } else { 600 }),
+    };
+    let crash = qemu::crash_and_dump(&boot, &dir, scenario.formats())?;
+    let console = std::fs::read_to_string(&crash.console)?;
+    let expected =
+        oracle::derive(&console).context("deriving the expected result from the console")?;
+    std::fs::write(
+        dir.join("expected.json"),
+        serde_json::to_string_pretty(&expected)? + "\n",
+    )?;
+    let mut dumps = Vec::new();
+    for (format, path) in &crash.dumps {
+        let gzip = options.gzip_elf && format.magic() == Magic::ElfCore;
+        let path = if gzip { gzip_file(path)? } else { path.clone() };
+        let name = path.file_name().expect("a file").to_string_lossy();
+        dumps.push(Dump {
+            format: format.name().to_string(),
+            producer: format.producer().to_string(),
+            path: format!("{dir_rel}/{name}"),
+            gzip,
+            magic: format.magic().name().to_string(),
+        });
+    }
+    eprintln!(
+        "{}: boot to panic {:.2}s, {} dumps {:.2}s",
+        dir_rel,
+        crash.boot_time.as_secs_f64(),
+        dumps.len(),
+        crash.dump_time.as_secs_f64()
+    );
+    Ok(Entry {
+        kernel: scenario.kernel.name().to_string(),
+        scenario: scenario.name.to_string(),
+        cmdline,
+        console: format!("{dir_rel}/console.log"),
+        expected: format!("{dir_rel}/expected.json"),
+        committed: scenario.committed,
+        dumps,
+    })
+}
+
+/// Replaces `path` by `path.gz` (best compression: committed files should be small).
+fn gzip_file(path: &Path) -> Result<PathBuf> {
+    let mut gz_name = path.as_os_str().to_owned();
+    gz_name.push(".gz");
+    let gz_path = PathBuf::from(gz_name);
+    let mut input = std::fs::File::open(path)?;
+    let output = std::fs::File::create(&gz_path)?;
+    let mut encoder = flate2::write::GzEncoder::new(output, flate2::Compression::best());
+    std::io::copy(&mut input, &mut encoder)?;
+    encoder.finish()?.flush()?;
+    std::fs::remove_file(path)?;
+    Ok(gz_path)
+}
+
+/// Checks a corpus directory against its manifest: every listed file of a present entry
+/// exists and has the magic the manifest says, and each expected.json is what the oracle
+/// derives from its console log. Entries with `committed = false` are checked only if
+/// their console log exists. Returns the number of entries checked.
+pub fn check(dir: &Path) -> Result<usize> {
+    let manifest = Manifest::load(dir)?;
+    let mut checked = 0;
+    for kernel in &manifest.kernels {
+        let image = dir.join(&kernel.image);
+        if kernel.committed || image.exists() {
+            expect_magic(&image, Magic::ElfExec.name())?;
+        }
+    }
+    for entry in &manifest.entries {
+        if !entry.committed && !dir.join(&entry.console).exists() {
+            continue;
+        }
+        check_entry(dir, &manifest, entry)
+            .with_context(|| format!("entry {}/{}", entry.kernel, entry.scenario))?;
+        checked += 1;
+    }
+    Ok(checked)
+}
+
+fn check_entry(dir: &Path, manifest: &Manifest, entry: &Entry) -> Result<()> {
+    if !manifest.kernels.iter().any(|k| k.name == entry.kernel) {
+        bail!("kernel {} is not in the manifest", entry.kernel);
+    }
+    let console = std::fs::read_to_string(dir.join(&entry.console))
+        .with_context(|| format!("reading {}", entry.console))?;
+    let derived = oracle::derive(&console)?;
+    let expected_path = dir.join(&entry.expected);
+    let stored: oracle::Expected = serde_json::from_str(&std::fs::read_to_string(&expected_path)?)
+        .with_context(|| format!("parsing {}", expected_path.display()))?;
+    if stored != derived {
+        bail!(
+            "{} differs from what the oracle derives from {}",
+            entry.expected,
+            entry.console
+        );
+    }
+    if entry.dumps.is_empty() {
+        bail!("no dumps");
+    }
+    for dump in &entry.dumps {
+        if dump.gzip != dump.path.ends_with(".gz") {
+            bail!(
+                "{}: gzip = {} disagrees with the file name",
+                dump.path,
+                dump.gzip
+            );
+        }
+        expect_magic(&dir.join(&dump.path), &dump.magic)?;
+    }
+    Ok(())
+}
+
+fn expect_magic(path: &Path, want: &str) -> Result<()> {
+    let found = Magic::of_file(path)?;
+    match found {
+        Some(magic) if magic.name() == want => Ok(()),
+        other => bail!(
+            "{}: expected {want}, found {:?}",
+            path.display(),
+            other.map(Magic::name)
+        ),
+    }
+}
+
+/// Where `cargo run -p kcrash-harness -- corpus` writes by default.
+pub fn default_dir() -> PathBuf {
+    kernel::repo_root().join("corpus")
+}
