@@ -1,0 +1,626 @@
+//! A C printf interpreter over KLog data words, shared by the kernel's console echo and by kcrash so
+//! that both render an event the same way.
+//!
+//! It follows glibc for what C kernels write: `%d %i %u %o %x %X %c %s %p %%`, the flags `- + space
+//! # 0 '`, width and precision (digits or `*`), and the length modifiers `hh h l ll q j z Z t L`.
+//! Each conversion takes the next 64-bit data word and narrows it as its length modifier says, the
+//! way a C varargs call would have passed it. Differences, all deliberate:
+//! - `%n` is never executed: it prints `<%n refused>` and consumes its argument.
+//! - A conversion with no data word left prints `<missing arg>`.
+//! - `%s` reads through [`Strings`], which may fail: `<unreadable 0x…: reason>` is printed instead.
+//!   A null `%s` prints `(null)` as glibc does (nothing when the precision is below 6).
+//! - Width and precision are capped at [`MAX_FIELD`] so a hostile format cannot demand gigabytes.
+//! - Floating-point and wide conversions print their text unchanged and consume an argument.
+//! - Unknown conversions print their text unchanged and consume nothing, as glibc does.
+
+use core::fmt::{self, Write as _};
+
+/// Largest width or precision honoured.
+pub const MAX_FIELD: usize = 4096;
+
+/// Where formatted bytes go. Bytes, not `str`: a format string from a dump need not be UTF-8.
+pub trait Sink {
+    fn put(&mut self, bytes: &[u8]) -> fmt::Result;
+}
+
+/// Reads the NUL-terminated strings that `%s` arguments point at.
+pub trait Strings {
+    type Error: fmt::Display;
+    /// The string at `addr` without its NUL, at most `max` bytes.
+    fn c_string(&mut self, addr: u64, max: usize) -> Result<&[u8], Self::Error>;
+}
+
+/// What happened while formatting, for a reader that reports damage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Data words consumed.
+    pub args_used: usize,
+    /// Conversions that found no data word.
+    pub missing_args: usize,
+    /// `%s` arguments that could not be read.
+    pub unreadable_strings: usize,
+    /// `%n` conversions refused.
+    pub refused_n: usize,
+}
+
+/// Formats `fmt` with `args` into `out`. Fails only when `out` does.
+pub fn format<S: Sink, T: Strings>(
+    out: &mut S,
+    fmt: &[u8],
+    args: &[u64],
+    strings: &mut T,
+) -> Result<Outcome, fmt::Error> {
+    let mut f = Formatter {
+        out,
+        args,
+        outcome: Outcome::default(),
+    };
+    let mut i = 0;
+    while i < fmt.len() {
+        let next = fmt[i..]
+            .iter()
+            .position(|&b| b == b'%')
+            .map_or(fmt.len(), |p| i + p);
+        f.out.put(&fmt[i..next])?;
+        if next == fmt.len() {
+            break;
+        }
+        let (spec, end) = Spec::parse(fmt, next + 1, &mut f);
+        f.convert(&spec, &fmt[next..end], strings)?;
+        i = end;
+    }
+    Ok(f.outcome)
+}
+
+/// Number of data words `fmt` consumes (conversions plus `*` fields), for compile-time checks of
+/// KLOG invocations.
+pub const fn count_args(fmt: &[u8]) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < fmt.len() {
+        if fmt[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        while i < fmt.len() && matches!(fmt[i], b'-' | b'+' | b' ' | b'#' | b'0' | b'\'') {
+            i += 1;
+        }
+        if i < fmt.len() && fmt[i] == b'*' {
+            n += 1;
+            i += 1;
+        }
+        while i < fmt.len() && fmt[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i < fmt.len() && fmt[i] == b'.' {
+            i += 1;
+            if i < fmt.len() && fmt[i] == b'*' {
+                n += 1;
+                i += 1;
+            }
+            while i < fmt.len() && fmt[i].is_ascii_digit() {
+                i += 1;
+            }
+        }
+        while i < fmt.len()
+            && matches!(
+                fmt[i],
+                b'h' | b'l' | b'q' | b'j' | b'z' | b'Z' | b't' | b'L'
+            )
+        {
+            i += 1;
+        }
+        if i < fmt.len() {
+            if takes_arg(fmt[i]) {
+                n += 1;
+            }
+            i += 1;
+        }
+    }
+    n
+}
+
+const fn takes_arg(conv: u8) -> bool {
+    matches!(
+        conv,
+        b'd' | b'i'
+            | b'u'
+            | b'o'
+            | b'x'
+            | b'X'
+            | b'c'
+            | b's'
+            | b'p'
+            | b'n'
+            | b'f'
+            | b'F'
+            | b'e'
+            | b'E'
+            | b'g'
+            | b'G'
+            | b'a'
+            | b'A'
+            | b'C'
+            | b'S'
+    )
+}
+
+/// Argument width, from the length modifier.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Length {
+    Char,
+    Short,
+    Int,
+    Long,
+}
+
+struct Spec {
+    left: bool,
+    plus: bool,
+    space: bool,
+    alt: bool,
+    zero: bool,
+    width: usize,
+    precision: Option<usize>,
+    length: Length,
+    /// The conversion character; `None` when the format ended inside the specification.
+    conv: Option<u8>,
+}
+
+impl Spec {
+    /// Parses the specification after a `%` at `start`; returns it and the index just past it.
+    /// `*` fields take their value from the formatter's arguments.
+    fn parse<S: Sink>(fmt: &[u8], start: usize, f: &mut Formatter<'_, S>) -> (Spec, usize) {
+        let mut s = Spec {
+            left: false,
+            plus: false,
+            space: false,
+            alt: false,
+            zero: false,
+            width: 0,
+            precision: None,
+            length: Length::Int,
+            conv: None,
+        };
+        let mut i = start;
+        while let Some(&b) = fmt.get(i) {
+            match b {
+                b'-' => s.left = true,
+                b'+' => s.plus = true,
+                b' ' => s.space = true,
+                b'#' => s.alt = true,
+                b'0' => s.zero = true,
+                b'\'' => {} // thousands grouping: nothing in the C locale
+                _ => break,
+            }
+            i += 1;
+        }
+        if fmt.get(i) == Some(&b'*') {
+            i += 1;
+            let w = f.next_arg().unwrap_or(0) as i32;
+            if w < 0 {
+                s.left = true;
+            }
+            s.width = (w.unsigned_abs() as usize).min(MAX_FIELD);
+        } else {
+            (s.width, i) = digits(fmt, i);
+        }
+        if fmt.get(i) == Some(&b'.') {
+            i += 1;
+            if fmt.get(i) == Some(&b'*') {
+                i += 1;
+                let p = f.next_arg().unwrap_or(0) as i32;
+                // A negative precision is taken as if it were omitted.
+                s.precision = (p >= 0).then(|| (p as usize).min(MAX_FIELD));
+            } else {
+                let (p, next) = digits(fmt, i);
+                s.precision = Some(p);
+                i = next;
+            }
+        }
+        while let Some(&b) = fmt.get(i) {
+            s.length = match (b, s.length) {
+                (b'h', Length::Short) => Length::Char,
+                (b'h', _) => Length::Short,
+                (b'l' | b'q' | b'j' | b'z' | b'Z' | b't' | b'L', _) => Length::Long,
+                _ => break,
+            };
+            i += 1;
+        }
+        s.conv = fmt.get(i).copied();
+        (s, (i + 1).min(fmt.len()))
+    }
+
+    fn signed(&self, word: u64) -> i64 {
+        match self.length {
+            Length::Char => word as i8 as i64,
+            Length::Short => word as i16 as i64,
+            Length::Int => word as i32 as i64,
+            Length::Long => word as i64,
+        }
+    }
+
+    fn unsigned(&self, word: u64) -> u64 {
+        match self.length {
+            Length::Char => word as u8 as u64,
+            Length::Short => word as u16 as u64,
+            Length::Int => word as u32 as u64,
+            Length::Long => word,
+        }
+    }
+}
+
+/// A run of decimal digits at `i`, capped at [`MAX_FIELD`].
+fn digits(fmt: &[u8], mut i: usize) -> (usize, usize) {
+    let mut v = 0usize;
+    while let Some(d) = fmt.get(i).filter(|b| b.is_ascii_digit()) {
+        v = (v * 10 + (d - b'0') as usize).min(MAX_FIELD);
+        i += 1;
+    }
+    (v, i)
+}
+
+struct Formatter<'a, S: Sink> {
+    out: &'a mut S,
+    args: &'a [u64],
+    outcome: Outcome,
+}
+
+impl<S: Sink> Formatter<'_, S> {
+    fn next_arg(&mut self) -> Option<u64> {
+        let arg = self.args.get(self.outcome.args_used).copied();
+        match arg {
+            Some(_) => self.outcome.args_used += 1,
+            None => self.outcome.missing_args += 1,
+        }
+        arg
+    }
+
+    fn convert<T: Strings>(&mut self, s: &Spec, text: &[u8], strings: &mut T) -> fmt::Result {
+        let Some(conv) = s.conv else {
+            return self.out.put(text);
+        };
+        if conv == b'%' {
+            return self.out.put(b"%");
+        }
+        if !takes_arg(conv) {
+            return self.out.put(text);
+        }
+        let Some(word) = self.next_arg() else {
+            return self.out.put(b"<missing arg>");
+        };
+        match conv {
+            b'd' | b'i' => {
+                let v = s.signed(word);
+                let sign = if v < 0 {
+                    "-"
+                } else if s.plus {
+                    "+"
+                } else if s.space {
+                    " "
+                } else {
+                    ""
+                };
+                self.number(s, sign, v.unsigned_abs(), 10, false)
+            }
+            b'u' => self.number(s, "", s.unsigned(word), 10, false),
+            b'o' => self.number(s, "", s.unsigned(word), 8, false),
+            b'x' => self.number(s, "", s.unsigned(word), 16, false),
+            b'X' => self.number(s, "", s.unsigned(word), 16, true),
+            b'p' if word == 0 => self.padded(s, b"(nil)"),
+            b'p' => {
+                // glibc prints a pointer as %#lx and keeps the + and space flags.
+                let sign = if s.plus {
+                    "+"
+                } else if s.space {
+                    " "
+                } else {
+                    ""
+                };
+                let alt = Spec {
+                    alt: true,
+                    length: Length::Long,
+                    ..*s
+                };
+                self.number(&alt, sign, word, 16, false)
+            }
+            b'c' => self.padded(s, &[word as u8]),
+            b's' => self.string(s, word, strings),
+            b'n' => {
+                self.outcome.refused_n += 1;
+                self.out.put(b"<%n refused>")
+            }
+            _ => self.out.put(text),
+        }
+    }
+
+    fn string<T: Strings>(&mut self, s: &Spec, addr: u64, strings: &mut T) -> fmt::Result {
+        let limit = s.precision.unwrap_or(MAX_FIELD);
+        if addr == 0 {
+            return self.padded(s, if limit >= 6 { b"(null)" } else { b"" });
+        }
+        match strings.c_string(addr, limit) {
+            Ok(bytes) => {
+                let bytes = &bytes[..bytes.len().min(limit)];
+                let pad = s.width.saturating_sub(bytes.len());
+                if !s.left {
+                    self.repeat(b' ', pad)?;
+                }
+                self.out.put(bytes)?;
+                if s.left {
+                    self.repeat(b' ', pad)?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.outcome.unreadable_strings += 1;
+                write!(ByteWriter(&mut *self.out), "<unreadable {addr:#x}: {e}>")
+            }
+        }
+    }
+
+    /// Text padded to the width with spaces (precision applies only to `%s`, handled there).
+    fn padded(&mut self, s: &Spec, text: &[u8]) -> fmt::Result {
+        let pad = s.width.saturating_sub(text.len());
+        if !s.left {
+            self.repeat(b' ', pad)?;
+        }
+        self.out.put(text)?;
+        if s.left {
+            self.repeat(b' ', pad)?;
+        }
+        Ok(())
+    }
+
+    fn number(&mut self, s: &Spec, sign: &str, v: u64, base: u64, upper: bool) -> fmt::Result {
+        let mut buf = [0u8; 22]; // u64::MAX in octal
+        let mut n = buf.len();
+        let zero_with_zero_precision = v == 0 && s.precision == Some(0);
+        if !zero_with_zero_precision {
+            let table: &[u8; 16] = if upper {
+                b"0123456789ABCDEF"
+            } else {
+                b"0123456789abcdef"
+            };
+            let mut x = v;
+            loop {
+                n -= 1;
+                buf[n] = table[(x % base) as usize];
+                x /= base;
+                if x == 0 {
+                    break;
+                }
+            }
+        }
+        let digits = &buf[n..];
+        let prefix: &[u8] = match base {
+            16 if s.alt && v != 0 => {
+                if upper {
+                    b"0X"
+                } else {
+                    b"0x"
+                }
+            }
+            _ => b"",
+        };
+        let mut zeros = s.precision.map_or(0, |p| p.saturating_sub(digits.len()));
+        // `#o` forces a leading zero digit.
+        if base == 8 && s.alt && zeros == 0 && digits.first() != Some(&b'0') {
+            zeros = 1;
+        }
+        let body = sign.len() + prefix.len() + zeros + digits.len();
+        let pad = s.width.saturating_sub(body);
+        let zero_pad = s.zero && !s.left && s.precision.is_none();
+        if !s.left && !zero_pad {
+            self.repeat(b' ', pad)?;
+        }
+        self.out.put(sign.as_bytes())?;
+        self.out.put(prefix)?;
+        self.repeat(b'0', zeros + if zero_pad { pad } else { 0 })?;
+        self.out.put(digits)?;
+        if s.left {
+            self.repeat(b' ', pad)?;
+        }
+        Ok(())
+    }
+
+    fn repeat(&mut self, byte: u8, n: usize) -> fmt::Result {
+        let chunk = [byte; 32];
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(chunk.len());
+            self.out.put(&chunk[..k])?;
+            left -= k;
+        }
+        Ok(())
+    }
+}
+
+/// Lets `write!` target a [`Sink`].
+struct ByteWriter<'a, S: Sink>(&'a mut S);
+
+impl<S: Sink> fmt::Write for ByteWriter<'_, S> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.put(s.as_bytes())
+    }
+}
+
+/// A [`Sink`] over a fixed buffer that keeps what fits and drops the rest, for no_std callers.
+pub struct FixedBuf<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+    truncated: bool,
+}
+
+impl<const N: usize> FixedBuf<N> {
+    pub const fn new() -> Self {
+        FixedBuf {
+            buf: [0; N],
+            len: 0,
+            truncated: false,
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// Whether output was dropped because the buffer was full.
+    pub fn truncated(&self) -> bool {
+        self.truncated
+    }
+}
+
+impl<const N: usize> Default for FixedBuf<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> Sink for FixedBuf<N> {
+    fn put(&mut self, bytes: &[u8]) -> fmt::Result {
+        let room = N - self.len;
+        let k = bytes.len().min(room);
+        self.buf[self.len..self.len + k].copy_from_slice(&bytes[..k]);
+        self.len += k;
+        self.truncated |= k < bytes.len();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Strings at fake addresses: 0x1000 → "hello", 0x2000 → "", anything else unreadable.
+    struct Fake;
+    impl Strings for Fake {
+        type Error = &'static str;
+        fn c_string(&mut self, addr: u64, max: usize) -> Result<&[u8], &'static str> {
+            let s: &[u8] = match addr {
+                0x1000 => b"hello",
+                0x2000 => b"",
+                _ => return Err("not in dump"),
+            };
+            Ok(&s[..s.len().min(max)])
+        }
+    }
+
+    fn fmt(f: &str, args: &[u64]) -> (String, Outcome) {
+        let mut out = FixedBuf::<512>::new();
+        let outcome = format(&mut out, f.as_bytes(), args, &mut Fake).unwrap();
+        (String::from_utf8(out.as_bytes().to_vec()).unwrap(), outcome)
+    }
+
+    fn s(f: &str, args: &[u64]) -> String {
+        fmt(f, args).0
+    }
+
+    #[test]
+    fn integers_narrow_like_varargs() {
+        assert_eq!(s("%d", &[u64::MAX]), "-1");
+        assert_eq!(s("%ld", &[u64::MAX]), "-1");
+        assert_eq!(s("%u", &[u64::MAX]), "4294967295");
+        assert_eq!(s("%lu", &[u64::MAX]), "18446744073709551615");
+        assert_eq!(s("%hhd %hd %hhu", &[300, 70000, 300]), "44 4464 44");
+        assert_eq!(s("%lo", &[u64::MAX]), "1777777777777777777777");
+    }
+
+    #[test]
+    fn hex64format() {
+        assert_eq!(
+            s("task:%016lx curPD:%016lx", &[0x1f, 2]),
+            "task:000000000000001f curPD:0000000000000002"
+        );
+        assert_eq!(s("%#x %#X %#o %#x", &[255, 255, 8, 0]), "0xff 0XFF 010 0");
+    }
+
+    #[test]
+    fn flags_width_precision_as_glibc() {
+        // Expected strings printed by glibc's printf for the same formats.
+        assert_eq!(
+            s("[%.0d][%#.0o][%#.0x][%+u][% u]", &[0, 0, 0, 5, 5]),
+            "[][0][][5][5]"
+        );
+        assert_eq!(
+            s(
+                "[%#5.3x][%-#8o][%08.3d][%+.0d][% 05d]",
+                &[0x1f, 8, -42i64 as u64, 0, -7i64 as u64]
+            ),
+            "[0x01f][010     ][    -042][+][-0007]"
+        );
+        assert_eq!(
+            s("[%-05d][%5%][%05c]", &[3, b'z' as u64]),
+            "[3    ][%][    z]"
+        );
+        assert_eq!(
+            s("[%*d][%-*d][%.*d]", &[5, 42, 4, 7, 3, 9]),
+            "[   42][7   ][009]"
+        );
+        assert_eq!(s("[%*d]", &[-4i64 as u64, 1]), "[1   ]");
+    }
+
+    #[test]
+    fn pointers_as_glibc() {
+        assert_eq!(
+            s("[%+p][% p][%010p][%.20p]", &[0x1234; 4]),
+            "[+0x1234][ 0x1234][0x00001234][0x00000000000000001234]"
+        );
+        assert_eq!(s("[%-10p][%10p]", &[0, 0]), "[(nil)     ][     (nil)]");
+    }
+
+    #[test]
+    fn strings_read_through_the_source() {
+        assert_eq!(
+            s(
+                "[%s][%.3s][%-7s][%7s][%s]",
+                &[0x1000, 0x1000, 0x1000, 0x1000, 0x2000]
+            ),
+            "[hello][hel][hello  ][  hello][]"
+        );
+        assert_eq!(s("[%s][%.5s][%05s]", &[0, 0, 0x1000]), "[(null)][][hello]");
+        let (text, o) = fmt("x=%s y=%d", &[0xdead, 7]);
+        assert_eq!(text, "x=<unreadable 0xdead: not in dump> y=7");
+        assert_eq!(o.unreadable_strings, 1);
+        assert_eq!(o.args_used, 2);
+    }
+
+    #[test]
+    fn percent_n_is_refused_and_missing_args_are_marked() {
+        let (text, o) = fmt("a%nb %d %d", &[0x1000, 1]);
+        assert_eq!(text, "a<%n refused>b 1 <missing arg>");
+        assert_eq!((o.refused_n, o.missing_args, o.args_used), (1, 1, 2));
+    }
+
+    #[test]
+    fn unknown_and_unfinished_specs_print_verbatim() {
+        assert_eq!(s("%y %d", &[3]), "%y 3");
+        assert_eq!(s("100%", &[]), "100%");
+        assert_eq!(s("%5", &[]), "%5");
+        assert_eq!(s("%f|%d", &[1, 2]), "%f|2");
+    }
+
+    #[test]
+    fn hostile_widths_are_capped() {
+        let mut out = FixedBuf::<8192>::new();
+        format(&mut out, b"%2147483647d", &[1], &mut Fake).unwrap();
+        assert_eq!(out.as_bytes().len(), MAX_FIELD);
+    }
+
+    #[test]
+    fn counts_conversions() {
+        assert_eq!(count_args(b"no conversions 100%%"), 0);
+        assert_eq!(count_args(b"task:%016lx curPD:%d"), 2);
+        assert_eq!(count_args(b"%*.*d %s %y"), 4);
+        assert_eq!(count_args(b"%"), 0);
+    }
+
+    #[test]
+    fn fixed_buf_truncates() {
+        let mut out = FixedBuf::<4>::new();
+        format(&mut out, b"abcdef", &[], &mut Fake).unwrap();
+        assert_eq!(out.as_bytes(), b"abcd");
+        assert!(out.truncated());
+    }
+}
