@@ -2,6 +2,7 @@
 //! checked against its manifest.
 
 use crate::dump::{DumpFormat, Magic};
+use crate::gdbcheck;
 use crate::kernel::{self, KernelBuild};
 use crate::manifest::{Dump, Entry, Kernel, Manifest};
 use crate::oracle;
@@ -12,6 +13,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub const REGENERATE: &str = "cargo run --release -p kcrash-harness -- corpus";
+
+/// Rust path of the bare kernel's module that invokes `klog_config!`, where gdb finds
+/// `KLogs` and `klogClockHz`.
+const BARE_SYMBOL_PREFIX: &str = "bare::platform::";
 
 /// One crash the corpus keeps.
 #[derive(Clone, Copy, Debug)]
@@ -199,13 +204,22 @@ fn gzip_file(path: &Path) -> Result<PathBuf> {
     Ok(gz_path)
 }
 
+/// What [`check`] covered.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub entries: usize,
+    /// Entries whose dump gdb compared with the oracle.
+    pub against_dump: usize,
+}
+
 /// Checks a corpus directory against its manifest: every listed file of a present entry
 /// exists and has the magic the manifest says, and each expected.json is what the oracle
-/// derives from its console log. Entries with `committed = false` are checked only if
-/// their console log exists. Returns the number of entries checked.
-pub fn check(dir: &Path) -> Result<usize> {
+/// derives from its console log. With `gdb`, also compares every ring in each entry's
+/// `elf-paging` dump with the oracle ([`gdbcheck`]). Entries with `committed = false` are
+/// checked only if their console log exists.
+pub fn check(dir: &Path, gdb: bool) -> Result<Checked> {
     let manifest = Manifest::load(dir)?;
-    let mut checked = 0;
+    let mut checked = Checked::default();
     for kernel in &manifest.kernels {
         let image = dir.join(&kernel.image);
         if kernel.committed || image.exists() {
@@ -216,14 +230,17 @@ pub fn check(dir: &Path) -> Result<usize> {
         if !entry.committed && !dir.join(&entry.console).exists() {
             continue;
         }
-        check_entry(dir, &manifest, entry)
-            .with_context(|| format!("entry {}/{}", entry.kernel, entry.scenario))?;
-        checked += 1;
+        let context = || format!("entry {}/{}", entry.kernel, entry.scenario);
+        let expected = check_entry(dir, &manifest, entry).with_context(context)?;
+        checked.entries += 1;
+        if gdb && check_against_dump(dir, &manifest, entry, &expected).with_context(context)? {
+            checked.against_dump += 1;
+        }
     }
     Ok(checked)
 }
 
-fn check_entry(dir: &Path, manifest: &Manifest, entry: &Entry) -> Result<()> {
+fn check_entry(dir: &Path, manifest: &Manifest, entry: &Entry) -> Result<oracle::Expected> {
     if !manifest.kernels.iter().any(|k| k.name == entry.kernel) {
         bail!("kernel {} is not in the manifest", entry.kernel);
     }
@@ -253,7 +270,48 @@ fn check_entry(dir: &Path, manifest: &Manifest, entry: &Entry) -> Result<()> {
         }
         expect_magic(&dir.join(&dump.path), &dump.magic)?;
     }
-    Ok(())
+    Ok(derived)
+}
+
+/// Runs [`gdbcheck`] on the entry's `elf-paging` dump, if it has one.
+fn check_against_dump(
+    dir: &Path,
+    manifest: &Manifest,
+    entry: &Entry,
+    expected: &oracle::Expected,
+) -> Result<bool> {
+    let Some(dump) = entry
+        .dumps
+        .iter()
+        .find(|d| d.format == DumpFormat::ElfPaging.name())
+    else {
+        return Ok(false);
+    };
+    let kernel = manifest
+        .kernels
+        .iter()
+        .find(|k| k.name == entry.kernel)
+        .expect("checked by check_entry");
+    let scratch = tempfile::tempdir()?;
+    let mut path = dir.join(&dump.path);
+    if dump.gzip {
+        let plain = scratch.path().join("dump.elf");
+        let mut input = flate2::read::GzDecoder::new(std::fs::File::open(&path)?);
+        std::io::copy(&mut input, &mut std::fs::File::create(&plain)?)
+            .with_context(|| format!("gunzipping {}", path.display()))?;
+        path = plain;
+    }
+    let symbols = gdbcheck::Symbols {
+        prefix: BARE_SYMBOL_PREFIX,
+    };
+    gdbcheck::check(
+        &dir.join(&kernel.image),
+        &path,
+        expected,
+        &symbols,
+        scratch.path(),
+    )?;
+    Ok(true)
 }
 
 fn expect_magic(path: &Path, want: &str) -> Result<()> {

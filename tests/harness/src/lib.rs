@@ -3,6 +3,7 @@
 
 pub mod corpus;
 pub mod dump;
+pub mod gdbcheck;
 pub mod kernel;
 pub mod manifest;
 pub mod oracle;

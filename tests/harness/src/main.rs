@@ -124,10 +124,14 @@ fn main() -> Result<()> {
         }
         Command::Check { dir } => {
             let dir = dir.unwrap_or_else(corpus::default_dir);
-            let n = corpus::check(&dir)?;
+            let gdb = tools::find(tools::GDB).is_some();
+            let checked = corpus::check(&dir, gdb)?;
             eprintln!(
-                "{n} entries in {} match their manifest and oracle",
-                dir.display()
+                "{} entries in {} match their manifest and oracle; gdb compared {} dumps with the oracle{}",
+                checked.entries,
+                dir.display(),
+                checked.against_dump,
+                if gdb { "" } else { " (gdb not found)" }
             );
         }
     }

@@ -120,29 +120,49 @@ fn unescape(text: &str) -> Result<String> {
 /// What a reader must find in one ring.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExpectedRing {
+    /// The ring's subsystem id (its index in KLogs).
     pub subsystem: u64,
     pub name: String,
     pub num_recs: u64,
     /// Virtual address of the ring's first record after klog_init.
     pub buffer: u64,
-    /// Records the ring must hold, oldest first.
-    pub records: Vec<ExpectedRecord>,
-    /// Damage a reader must report for this ring.
+    /// Records ever written to the ring (`next_write / 8` unless damaged).
+    pub written: u64,
+    /// The slots a reader must find, oldest first: records, and torn slots.
+    pub records: Vec<Slot>,
+    /// Damage to the ring's KLogs entry that a reader must report.
     pub damage: Vec<Damage>,
-    /// For rings too big to list: a digest of `records` instead (records is then empty).
+    /// For rings too big to list: a digest of the records instead (records is then empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<Digest>,
+}
+
+/// One slot of a ring as the kernel left it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Slot {
+    Record(ExpectedRecord),
+    /// A writer reserved this slot (sequence `seq`) and died after zeroing its header: the
+    /// slot holds header 0 and whatever words it held before.
+    Torn {
+        seq: u64,
+        slot: u64,
+        at: u64,
+    },
 }
 
 /// One record as the kernel meant it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExpectedRecord {
-    /// Subsystem that logged it (differs from the ring's for events logged before klog_init).
-    pub subsystem: u64,
-    /// Sequence number klog-runtime returned for it, in the subsystem that logged it.
+    /// Sequence number in the ring (what the KLOG macro returned).
     pub seq: u64,
+    /// Index of the record in the ring: `seq % num_recs`.
+    pub slot: u64,
     /// Address of the record.
     pub at: u64,
+    /// Subsystem that logged it (differs from the ring's for events logged before klog_init,
+    /// which all land in NONE's ring).
+    pub subsystem: u64,
     pub id: u64,
     pub proc_dom: u64,
     pub clock: u64,
@@ -150,19 +170,17 @@ pub struct ExpectedRecord {
     pub data: [u64; 3],
     /// The printf format string `desc` points at.
     pub format: String,
-    /// The message as the kernel formatted it with core::fmt; an unreadable `%s` argument
-    /// appears as `<unreadable:0x...>`.
+    /// The message as the kernel formatted it with core::fmt. An unreadable `%s` argument
+    /// appears as `<unreadable 0x...>`; kcrash adds its reason before the `>`.
     pub message: String,
 }
 
-/// Something wrong with a ring that a reader must notice and report.
+/// Damage to a ring's KLogs entry that a reader must notice and report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Damage {
-    /// A writer reserved the slot at `at` (sequence `seq`) and died before its header was
-    /// written: the slot holds no whole record.
-    TornRecord { seq: u64, at: u64 },
-    /// The KLogs entry's field was overwritten with `value`; KLogBuffer is intact.
+    /// The KLogs entry's `field` was overwritten with `value`; KLogBuffer is intact, so the
+    /// records are still there for a salvaging reader.
     Scribbled { field: String, value: u64 },
 }
 
@@ -178,172 +196,167 @@ pub struct Digest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Expected {
     pub version: u32,
+    /// What the kernel stored in klogClockHz.
     pub clock_hz: u64,
+    /// The panic message.
     pub panic: String,
     pub rings: Vec<ExpectedRing>,
 }
 
-enum Slot {
-    Record(ExpectedRecord),
-    Torn,
-}
-
-/// Derives the expected result from a console log.
+/// Derives the expected result from a console log: replays every record write by address
+/// (a later write to a slot replaces the earlier one), then lists each ring's slots in
+/// write order.
 pub fn derive(console: &str) -> Result<Expected> {
-    let mut rings: BTreeMap<u64, ExpectedRing> = BTreeMap::new();
-    // Last write to each record address, with its write order.
-    let mut slots: HashMap<u64, (usize, Slot)> = HashMap::new();
-    let mut clock_hz = None;
-    let mut panic = None;
+    let mut state = Replay::default();
     for (index, text) in console.lines().enumerate() {
         let lineno = index + 1;
         if let Some(message) = text.strip_prefix(crate::qemu::PANIC_LINE_PREFIX) {
-            panic = Some(message.to_string());
+            state.panic = Some(message.to_string());
             continue;
         }
         let Some(line) = Line::parse(text) else {
             continue;
         };
         let line = line.with_context(|| format!("console line {lineno}"))?;
-        apply(&line, index, &mut rings, &mut slots, &mut clock_hz)
+        state
+            .apply(&line, index)
             .with_context(|| format!("console line {lineno}: {text}"))?;
     }
-    let mut by_ring: BTreeMap<u64, Vec<(usize, u64, Slot)>> = BTreeMap::new();
-    for (at, (order, slot)) in slots {
-        if let Some(ring) = rings
-            .values()
-            .find(|r| at >= r.buffer && at < r.buffer + r.num_recs * RECORD_BYTES)
-        {
-            by_ring
-                .entry(ring.subsystem)
-                .or_default()
-                .push((order, at, slot));
-        }
-    }
-    for (subsystem, mut entries) in by_ring {
-        entries.sort_by_key(|(order, _, _)| *order);
-        let ring = rings
-            .get_mut(&subsystem)
-            .expect("grouped by an existing ring");
-        ring.records = entries
-            .into_iter()
-            .filter_map(|(_, _, slot)| match slot {
-                Slot::Record(record) => Some(record),
-                Slot::Torn => None,
-            })
-            .collect();
-    }
-    Ok(Expected {
-        version: 1,
-        clock_hz: clock_hz.ok_or_else(|| anyhow!("no KLOG-CONFIG line"))?,
-        panic: panic.ok_or_else(|| anyhow!("no {:?} line", crate::qemu::PANIC_LINE_PREFIX))?,
-        rings: rings.into_values().collect(),
-    })
+    state.finish()
 }
 
-fn apply(
-    line: &Line,
-    order: usize,
-    rings: &mut BTreeMap<u64, ExpectedRing>,
-    slots: &mut HashMap<u64, (usize, Slot)>,
-    clock_hz: &mut Option<u64>,
-) -> Result<()> {
-    let ring = |rings: &mut BTreeMap<u64, ExpectedRing>| -> Result<u64> {
-        let subsystem = line.num("subsys")?;
-        if rings.contains_key(&subsystem) {
-            Ok(subsystem)
-        } else {
-            bail!("subsystem {subsystem} has no KLOG-RING line before it")
+#[derive(Default)]
+struct Replay {
+    rings: BTreeMap<u64, ExpectedRing>,
+    /// Last write to each record address, with its write order.
+    slots: HashMap<u64, (usize, Slot)>,
+    clock_hz: Option<u64>,
+    panic: Option<String>,
+}
+
+impl Replay {
+    fn ring(&mut self, line: &Line) -> Result<&mut ExpectedRing> {
+        let id = line.num("ring")?;
+        self.rings
+            .get_mut(&id)
+            .ok_or_else(|| anyhow!("ring {id} has no KLOG-RING line before it"))
+    }
+
+    /// Checks that `at` is record `seq` of `ring` and counts the write.
+    fn place(&mut self, line: &Line) -> Result<(u64, u64)> {
+        let (seq, at) = (line.num("seq")?, line.num("at")?);
+        let ring = self.ring(line)?;
+        let slot = seq % ring.num_recs;
+        if at != ring.buffer + slot * RECORD_BYTES {
+            bail!("record {seq} of ring {} cannot be at {at:#x}", ring.name);
         }
-    };
-    match line.tag.as_str() {
-        "KLOG-CONFIG" => *clock_hz = Some(line.num("clock_hz")?),
-        "KLOG-RING" => {
-            let num_recs = line.num("num_recs")?;
-            if !num_recs.is_power_of_two() {
-                bail!("num_recs {num_recs} is not a power of two");
-            }
-            let subsystem = line.num("subsys")?;
-            let previous = rings.insert(
-                subsystem,
-                ExpectedRing {
+        ring.written = ring.written.max(seq + 1);
+        Ok((seq, slot))
+    }
+
+    fn apply(&mut self, line: &Line, order: usize) -> Result<()> {
+        match line.tag.as_str() {
+            "KLOG-CONFIG" => self.clock_hz = Some(line.num("clock_hz")?),
+            "KLOG-RING" => {
+                let (subsystem, num_recs) = (line.num("ring")?, line.num("num_recs")?);
+                if !num_recs.is_power_of_two() {
+                    bail!("num_recs {num_recs} is not a power of two");
+                }
+                let ring = ExpectedRing {
                     subsystem,
                     name: line.str("name")?.to_string(),
                     num_recs,
                     buffer: line.num("buffer")?,
+                    written: 0,
                     records: Vec::new(),
                     damage: Vec::new(),
                     digest: None,
-                },
-            );
-            if previous.is_some() {
-                bail!("subsystem {subsystem} declared twice");
+                };
+                if self.rings.insert(subsystem, ring).is_some() {
+                    bail!("ring {subsystem} declared twice");
+                }
             }
-        }
-        "KLOG-EVENT" => {
-            ring(rings)?;
-            let at = line.num("at")?;
-            if at % RECORD_BYTES != 0 {
-                bail!("record address {at:#x} is not record-aligned");
+            "KLOG-EVENT" => {
+                let (seq, slot) = self.place(line)?;
+                let at = line.num("at")?;
+                let record = ExpectedRecord {
+                    seq,
+                    slot,
+                    at,
+                    subsystem: line.num("subsys")?,
+                    id: line.num("id")?,
+                    proc_dom: line.num("proc_dom")?,
+                    clock: line.num("clock")?,
+                    desc: line.num("desc")?,
+                    data: [line.num("d1")?, line.num("d2")?, line.num("d3")?],
+                    format: line.str("fmt")?.to_string(),
+                    message: line
+                        .msg
+                        .clone()
+                        .ok_or_else(|| anyhow!("KLOG-EVENT without msg="))?,
+                };
+                self.slots.insert(at, (order, Slot::Record(record)));
             }
-            let record = ExpectedRecord {
-                subsystem: line.num("subsys")?,
-                seq: line.num("seq")?,
-                at,
-                id: line.num("id")?,
-                proc_dom: line.num("proc_dom")?,
-                clock: line.num("clock")?,
-                desc: line.num("desc")?,
-                data: [line.num("d1")?, line.num("d2")?, line.num("d3")?],
-                format: line.str("fmt")?.to_string(),
-                message: line
-                    .msg
-                    .clone()
-                    .ok_or_else(|| anyhow!("KLOG-EVENT without msg="))?,
-            };
-            slots.insert(at, (order, Slot::Record(record)));
+            "KLOG-TORN" => {
+                let (seq, slot) = self.place(line)?;
+                let at = line.num("at")?;
+                self.slots.insert(at, (order, Slot::Torn { seq, slot, at }));
+            }
+            "KLOG-DAMAGE" => {
+                let damage = match line.str("kind")? {
+                    "scribbled" => Damage::Scribbled {
+                        field: line.str("field")?.to_string(),
+                        value: line.num("value")?,
+                    },
+                    other => bail!("unknown damage kind {other:?}"),
+                };
+                self.ring(line)?.damage.push(damage);
+            }
+            "KLOG-DIGEST" => {
+                let digest = Digest {
+                    records: line.num("records")?,
+                    last_seq: line.num("last_seq")?,
+                    fnv1a: line.num("fnv1a")?,
+                };
+                let ring = self.ring(line)?;
+                ring.written = ring.written.max(digest.last_seq + 1);
+                ring.digest = Some(digest);
+            }
+            // An event refused while logging was off: it must be in no ring.
+            "KLOG-SKIP" => {
+                line.num("subsys")?;
+            }
+            other => bail!("unknown oracle tag {other}"),
         }
-        "KLOG-TORN" => {
-            let subsystem = ring(rings)?;
-            let (seq, at) = (line.num("seq")?, line.num("at")?);
-            slots.insert(at, (order, Slot::Torn));
-            rings
-                .get_mut(&subsystem)
-                .expect("checked")
-                .damage
-                .push(Damage::TornRecord { seq, at });
-        }
-        "KLOG-DAMAGE" => {
-            let subsystem = ring(rings)?;
-            let damage = match line.str("kind")? {
-                "scribbled" => Damage::Scribbled {
-                    field: line.str("field")?.to_string(),
-                    value: line.num("value")?,
-                },
-                other => bail!("unknown damage kind {other:?}"),
-            };
-            rings
-                .get_mut(&subsystem)
-                .expect("checked")
-                .damage
-                .push(damage);
-        }
-        "KLOG-DIGEST" => {
-            let subsystem = ring(rings)?;
-            let digest = Digest {
-                records: line.num("records")?,
-                last_seq: line.num("last_seq")?,
-                fnv1a: line.num("fnv1a")?,
-            };
-            rings.get_mut(&subsystem).expect("checked").digest = Some(digest);
-        }
-        // Events the kernel attempted while logging was off: they must not be in any ring.
-        "KLOG-SKIP" => {
-            ring(rings)?;
-        }
-        other => bail!("unknown oracle tag {other}"),
+        Ok(())
     }
-    Ok(())
+
+    fn finish(mut self) -> Result<Expected> {
+        let mut slots: Vec<(usize, u64, Slot)> = self
+            .slots
+            .into_iter()
+            .map(|(at, (order, slot))| (order, at, slot))
+            .collect();
+        slots.sort_by_key(|(order, _, _)| *order);
+        for (_, at, slot) in slots {
+            let ring = self
+                .rings
+                .values_mut()
+                .find(|r| at >= r.buffer && at < r.buffer + r.num_recs * RECORD_BYTES)
+                .ok_or_else(|| anyhow!("record at {at:#x} is in no ring"))?;
+            ring.records.push(slot);
+        }
+        Ok(Expected {
+            version: 1,
+            clock_hz: self
+                .clock_hz
+                .ok_or_else(|| anyhow!("no KLOG-CONFIG line"))?,
+            panic: self
+                .panic
+                .ok_or_else(|| anyhow!("no {:?} line", crate::qemu::PANIC_LINE_PREFIX))?,
+            rings: self.rings.into_values().collect(),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -368,27 +381,47 @@ mod tests {
     }
 
     #[test]
-    fn later_writes_replace_earlier_ones_and_torn_slots_hold_nothing() {
+    fn later_writes_replace_earlier_ones_and_torn_slots_are_kept() {
         let log = "\
 KLOG-CONFIG clock_hz=1000
-KLOG-RING subsys=1 name=A num_recs=2 buffer=0x1000
-KLOG-EVENT subsys=1 seq=0 at=0x1000 id=1 proc_dom=0 clock=1 desc=0x10 d1=0 d2=0 d3=0 fmt=a msg=a
-KLOG-EVENT subsys=1 seq=1 at=0x1040 id=1 proc_dom=0 clock=2 desc=0x10 d1=0 d2=0 d3=0 fmt=b msg=b
-KLOG-EVENT subsys=1 seq=2 at=0x1000 id=1 proc_dom=0 clock=3 desc=0x10 d1=0 d2=0 d3=0 fmt=c msg=c
-KLOG-TORN subsys=1 seq=3 at=0x1040
+KLOG-RING ring=1 name=A num_recs=2 buffer=0x1000
+KLOG-EVENT ring=1 subsys=1 seq=0 at=0x1000 id=1 proc_dom=0 clock=1 desc=0x10 d1=0 d2=0 d3=0 fmt=a msg=a
+KLOG-EVENT ring=1 subsys=1 seq=1 at=0x1040 id=1 proc_dom=0 clock=2 desc=0x10 d1=0 d2=0 d3=0 fmt=b msg=b
+KLOG-EVENT ring=1 subsys=1 seq=2 at=0x1000 id=1 proc_dom=0 clock=3 desc=0x10 d1=0 d2=0 d3=0 fmt=c msg=c
+KLOG-TORN ring=1 subsys=1 seq=3 at=0x1040
 KCRASH-PANIC torn
 ";
         let expected = derive(log).unwrap();
         let ring = &expected.rings[0];
-        let messages: Vec<&str> = ring.records.iter().map(|r| r.message.as_str()).collect();
-        assert_eq!(messages, ["c"]);
-        assert_eq!(ring.damage, [Damage::TornRecord { seq: 3, at: 0x1040 }]);
+        assert_eq!(ring.written, 4);
+        assert!(matches!(&ring.records[0], Slot::Record(r) if r.message == "c" && r.slot == 0));
+        assert_eq!(
+            ring.records[1],
+            Slot::Torn {
+                seq: 3,
+                slot: 1,
+                at: 0x1040
+            }
+        );
+        assert_eq!(ring.records.len(), 2);
         assert_eq!(expected.panic, "torn");
     }
 
     #[test]
+    fn a_record_at_the_wrong_slot_is_an_error() {
+        let log = "\
+KLOG-CONFIG clock_hz=1
+KLOG-RING ring=1 name=A num_recs=2 buffer=0x1000
+KLOG-EVENT ring=1 subsys=1 seq=1 at=0x1000 id=1 proc_dom=0 clock=1 desc=0 d1=0 d2=0 d3=0 fmt=a msg=a
+KCRASH-PANIC x
+";
+        assert!(derive(log).is_err());
+    }
+
+    #[test]
     fn events_for_undeclared_rings_are_errors() {
-        let log = "KLOG-CONFIG clock_hz=1\nKLOG-EVENT subsys=9 seq=0 at=0 msg=x\nKCRASH-PANIC x\n";
+        let log =
+            "KLOG-CONFIG clock_hz=1\nKLOG-EVENT ring=9 subsys=9 seq=0 at=0 msg=x\nKCRASH-PANIC x\n";
         assert!(derive(log).is_err());
     }
 }

@@ -45,6 +45,15 @@ pub unsafe extern "C" fn bcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
     memcmp(a, b, n)
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn strlen(s: *const u8) -> usize {
+    let mut n = 0;
+    while s.add(n).read_volatile() != 0 {
+        n += 1;
+    }
+    n
+}
+
 /// The prebuilt `core` is compiled with unwinding and references this symbol; with
 /// panic=abort it is never called.
 #[no_mangle]

@@ -1,0 +1,206 @@
+//! Checks an oracle against the dump itself, with gdb as the reader: every slot of every ring
+//! holds exactly the words the oracle says (header, id, proc_dom, clock, desc, data), slots the
+//! oracle never wrote are zero, each `desc` points at its format string, and the KLogs entries
+//! and klogClockHz hold what the kernel set. gdb reads the `paging=true` ELF dump through the
+//! kernel's virtual addresses, so this is independent of kcrash and of klog-runtime's code.
+
+use crate::oracle::{Damage, Expected, Slot, RECORD_BYTES};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+/// `"KLOG"` in the upper half of a record header (klog-runtime's README, "The on-dump contract").
+const HEADER_MAGIC: u64 = 0x4B4C_4F47;
+/// Words per KLog control block and per record.
+const WORDS: usize = 8;
+/// Index of `next_write` and `buffer` in a KLog control block.
+const KLOG_BUFFER: usize = 5;
+const KLOG_NEXT_WRITE: usize = 7;
+
+fn header(subsystem: u64) -> u64 {
+    (HEADER_MAGIC << 32) | ((WORDS as u64) << 16) | subsystem
+}
+
+/// Where the kernel's statics are: `symbol_prefix` is the Rust path of the module that
+/// invoked `klog_config!` (`bare::platform::` for the bare kernel).
+pub struct Symbols<'a> {
+    pub prefix: &'a str,
+}
+
+/// Runs the checks; `scratch` receives gdb's memory dumps.
+pub fn check(
+    image: &Path,
+    elf_paging_dump: &Path,
+    expected: &Expected,
+    symbols: &Symbols,
+    scratch: &Path,
+) -> Result<()> {
+    let mut script = String::new();
+    let region = |name: &str| scratch.join(format!("{name}.bin"));
+    for ring in &expected.rings {
+        let end = ring.buffer + ring.num_recs * RECORD_BYTES;
+        let path = region(&format!("ring{}", ring.subsystem));
+        writeln!(
+            script,
+            "dump binary memory {} {:#x} {end:#x}",
+            path.display(),
+            ring.buffer
+        )?;
+    }
+    let mut formats: BTreeMap<u64, &str> = BTreeMap::new();
+    for ring in &expected.rings {
+        for slot in &ring.records {
+            if let Slot::Record(record) = slot {
+                if let Some(previous) = formats.insert(record.desc, &record.format) {
+                    if previous != record.format {
+                        bail!(
+                            "desc {:#x} is both {previous:?} and {:?}",
+                            record.desc,
+                            record.format
+                        );
+                    }
+                }
+            }
+        }
+    }
+    for (desc, format) in &formats {
+        let path = region(&format!("desc-{desc:x}"));
+        let end = desc + format.len() as u64 + 1;
+        writeln!(
+            script,
+            "dump binary memory {} {desc:#x} {end:#x}",
+            path.display()
+        )?;
+    }
+    // `dump value` writes a variable's bytes as they are in the dump, whatever its type.
+    let p = symbols.prefix;
+    writeln!(
+        script,
+        "dump binary value {} {p}KLogs",
+        region("klogs").display()
+    )?;
+    writeln!(
+        script,
+        "dump binary value {} {p}klogClockHz",
+        region("clockhz").display()
+    )?;
+    let script_path = scratch.join("check.gdb");
+    std::fs::write(&script_path, &script)?;
+    let output = Command::new(crate::tools::GDB)
+        .args(["-nx", "-batch", "-x"])
+        .arg(&script_path)
+        .arg(image)
+        .arg(elf_paging_dump)
+        .output()
+        .context("running gdb")?;
+    if !output.status.success() {
+        bail!(
+            "gdb failed ({}): {}\nscript:\n{script}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    let read = |name: &str| -> Result<Vec<u64>> {
+        let path = region(name);
+        let bytes = std::fs::read(&path).with_context(|| {
+            format!(
+                "gdb wrote no {} (stderr: {})",
+                path.display(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            )
+        })?;
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect())
+    };
+
+    for ring in &expected.rings {
+        let words = read(&format!("ring{}", ring.subsystem))?;
+        let mut seen = vec![false; ring.num_recs as usize];
+        for slot in &ring.records {
+            let (index, want_header) = match slot {
+                Slot::Record(r) => (r.slot, Some(header(r.subsystem))),
+                Slot::Torn { slot, .. } => (*slot, None),
+            };
+            let got = words
+                .get(index as usize * WORDS..(index as usize + 1) * WORDS)
+                .with_context(|| format!("ring {} slot {index} is outside the ring", ring.name))?;
+            seen[index as usize] = true;
+            match (slot, want_header) {
+                (Slot::Record(r), Some(h)) => {
+                    let want = [
+                        h, r.id, r.proc_dom, r.clock, r.desc, r.data[0], r.data[1], r.data[2],
+                    ];
+                    if got != want {
+                        bail!("ring {} slot {index} (seq {}): dump has {got:x?}, oracle says {want:x?}", ring.name, r.seq);
+                    }
+                }
+                _ => {
+                    if got[0] != 0 {
+                        bail!(
+                            "ring {} slot {index}: torn slot has header {:#x}, not 0",
+                            ring.name,
+                            got[0]
+                        );
+                    }
+                }
+            }
+        }
+        for (index, _) in seen.iter().enumerate().filter(|(_, seen)| !**seen) {
+            let got = &words[index * WORDS..(index + 1) * WORDS];
+            if got.iter().any(|&w| w != 0) {
+                bail!("ring {} slot {index}: the oracle wrote nothing there but the dump has {got:x?}", ring.name);
+            }
+        }
+    }
+    for (desc, format) in &formats {
+        let bytes = std::fs::read(region(&format!("desc-{desc:x}")))?;
+        let want: Vec<u8> = format.bytes().chain([0]).collect();
+        if bytes != want {
+            bail!(
+                "desc {desc:#x}: dump has {:?}, oracle format is {format:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+    }
+    let klogs = read("klogs")?;
+    if klogs.len() != expected.rings.len() * WORDS {
+        bail!(
+            "KLogs has {} words, the oracle has {} rings",
+            klogs.len(),
+            expected.rings.len()
+        );
+    }
+    for (index, ring) in expected.rings.iter().enumerate() {
+        let entry = &klogs[index * WORDS..(index + 1) * WORDS];
+        let mut want_next = ring.written * WORDS as u64;
+        let mut want_buffer = ring.buffer;
+        for damage in &ring.damage {
+            let Damage::Scribbled { field, value } = damage;
+            match field.as_str() {
+                "next_write" => want_next = *value,
+                "buffer" => want_buffer = *value,
+                other => bail!("ring {}: unknown scribbled field {other}", ring.name),
+            }
+        }
+        if entry[KLOG_NEXT_WRITE] != want_next || entry[KLOG_BUFFER] != want_buffer {
+            bail!(
+                "KLogs[{index}] ({}): next_write {:#x} buffer {:#x}, oracle says {want_next:#x} and {want_buffer:#x}",
+                ring.name,
+                entry[KLOG_NEXT_WRITE],
+                entry[KLOG_BUFFER]
+            );
+        }
+    }
+    let clock_hz = read("clockhz")?;
+    if clock_hz.first() != Some(&expected.clock_hz) {
+        bail!(
+            "klogClockHz is {clock_hz:?}, oracle says {}",
+            expected.clock_hz
+        );
+    }
+    Ok(())
+}
