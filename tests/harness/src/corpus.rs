@@ -85,12 +85,13 @@ impl Scenario {
         format!("klog.scenario={}", self.name)
     }
 
-    /// Committed entries keep every format; the big one only the compact kdump file.
+    /// Committed entries keep every format; the big one the kdump file and the ELF dump gdb
+    /// checks its digests in.
     pub fn formats(&self) -> &'static [DumpFormat] {
         if self.committed {
             &DumpFormat::ALL
         } else {
-            &[DumpFormat::KdumpZlib]
+            &[DumpFormat::ElfPaging, DumpFormat::KdumpZlib]
         }
     }
 }
@@ -102,48 +103,93 @@ pub struct Generate<'a> {
     /// Where the kernels are built.
     pub target_dir: &'a Path,
     pub scenarios: Vec<&'static Scenario>,
-    /// gzip ELF dumps (they are mostly zeros); kdump files are already compressed.
-    pub gzip_elf: bool,
+    /// gzip the formats the committed corpus keeps gzipped
+    /// ([`DumpFormat::gzipped_in_corpus`]).
+    pub gzip: bool,
 }
 
-/// Builds the kernels, crashes every scenario, writes dumps, oracle and manifest.
-/// Progress and timings go to stderr.
-pub fn generate(options: &Generate) -> Result<Manifest> {
-    let mut manifest = Manifest {
+/// The manifest describing every scenario (run or not): paths depend only on the scenario,
+/// its kernel and whether dumps are gzipped.
+pub fn manifest(gzip: bool) -> Manifest {
+    let mut kernels: Vec<KernelBuild> = SCENARIOS.iter().map(|s| s.kernel).collect();
+    kernels.dedup();
+    Manifest {
         version: 1,
         regenerate: REGENERATE.to_string(),
-        kernels: Vec::new(),
-        entries: Vec::new(),
-    };
+        kernels: kernels
+            .into_iter()
+            .map(|build| Kernel {
+                name: build.name().to_string(),
+                image: image_path(build),
+                built_by: kernel::build_command(build),
+                committed: SCENARIOS.iter().any(|s| s.kernel == build && s.committed),
+            })
+            .collect(),
+        entries: SCENARIOS.iter().map(|s| entry(s, gzip)).collect(),
+    }
+}
+
+fn image_path(build: KernelBuild) -> String {
+    format!("{}/vmlinux", build.name())
+}
+
+fn entry_dir(scenario: &Scenario) -> String {
+    format!("{}/{}", scenario.kernel.name(), scenario.name)
+}
+
+fn entry(scenario: &Scenario, gzip: bool) -> Entry {
+    let dir = entry_dir(scenario);
+    let dumps = scenario
+        .formats()
+        .iter()
+        .map(|format| {
+            let gzip = gzip && scenario.committed && format.gzipped_in_corpus();
+            let suffix = if gzip { ".gz" } else { "" };
+            Dump {
+                format: format.name().to_string(),
+                producer: format.producer().to_string(),
+                path: format!("{dir}/{}{suffix}", format.file_name()),
+                gzip,
+                magic: format.magic().name().to_string(),
+            }
+        })
+        .collect();
+    Entry {
+        kernel: scenario.kernel.name().to_string(),
+        scenario: scenario.name.to_string(),
+        cmdline: scenario.cmdline(),
+        console: format!("{dir}/console.log"),
+        expected: format!("{dir}/expected.json"),
+        committed: scenario.committed,
+        dumps,
+    }
+}
+
+/// Builds the kernels, crashes the chosen scenarios, writes their dumps, console logs and
+/// expected results, and the manifest of every scenario. Progress and timings go to stderr.
+pub fn generate(options: &Generate) -> Result<Manifest> {
+    let manifest = manifest(options.gzip);
     let mut builds: Vec<KernelBuild> = options.scenarios.iter().map(|s| s.kernel).collect();
+    builds.sort_by_key(|b| b.name());
     builds.dedup();
     for build in builds {
         let built = kernel::build(build, options.target_dir)?;
-        let image_rel = format!("{}/vmlinux", build.name());
-        let image = options.out.join(&image_rel);
+        let image = options.out.join(image_path(build));
         std::fs::create_dir_all(image.parent().expect("has a parent"))?;
         std::fs::copy(&built, &image)
             .with_context(|| format!("copying kernel to {}", image.display()))?;
-        manifest.kernels.push(Kernel {
-            name: build.name().to_string(),
-            image: image_rel,
-            built_by: kernel::build_command(build),
-            committed: build == KernelBuild::Bare,
-        });
         for scenario in options.scenarios.iter().filter(|s| s.kernel == build) {
-            let entry = crash(scenario, &image, options).with_context(|| {
+            crash(scenario, &image, options).with_context(|| {
                 format!("scenario {} of kernel {}", scenario.name, build.name())
             })?;
-            manifest.entries.push(entry);
         }
     }
     manifest.store(options.out)?;
     Ok(manifest)
 }
 
-fn crash(scenario: &Scenario, image: &Path, options: &Generate) -> Result<Entry> {
-    let dir_rel = format!("{}/{}", scenario.kernel.name(), scenario.name);
-    let dir = options.out.join(&dir_rel);
+fn crash(scenario: &Scenario, image: &Path, options: &Generate) -> Result<()> {
+    let dir = options.out.join(entry_dir(scenario));
     let cmdline = scenario.cmdline();
     let boot = Boot {
         image,
@@ -159,35 +205,19 @@ fn crash(scenario: &Scenario, image: &Path, options: &Generate) -> Result<Entry>
         dir.join("expected.json"),
         serde_json::to_string_pretty(&expected)? + "\n",
     )?;
-    let mut dumps = Vec::new();
     for (format, path) in &crash.dumps {
-        let gzip = options.gzip_elf && format.magic() == Magic::ElfCore;
-        let path = if gzip { gzip_file(path)? } else { path.clone() };
-        let name = path.file_name().expect("a file").to_string_lossy();
-        dumps.push(Dump {
-            format: format.name().to_string(),
-            producer: format.producer().to_string(),
-            path: format!("{dir_rel}/{name}"),
-            gzip,
-            magic: format.magic().name().to_string(),
-        });
+        if options.gzip && scenario.committed && format.gzipped_in_corpus() {
+            gzip_file(path)?;
+        }
     }
     eprintln!(
         "{}: boot to panic {:.2}s, {} dumps {:.2}s",
-        dir_rel,
+        entry_dir(scenario),
         crash.boot_time.as_secs_f64(),
-        dumps.len(),
+        crash.dumps.len(),
         crash.dump_time.as_secs_f64()
     );
-    Ok(Entry {
-        kernel: scenario.kernel.name().to_string(),
-        scenario: scenario.name.to_string(),
-        cmdline,
-        console: format!("{dir_rel}/console.log"),
-        expected: format!("{dir_rel}/expected.json"),
-        committed: scenario.committed,
-        dumps,
-    })
+    Ok(())
 }
 
 /// Replaces `path` by `path.gz` (best compression: committed files should be small).

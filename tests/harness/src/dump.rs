@@ -61,6 +61,12 @@ impl DumpFormat {
         }
     }
 
+    /// Whether the committed corpus keeps it gzipped: the ELF dumps are mostly zeros, and the
+    /// flattened stream is an intermediate kcrash tests read after the plain kdump file.
+    pub fn gzipped_in_corpus(self) -> bool {
+        self != DumpFormat::KdumpZlib
+    }
+
     /// The magic the file must start with.
     pub fn magic(self) -> Magic {
         match self {

@@ -4,7 +4,7 @@
 //! and klogClockHz hold what the kernel set. gdb reads the `paging=true` ELF dump through the
 //! kernel's virtual addresses, so this is independent of kcrash and of klog-runtime's code.
 
-use crate::oracle::{Damage, Expected, Slot, RECORD_BYTES};
+use crate::oracle::{Damage, Digest, Expected, ExpectedRing, Slot, RECORD_BYTES};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -119,6 +119,10 @@ pub fn check(
 
     for ring in &expected.rings {
         let words = read(&format!("ring{}", ring.subsystem))?;
+        if let Some(digest) = &ring.digest {
+            check_digest(ring, digest, &words)?;
+            continue;
+        }
         let mut seen = vec![false; ring.num_recs as usize];
         for slot in &ring.records {
             let (index, want_header) = match slot {
@@ -200,6 +204,39 @@ pub fn check(
         bail!(
             "klogClockHz is {clock_hz:?}, oracle says {}",
             expected.clock_hz
+        );
+    }
+    Ok(())
+}
+
+/// A big ring's records, oldest first, must hash to the kernel's digest (FNV-1a over the
+/// little-endian bytes of every word; tests/kernels/README.md).
+fn check_digest(ring: &ExpectedRing, digest: &Digest, words: &[u64]) -> Result<()> {
+    let held = ring.written.min(ring.num_recs);
+    if digest.records != held || digest.last_seq + 1 != ring.written {
+        bail!(
+            "ring {}: digest of {} records up to {} for {} written",
+            ring.name,
+            digest.records,
+            digest.last_seq,
+            ring.written
+        );
+    }
+    let first = ring.written - held;
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for seq in first..ring.written {
+        let slot = (seq % ring.num_recs) as usize;
+        for word in &words[slot * WORDS..(slot + 1) * WORDS] {
+            for byte in word.to_le_bytes() {
+                hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+    }
+    if hash != digest.fnv1a {
+        bail!(
+            "ring {}: the dump's records hash to {hash:#x}, the kernel's digest is {:#x}",
+            ring.name,
+            digest.fnv1a
         );
     }
     Ok(())

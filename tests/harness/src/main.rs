@@ -31,7 +31,7 @@ enum Command {
         /// Only these scenarios (default: all committed ones).
         #[arg(long = "scenario")]
         scenarios: Vec<String>,
-        /// Keep ELF dumps uncompressed.
+        /// Keep every dump uncompressed.
         #[arg(long)]
         no_gzip: bool,
     },
@@ -61,7 +61,7 @@ fn main() -> Result<()> {
         } => {
             require_tools()?;
             let out = out.unwrap_or_else(corpus::default_dir);
-            let mut chosen: Vec<&'static Scenario> = if scenarios.is_empty() {
+            let chosen: Vec<&'static Scenario> = if scenarios.is_empty() {
                 corpus::SCENARIOS
                     .iter()
                     .filter(|s| s.committed || big)
@@ -72,13 +72,12 @@ fn main() -> Result<()> {
                     .map(|name| find_scenario(name))
                     .collect::<Result<_>>()?
             };
-            chosen.sort_by_key(|s| s.kernel.name());
             let target_dir = kernel::repo_root().join("target/kernels");
             let manifest = corpus::generate(&Generate {
                 out: &out,
                 target_dir: &target_dir,
                 scenarios: chosen,
-                gzip_elf: !no_gzip,
+                gzip: !no_gzip,
             })?;
             eprintln!(
                 "wrote {} entries to {}",

@@ -82,22 +82,50 @@ pub const RING_RECS: [u64; DBG_MAX] = [
 ];
 pub const RING_NAMES: [&str; DBG_MAX] = ["NONE", "PARCHORE", "FS", "SCHED", "VM"];
 
-/// TSC ticks per second, measured against PIT channel 2 over 10 ms (1193182 Hz input clock).
-/// Under TCG the TSC follows the host's, and the PIT follows host time, so this is honest.
+/// TSC ticks per second: the median of five measurements of about 20 ms each against PIT
+/// channel 2 (1193182 Hz). Each measurement brackets its interval with (PIT count, rdtsc)
+/// pairs read back to back, so the host descheduling QEMU (both clocks follow host time under
+/// TCG) can skew a sample only if it strikes between the two reads of a pair; the median
+/// drops such samples.
 pub fn measure_tsc_hz() -> u64 {
-    const PIT_HZ: u64 = 1_193_182;
-    const COUNT: u64 = PIT_HZ / 100;
-    // SAFETY: PIT and port 0x61 programming; nothing else in the kernel uses them.
+    let mut samples = [0u64; 5];
+    for sample in &mut samples {
+        *sample = measure_once();
+    }
+    samples.sort_unstable();
+    samples[samples.len() / 2]
+}
+
+const PIT_HZ: u64 = 1_193_182;
+
+/// Latches and reads PIT channel 2's count, then reads the TSC.
+fn pit_and_tsc() -> (u64, u64) {
+    // SAFETY: PIT channel 2 latch and read.
+    unsafe {
+        serial::outb(0x43, 0b1000_0000); // latch channel 2
+        let low = serial::inb(0x42);
+        let high = serial::inb(0x42);
+        (u64::from(u16::from_le_bytes([low, high])), rdtsc())
+    }
+}
+
+fn measure_once() -> u64 {
+    const SPAN: u64 = PIT_HZ / 50;
+    // SAFETY: PIT channel 2 and port 0x61 programming; nothing else in the kernel uses them.
     unsafe {
         let gate = serial::inb(0x61);
         serial::outb(0x61, (gate & !0x02) | 0x01); // speaker off, channel 2 gate on
-        serial::outb(0x43, 0b1011_0000); // channel 2, lo/hi byte, mode 0 (count down once)
-        serial::outb(0x42, COUNT as u8);
-        serial::outb(0x42, (COUNT >> 8) as u8);
-        let start = rdtsc();
-        while serial::inb(0x61) & 0x20 == 0 {}
-        let ticks = rdtsc() - start;
+        serial::outb(0x43, 0b1011_0000); // channel 2, lo/hi byte, mode 0: count down from 0xffff
+        serial::outb(0x42, 0xff);
+        serial::outb(0x42, 0xff);
+        let (count0, tsc0) = pit_and_tsc();
+        let (count1, tsc1) = loop {
+            let (count, tsc) = pit_and_tsc();
+            if count0.saturating_sub(count) >= SPAN {
+                break (count, tsc);
+            }
+        };
         serial::outb(0x61, gate);
-        ticks * PIT_HZ / COUNT
+        (tsc1 - tsc0) * PIT_HZ / (count0 - count1)
     }
 }
