@@ -246,18 +246,14 @@ pub struct Checked {
 /// exists and has the magic the manifest says, and each expected.json is what the oracle
 /// derives from its console log. With `gdb`, also compares every ring in each entry's
 /// `elf-paging` dump with the oracle ([`gdbcheck`]). Entries with `committed = false` are
-/// checked only if their console log exists.
-pub fn check(dir: &Path, gdb: bool) -> Result<Checked> {
+/// checked only if their console log exists. A non-empty `only` restricts the check to those
+/// scenarios.
+pub fn check(dir: &Path, gdb: bool, only: &[String]) -> Result<Checked> {
     let manifest = Manifest::load(dir)?;
     let mut checked = Checked::default();
-    for kernel in &manifest.kernels {
-        let image = dir.join(&kernel.image);
-        if kernel.committed || image.exists() {
-            expect_magic(&image, Magic::ElfExec.name())?;
-        }
-    }
     for entry in &manifest.entries {
-        if !entry.committed && !dir.join(&entry.console).exists() {
+        let skipped = !only.is_empty() && !only.contains(&entry.scenario);
+        if skipped || (!entry.committed && !dir.join(&entry.console).exists()) {
             continue;
         }
         let context = || format!("entry {}/{}", entry.kernel, entry.scenario);
@@ -271,9 +267,10 @@ pub fn check(dir: &Path, gdb: bool) -> Result<Checked> {
 }
 
 fn check_entry(dir: &Path, manifest: &Manifest, entry: &Entry) -> Result<oracle::Expected> {
-    if !manifest.kernels.iter().any(|k| k.name == entry.kernel) {
+    let Some(kernel) = manifest.kernels.iter().find(|k| k.name == entry.kernel) else {
         bail!("kernel {} is not in the manifest", entry.kernel);
-    }
+    };
+    expect_magic(&dir.join(&kernel.image), Magic::ElfExec.name())?;
     let console = std::fs::read_to_string(dir.join(&entry.console))
         .with_context(|| format!("reading {}", entry.console))?;
     let derived = oracle::derive(&console)?;

@@ -150,8 +150,10 @@ impl Magic {
     /// Identifies a file, looking through one layer of gzip.
     pub fn of_file(path: &Path) -> Result<Option<Magic>> {
         let mut head = [0u8; 64];
-        let n = read_head(std::fs::File::open(path)?, &mut head)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let file =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let n =
+            read_head(file, &mut head).with_context(|| format!("reading {}", path.display()))?;
         match Magic::identify(&head[..n]) {
             Some(Magic::Gzip) => {
                 let file = std::fs::File::open(path)?;

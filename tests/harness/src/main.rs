@@ -48,6 +48,9 @@ enum Command {
     Check {
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Only these scenarios (default: every entry the manifest lists).
+        #[arg(long = "scenario")]
+        scenarios: Vec<String>,
     },
 }
 
@@ -72,6 +75,7 @@ fn main() -> Result<()> {
                     .map(|name| find_scenario(name))
                     .collect::<Result<_>>()?
             };
+            let chosen_count = chosen.len();
             let target_dir = kernel::repo_root().join("target/kernels");
             let manifest = corpus::generate(&Generate {
                 out: &out,
@@ -80,9 +84,10 @@ fn main() -> Result<()> {
                 gzip: !no_gzip,
             })?;
             eprintln!(
-                "wrote {} entries to {}",
+                "{}: manifest of {} entries ({} run now)",
+                out.display(),
                 manifest.entries.len(),
-                out.display()
+                chosen_count
             );
         }
         Command::Run {
@@ -121,10 +126,10 @@ fn main() -> Result<()> {
                 println!("{}\t{}", format.name(), path.display());
             }
         }
-        Command::Check { dir } => {
+        Command::Check { dir, scenarios } => {
             let dir = dir.unwrap_or_else(corpus::default_dir);
             let gdb = tools::find(tools::GDB).is_some();
-            let checked = corpus::check(&dir, gdb)?;
+            let checked = corpus::check(&dir, gdb, &scenarios)?;
             eprintln!(
                 "{} entries in {} match their manifest and oracle; gdb compared {} dumps with the oracle{}",
                 checked.entries,
