@@ -1,15 +1,15 @@
 //! The kernels' oracle: one console line per event, and what it implies for each ring.
 //!
-//! Line format (documented for kernel writers in tests/kernels/README.md): a tag, then
-//! space-separated `key=value` fields; a `msg=` field, if present, is last and runs to the
-//! end of the line, escaped with Rust's `str::escape_debug`. Numbers are decimal or `0x` hex.
+//! The line format is specified in tests/kernels/README.md ("Oracle lines"): a tag, then
+//! space-separated `key=value` fields; `fmt=` is escaped with `char::escape_debug` and spaces
+//! as `\u{20}`; `msg=`, if present, is last and runs to the end of the line. For example
 //!
 //! ```text
-//! KLOG-RING  subsys=3 name=SCHED num_recs=1024 buffer=0xffffffff80123000
-//! KLOG-EVENT subsys=3 seq=17 at=0xffffffff80123440 id=0x.. proc_dom=0x.. clock=123 desc=0x.. d1=0x.. d2=0x.. d3=0x.. fmt=.. msg=..
-//! KLOG-TORN  subsys=3 seq=18 at=0xffffffff80123480
-//! KLOG-DAMAGE subsys=2 kind=next-write value=0x..
-//! KLOG-DIGEST subsys=3 records=.. last_seq=.. fnv1a=0x..
+//! KLOG-RING  ring=3 name=SCHED num_recs=1024 buffer=0xffffffff80133010
+//! KLOG-EVENT ring=3 subsys=3 seq=17 at=0xffffffff80133450 id=0x.. proc_dom=0x.. clock=123 desc=0x.. d1=0x.. d2=0x.. d3=0x.. fmt=.. msg=..
+//! KLOG-TORN  ring=1 subsys=1 seq=300 at=0x..
+//! KLOG-DAMAGE ring=2 kind=scribbled field=next_write value=0x..
+//! KLOG-DIGEST ring=3 records=.. last_seq=.. fnv1a=0x..
 //! ```
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -203,9 +203,11 @@ pub struct Expected {
     pub rings: Vec<ExpectedRing>,
 }
 
-/// Derives the expected result from a console log: replays every record write by address
-/// (a later write to a slot replaces the earlier one), then lists each ring's slots in
-/// write order.
+/// Derives the expected result from a console log: each slot of each ring holds the record
+/// (or torn reservation) with the highest sequence number that maps to it, and a ring lists
+/// its slots by sequence number, oldest first. Sequence numbers, not line order, decide: a
+/// ring's sequence numbers come from one fetch-add, while processors may print their lines
+/// in another order.
 pub fn derive(console: &str) -> Result<Expected> {
     let mut state = Replay::default();
     for (index, text) in console.lines().enumerate() {
@@ -219,7 +221,7 @@ pub fn derive(console: &str) -> Result<Expected> {
         };
         let line = line.with_context(|| format!("console line {lineno}"))?;
         state
-            .apply(&line, index)
+            .apply(&line)
             .with_context(|| format!("console line {lineno}: {text}"))?;
     }
     state.finish()
@@ -228,8 +230,8 @@ pub fn derive(console: &str) -> Result<Expected> {
 #[derive(Default)]
 struct Replay {
     rings: BTreeMap<u64, ExpectedRing>,
-    /// Last write to each record address, with its write order.
-    slots: HashMap<u64, (usize, Slot)>,
+    /// The newest write to each (ring, slot), with its sequence number.
+    slots: HashMap<(u64, u64), (u64, Slot)>,
     clock_hz: Option<u64>,
     panic: Option<String>,
 }
@@ -254,7 +256,21 @@ impl Replay {
         Ok((seq, slot))
     }
 
-    fn apply(&mut self, line: &Line, order: usize) -> Result<()> {
+    /// Keeps `slot` at (`ring`, `index`) unless a newer sequence number already holds it.
+    fn store(&mut self, ring: u64, index: u64, seq: u64, slot: Slot) -> Result<()> {
+        match self.slots.get(&(ring, index)) {
+            Some((held, _)) if *held == seq => {
+                bail!("sequence number {seq} of ring {ring} written twice")
+            }
+            Some((held, _)) if *held > seq => {}
+            _ => {
+                self.slots.insert((ring, index), (seq, slot));
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, line: &Line) -> Result<()> {
         match line.tag.as_str() {
             "KLOG-CONFIG" => self.clock_hz = Some(line.num("clock_hz")?),
             "KLOG-RING" => {
@@ -295,12 +311,12 @@ impl Replay {
                         .clone()
                         .ok_or_else(|| anyhow!("KLOG-EVENT without msg="))?,
                 };
-                self.slots.insert(at, (order, Slot::Record(record)));
+                self.store(line.num("ring")?, slot, seq, Slot::Record(record))?;
             }
             "KLOG-TORN" => {
                 let (seq, slot) = self.place(line)?;
                 let at = line.num("at")?;
-                self.slots.insert(at, (order, Slot::Torn { seq, slot, at }));
+                self.store(line.num("ring")?, slot, seq, Slot::Torn { seq, slot, at })?;
             }
             "KLOG-DAMAGE" => {
                 let damage = match line.str("kind")? {
@@ -332,19 +348,14 @@ impl Replay {
     }
 
     fn finish(mut self) -> Result<Expected> {
-        let mut slots: Vec<(usize, u64, Slot)> = self
-            .slots
-            .into_iter()
-            .map(|(at, (order, slot))| (order, at, slot))
-            .collect();
-        slots.sort_by_key(|(order, _, _)| *order);
-        for (_, at, slot) in slots {
-            let ring = self
-                .rings
-                .values_mut()
-                .find(|r| at >= r.buffer && at < r.buffer + r.num_recs * RECORD_BYTES)
-                .ok_or_else(|| anyhow!("record at {at:#x} is in no ring"))?;
-            ring.records.push(slot);
+        let mut slots: Vec<((u64, u64), (u64, Slot))> = self.slots.into_iter().collect();
+        slots.sort_by_key(|((ring, _), (seq, _))| (*ring, *seq));
+        for ((ring, _), (_, slot)) in slots {
+            self.rings
+                .get_mut(&ring)
+                .expect("placed in a declared ring")
+                .records
+                .push(slot);
         }
         Ok(Expected {
             version: 1,
@@ -405,6 +416,31 @@ KCRASH-PANIC torn
         );
         assert_eq!(ring.records.len(), 2);
         assert_eq!(expected.panic, "torn");
+    }
+
+    #[test]
+    fn sequence_numbers_not_line_order_decide() {
+        let head = "KLOG-CONFIG clock_hz=1\nKLOG-RING ring=1 name=A num_recs=2 buffer=0x1000\n";
+        let event = |seq: u64| {
+            let at = 0x1000 + (seq % 2) * 64;
+            format!("KLOG-EVENT ring=1 subsys=1 seq={seq} at={at:#x} id=1 proc_dom=0 clock={seq} desc=0 d1=0 d2=0 d3=0 fmt=f msg=m{seq}\n")
+        };
+        let in_order: String = [0, 1, 2, 3, 4].map(event).concat();
+        let shuffled: String = [3, 0, 4, 2, 1].map(event).concat();
+        let a = derive(&format!("{head}{in_order}KCRASH-PANIC x\n")).unwrap();
+        let b = derive(&format!("{head}{shuffled}KCRASH-PANIC x\n")).unwrap();
+        assert_eq!(a, b);
+        let seqs: Vec<u64> = a.rings[0]
+            .records
+            .iter()
+            .map(|s| match s {
+                Slot::Record(r) => r.seq,
+                Slot::Torn { seq, .. } => *seq,
+            })
+            .collect();
+        assert_eq!(seqs, [3, 4]);
+        let twice = format!("{head}{}{}KCRASH-PANIC x\n", event(1), event(1));
+        assert!(derive(&twice).is_err(), "a sequence number written twice");
     }
 
     #[test]
