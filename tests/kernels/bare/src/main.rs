@@ -1,6 +1,6 @@
 //! kcrash's bare test kernel: boots under QEMU (PVH), logs through klog-runtime in the
 //! scenario named by `klog.scenario=` on its command line, prints an oracle line per event,
-//! and panics. See tests/kernels/README.md.
+//! and panics. See README.md.
 #![no_std]
 #![no_main]
 
