@@ -1,7 +1,8 @@
 //! Checks an oracle against the dump itself, with gdb as the reader: every slot of every ring
 //! holds exactly the words the oracle says (header, id, proc_dom, clock, desc, data), slots the
 //! oracle never wrote are zero, each `desc` points at its format string, and the KLogs entries
-//! and klogClockHz hold what the kernel set. gdb reads the `paging=true` ELF dump through the
+//! and klogClockHz hold what the kernel set; and the image's read-only segments (code, format
+//! strings) are byte for byte what the dump holds, so the image is the one that ran. gdb reads the `paging=true` ELF dump through the
 //! kernel's virtual addresses, so this is independent of kcrash and of klog-runtime's code.
 
 use crate::oracle::{Damage, Digest, Expected, ExpectedRing, Slot, RECORD_BYTES};
@@ -86,6 +87,19 @@ pub fn check(
         "dump binary value {} {p}klogClockHz",
         region("clockhz").display()
     )?;
+    let image_bytes =
+        std::fs::read(image).with_context(|| format!("reading {}", image.display()))?;
+    let segments =
+        read_only_segments(&image_bytes).with_context(|| format!("parsing {}", image.display()))?;
+    for (index, (address, data)) in segments.iter().enumerate() {
+        let end = address + data.len() as u64;
+        let path = region(&format!("segment{index}"));
+        writeln!(
+            script,
+            "dump binary memory {} {address:#x} {end:#x}",
+            path.display()
+        )?;
+    }
     let script_path = scratch.join("check.gdb");
     std::fs::write(&script_path, &script)?;
     let output = Command::new(crate::tools::GDB)
@@ -170,6 +184,14 @@ pub fn check(
             );
         }
     }
+    for (index, (address, data)) in segments.iter().enumerate() {
+        let path = region(&format!("segment{index}"));
+        if std::fs::read(&path).with_context(|| format!("gdb wrote no {}", path.display()))?
+            != *data
+        {
+            bail!("the image's segment at {address:#x} differs from the dump: not the kernel that ran");
+        }
+    }
     let klogs = read("klogs")?;
     if klogs.len() != expected.rings.len() * WORDS {
         bail!(
@@ -240,4 +262,26 @@ fn check_digest(ring: &ExpectedRing, digest: &Digest, words: &[u64]) -> Result<(
         );
     }
     Ok(())
+}
+
+/// The image's loaded, non-writable segments (address, file bytes): what the running kernel
+/// cannot have changed.
+fn read_only_segments(elf: &[u8]) -> Result<Vec<(u64, &[u8])>> {
+    use object::{Object, ObjectSegment, SegmentFlags};
+    let file = object::File::parse(elf)?;
+    let mut segments = Vec::new();
+    for segment in file.segments() {
+        const PF_W: u32 = 2;
+        let SegmentFlags::Elf { p_flags } = segment.flags() else {
+            bail!("not an ELF image");
+        };
+        let data = segment.data()?;
+        if p_flags & PF_W == 0 && !data.is_empty() {
+            segments.push((segment.address(), data));
+        }
+    }
+    if segments.is_empty() {
+        bail!("no read-only loaded segment");
+    }
+    Ok(segments)
 }

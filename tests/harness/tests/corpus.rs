@@ -82,6 +82,25 @@ fn check_scenarios(dir: &Path, manifest: &Manifest) {
         .collect();
     assert!(chores.len() >= 4, "events from several chores: {chores:x?}");
 
+    // d_klogprintf echoed every event through klog-runtime's printf interpreter just before
+    // its oracle line; each echo must read as the oracle's core::fmt message.
+    let console = std::fs::read_to_string(dir.join("bare/rings/console.log")).unwrap();
+    let lines: Vec<&str> = console.lines().collect();
+    let mut echoed = 0;
+    for pair in lines.windows(2) {
+        let Some(Ok(event)) = kcrash_harness::oracle::Line::parse(pair[1]) else {
+            continue;
+        };
+        if event.tag != "KLOG-EVENT" {
+            continue;
+        }
+        let ring = &rings.rings[event.num("subsys").unwrap() as usize];
+        let want = format!("[{}] {}", ring.name, event.msg.as_deref().unwrap());
+        assert_eq!(pair[0], want, "klog-runtime's echo against the oracle");
+        echoed += 1;
+    }
+    assert_eq!(echoed, 780);
+
     let wrap = expected(dir, manifest, "wrap");
     let vm = wrap.rings.iter().find(|r| r.name == "VM").unwrap();
     assert!(

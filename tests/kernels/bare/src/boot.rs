@@ -71,7 +71,8 @@ pvh_high64:
     hlt
     jmp 1b
 
-    .section .rodata.boot_gdt, "a"
+    /* Writable: the CPU sets the accessed bit of a descriptor when it loads the segment. */
+    .section .data.boot_gdt, "aw"
     .p2align 3
 boot_gdt:
     .quad 0

@@ -34,14 +34,18 @@ fn name(c: usize) -> &'static str {
 }
 
 /// Several subsystems with different ring sizes and fill levels, every level and 0-3 data
-/// words: SCHED 300 of 1024, PARCHORE 300 of 256 (wrapped), FS 100 of 128, VM 75 of 64
-/// (wrapped, and echoed on the console through d_klogprintf), NONE 2 of 64.
+/// words, each event also echoed on the console by klog-runtime (d_klogprintf): SCHED 300 of 1024, PARCHORE 300 of 256 (wrapped), FS 100 of 128, VM 75 of 64
+/// (wrapped), NONE 2 of 64.
 fn rings(clock_hz: u64) -> ! {
     oracle::klog_init(clock_hz);
-    event!(DBG_NONE, KLOG_TERSE, "klog: %d rings ready", 5u64; "klog: 5 rings ready");
+    // Echo every event on the console too (d_klogprintf): klog-runtime's printf interpreter
+    // then prints each message right before the oracle's core::fmt version of it.
     #[cfg(feature = "klog-debug")]
-    platform::DebugFlags[DBG_VM.id as usize]
-        .set(klog_runtime::intensity::D_KLOGPRINTF | klog_runtime::intensity::D_TERSE);
+    for flags in &platform::DebugFlags {
+        use klog_runtime::intensity::{D_KLOGPRINTF, D_PROLOG, D_TERSE, D_VERBOSE};
+        flags.set(D_KLOGPRINTF | D_TERSE | D_VERBOSE | D_PROLOG);
+    }
+    event!(DBG_NONE, KLOG_TERSE, "klog: %d rings ready", 5u64; "klog: 5 rings ready");
     chore::run(&[0, 1, 2, 3], |c, step| {
         let task = chore::ccb_addr(c) ^ (step << 4);
         let pd = (step % 7) as i32 - 3;
