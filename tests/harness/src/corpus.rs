@@ -70,6 +70,11 @@ pub const SCENARIOS: &[Scenario] = &[
         committed: true,
     },
     Scenario {
+        name: "fault",
+        kernel: KernelBuild::Bare,
+        committed: true,
+    },
+    Scenario {
         name: "big",
         kernel: KernelBuild::BareBig,
         committed: false,

@@ -189,6 +189,15 @@ fn check_scenarios(dir: &Path, manifest: &Manifest) {
         "KLogBuffer still holds the scribbled rings' records"
     );
 
+    let fault = expected(dir, manifest, "fault");
+    assert!(
+        fault.panic.starts_with("CPU exception 14 ")
+            && fault.panic.ends_with(" cr2 0xffffffffc0001000"),
+        "a page fault on the unmapped address: {}",
+        fault.panic
+    );
+    assert_eq!(records(&fault, "VM"), [0, 1, 2, 3, 4]);
+
     let off = expected(dir, manifest, "off");
     assert!(
         off.rings

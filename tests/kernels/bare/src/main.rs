@@ -14,6 +14,7 @@ mod boot;
 mod chore;
 #[cfg(not(feature = "big-rings"))]
 mod heap;
+mod idt;
 mod mem;
 mod platform;
 mod pvh;
@@ -31,6 +32,7 @@ pub type Scenario = fn(u64) -> !;
 #[no_mangle]
 pub extern "C" fn kmain(start_info: u64) -> ! {
     serial::init();
+    idt::install();
     let cmdline = pvh::cmdline(start_info);
     kprintln!("KCRASH-BOOT cmdline={cmdline:?}");
     let clock_hz = platform::measure_tsc_hz();

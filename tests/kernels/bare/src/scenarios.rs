@@ -26,6 +26,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("scribbled", scribbled),
     #[cfg(feature = "klog-debug")]
     ("off", off),
+    ("fault", fault),
 ];
 
 /// Chore `c`'s name as text, for the oracle's messages.
@@ -257,4 +258,22 @@ fn off(clock_hz: u64) -> ! {
         }
     });
     panic!("scenario off: nothing logged");
+}
+
+/// A real fault instead of a call to panic: after a few events the kernel reads an unmapped
+/// address; the page fault handler turns it into the panic.
+fn fault(clock_hz: u64) -> ! {
+    oracle::klog_init(clock_hz);
+    chore::run(&[1], |_, step| {
+        event!(DBG_VM, KLOG_TERSE, "pager step %u", step; "pager step {step}");
+        if step == 3 {
+            Step::Done
+        } else {
+            Step::Yield
+        }
+    });
+    event!(DBG_VM, KLOG_TERSE, "touching %p", UNMAPPED; "touching {UNMAPPED:#x}");
+    // SAFETY: none: this read faults, on purpose.
+    let value = unsafe { (UNMAPPED as *const u64).read_volatile() };
+    panic!("read {value:#x} from an unmapped address");
 }
