@@ -48,8 +48,18 @@ pub fn crash_and_dump(boot: &Boot, out: &Path, formats: &[DumpFormat]) -> Result
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let out = out.canonicalize()?;
     let console = out.join("console.log");
-    let socket = out.join("qmp.sock");
-    let _ = std::fs::remove_file(&socket);
+    for path in [out.as_path(), boot.image] {
+        if path.to_string_lossy().contains(',') {
+            bail!(
+                "{}: QEMU's option syntax cannot take a path with a comma",
+                path.display()
+            );
+        }
+    }
+    // A socket path must fit sun_path (108 bytes) and QEMU's option syntax (no commas), so it
+    // lives in a fresh short temporary directory rather than beside the dumps.
+    let socket_dir = tempfile::tempdir().context("creating a directory for the QMP socket")?;
+    let socket = socket_dir.path().join("qmp.sock");
     let started = Instant::now();
     let child = Command::new(crate::tools::QEMU)
         .args(["-machine", "pc,accel=tcg", "-cpu", "qemu64", "-smp", "1"])
@@ -97,7 +107,6 @@ pub fn crash_and_dump(boot: &Boot, out: &Path, formats: &[DumpFormat]) -> Result
     if !status.success() {
         bail!("qemu exited with {status} after quit");
     }
-    let _ = std::fs::remove_file(&socket);
     result
 }
 
