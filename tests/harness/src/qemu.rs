@@ -158,8 +158,13 @@ fn drive(
     }
     let dump_time = dump_started.elapsed();
     qmp.quit(Duration::from_secs(10))?;
-    // Keep only what was asked for (the flattened file may have been an intermediate).
-    dumps.retain(|(format, path)| formats.contains(format) || std::fs::remove_file(path).is_err());
+    // Keep only what was asked for: the flattened file may have been an intermediate.
+    let (dumps, intermediates): (Vec<_>, Vec<_>) = dumps
+        .into_iter()
+        .partition(|(format, _)| formats.contains(format));
+    for (_, path) in intermediates {
+        std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+    }
     Ok(Crash {
         console: console.to_path_buf(),
         dumps,
