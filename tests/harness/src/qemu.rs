@@ -45,10 +45,7 @@ impl Drop for QemuProcess {
 
 /// Boots `boot`, waits for the guest's pvpanic, then writes each of `formats` into `out`.
 pub fn crash_and_dump(boot: &Boot, out: &Path, formats: &[DumpFormat]) -> Result<Crash> {
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let out = out.canonicalize()?;
-    let console = out.join("console.log");
-    for path in [out.as_path(), boot.image] {
+    for path in [out, boot.image] {
         if path.to_string_lossy().contains(',') {
             bail!(
                 "{}: QEMU's option syntax cannot take a path with a comma",
@@ -56,6 +53,9 @@ pub fn crash_and_dump(boot: &Boot, out: &Path, formats: &[DumpFormat]) -> Result
             );
         }
     }
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let out = out.canonicalize()?;
+    let console = out.join("console.log");
     // A socket path must fit sun_path (108 bytes) and QEMU's option syntax (no commas), so it
     // lives in a fresh short temporary directory rather than beside the dumps.
     let socket_dir = tempfile::tempdir().context("creating a directory for the QMP socket")?;
