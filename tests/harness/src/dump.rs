@@ -1,0 +1,199 @@
+//! The dump formats the pipeline produces and how to tell them apart by their bytes.
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::io::Read;
+use std::path::Path;
+use std::process::Command;
+
+/// One dump of a crashed guest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DumpFormat {
+    /// QEMU `dump-guest-memory` format=elf paging=false: PT_LOADs by guest-physical address.
+    Elf,
+    /// QEMU `dump-guest-memory` format=elf paging=true: PT_LOADs per guest-virtual mapping.
+    ElfPaging,
+    /// QEMU `dump-guest-memory` format=kdump-zlib: makedumpfile's flattened stream.
+    KdumpZlibFlat,
+    /// `makedumpfile -R` of [`DumpFormat::KdumpZlibFlat`]: a plain kdump-compressed file.
+    KdumpZlib,
+}
+
+impl DumpFormat {
+    pub const ALL: [DumpFormat; 4] = [
+        DumpFormat::Elf,
+        DumpFormat::ElfPaging,
+        DumpFormat::KdumpZlibFlat,
+        DumpFormat::KdumpZlib,
+    ];
+
+    /// Name in the manifest (`format = "..."`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DumpFormat::Elf => "elf",
+            DumpFormat::ElfPaging => "elf-paging",
+            DumpFormat::KdumpZlibFlat => "kdump-zlib-flat",
+            DumpFormat::KdumpZlib => "kdump-zlib",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// File name of the uncompressed dump.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            DumpFormat::Elf => "vmcore.elf",
+            DumpFormat::ElfPaging => "vmcore-paging.elf",
+            DumpFormat::KdumpZlibFlat => "vmcore.kdump-flat",
+            DumpFormat::KdumpZlib => "vmcore.kdump",
+        }
+    }
+
+    /// How the dump was made, for the manifest.
+    pub fn producer(self) -> &'static str {
+        match self {
+            DumpFormat::Elf => "qemu dump-guest-memory format=elf paging=false",
+            DumpFormat::ElfPaging => "qemu dump-guest-memory format=elf paging=true",
+            DumpFormat::KdumpZlibFlat => "qemu dump-guest-memory format=kdump-zlib",
+            DumpFormat::KdumpZlib => "makedumpfile -R < vmcore.kdump-flat",
+        }
+    }
+
+    /// Whether the committed corpus keeps it gzipped: the ELF dumps are mostly zeros, and the
+    /// flattened stream is an intermediate kcrash tests read after the plain kdump file.
+    pub fn gzipped_in_corpus(self) -> bool {
+        self != DumpFormat::KdumpZlib
+    }
+
+    /// The magic the file must start with.
+    pub fn magic(self) -> Magic {
+        match self {
+            DumpFormat::Elf | DumpFormat::ElfPaging => Magic::ElfCore,
+            DumpFormat::KdumpZlibFlat => Magic::Flattened,
+            DumpFormat::KdumpZlib => Magic::Kdump,
+        }
+    }
+
+    /// QMP `dump-guest-memory` arguments writing to `path`, or None for formats made by
+    /// another program from a QEMU dump.
+    pub fn qmp_arguments(self, path: &Path) -> Option<Value> {
+        let protocol = format!("file:{}", path.display());
+        match self {
+            DumpFormat::Elf => Some(json!({ "paging": false, "protocol": protocol })),
+            DumpFormat::ElfPaging => Some(json!({ "paging": true, "protocol": protocol })),
+            DumpFormat::KdumpZlibFlat => {
+                Some(json!({ "paging": false, "protocol": protocol, "format": "kdump-zlib" }))
+            }
+            DumpFormat::KdumpZlib => None,
+        }
+    }
+}
+
+/// What a file's first bytes say it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Magic {
+    /// ELF64 little-endian x86_64 ET_CORE.
+    ElfCore,
+    /// ELF64 x86_64 ET_EXEC (a kernel image).
+    ElfExec,
+    /// makedumpfile flattened stream ("makedumpfile" signature, type 1, version 1).
+    Flattened,
+    /// kdump-compressed ("KDUMP   " signature).
+    Kdump,
+    /// gzip member.
+    Gzip,
+}
+
+impl Magic {
+    /// Name in the manifest (`magic = "..."`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Magic::ElfCore => "elf-core",
+            Magic::ElfExec => "elf-exec",
+            Magic::Flattened => "makedumpfile-flattened",
+            Magic::Kdump => "kdump",
+            Magic::Gzip => "gzip",
+        }
+    }
+
+    /// Identifies `head` (at least the first 64 bytes of a file).
+    pub fn identify(head: &[u8]) -> Option<Magic> {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            return Some(Magic::Gzip);
+        }
+        if head.starts_with(b"KDUMP   ") {
+            return Some(Magic::Kdump);
+        }
+        if head.len() >= 32
+            && head.starts_with(b"makedumpfile\0\0\0\0")
+            && head[16..24] == 1u64.to_be_bytes()
+            && head[24..32] == 1u64.to_be_bytes()
+        {
+            return Some(Magic::Flattened);
+        }
+        // e_ident: ELFCLASS64, ELFDATA2LSB; e_type @16, e_machine @18 (EM_X86_64 = 62).
+        if head.len() >= 20
+            && head.starts_with(b"\x7fELF\x02\x01")
+            && head[18..20] == 62u16.to_le_bytes()
+        {
+            return match u16::from_le_bytes([head[16], head[17]]) {
+                4 => Some(Magic::ElfCore),
+                2 => Some(Magic::ElfExec),
+                _ => None,
+            };
+        }
+        None
+    }
+
+    /// Identifies a file, looking through one layer of gzip.
+    pub fn of_file(path: &Path) -> Result<Option<Magic>> {
+        let mut head = [0u8; 64];
+        let file =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let n =
+            read_head(file, &mut head).with_context(|| format!("reading {}", path.display()))?;
+        match Magic::identify(&head[..n]) {
+            Some(Magic::Gzip) => {
+                let file = std::fs::File::open(path)?;
+                let n = read_head(flate2::read::GzDecoder::new(file), &mut head)
+                    .with_context(|| format!("gunzipping {}", path.display()))?;
+                Ok(Magic::identify(&head[..n]))
+            }
+            other => Ok(other),
+        }
+    }
+}
+
+fn read_head(mut reader: impl Read, head: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < head.len() {
+        match reader.read(&mut head[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// `makedumpfile -R output < flattened`: rebuilds the plain kdump-compressed file.
+pub fn unflatten(flattened: &Path, output: &Path) -> Result<()> {
+    let input = std::fs::File::open(flattened)
+        .with_context(|| format!("opening {}", flattened.display()))?;
+    let result = Command::new(crate::tools::MAKEDUMPFILE)
+        .arg("-R")
+        .arg(output)
+        .stdin(input)
+        .output()
+        .context("running makedumpfile -R")?;
+    if !result.status.success() {
+        bail!(
+            "makedumpfile -R {} failed ({}): {}",
+            output.display(),
+            result.status,
+            String::from_utf8_lossy(&result.stderr).trim()
+        );
+    }
+    Ok(())
+}

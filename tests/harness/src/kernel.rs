@@ -1,0 +1,82 @@
+//! Building the test kernels. The bare kernel is outside the workspace (it needs kernel
+//! codegen flags from its own .cargo/config.toml), so cargo is run from its directory.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A kernel build: which crate, which features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelBuild {
+    /// The bare kernel with the corpus's ring sizes.
+    Bare,
+    /// The bare kernel with rings totalling 4 Mi records, for benchmarks.
+    BareBig,
+}
+
+impl KernelBuild {
+    /// Name used in the corpus layout and manifest.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelBuild::Bare => "bare",
+            KernelBuild::BareBig => "bare-big",
+        }
+    }
+
+    /// Guest RAM for this kernel, in MiB: the big rings alone take 256 MiB.
+    pub fn memory_mib(self) -> u32 {
+        match self {
+            KernelBuild::Bare => 32,
+            KernelBuild::BareBig => 384,
+        }
+    }
+}
+
+/// The command [`build`] runs, for the manifest.
+pub fn build_command(build: KernelBuild) -> String {
+    let features = if build == KernelBuild::BareBig {
+        " --features big-rings"
+    } else {
+        ""
+    };
+    format!("cd tests/kernels/bare && cargo build --release --locked{features}")
+}
+
+/// The repository root (this crate lives at tests/harness).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("tests/harness has two ancestors")
+        .to_path_buf()
+}
+
+/// Builds `build` in release mode into `target_dir` and returns the kernel ELF path.
+pub fn build(build: KernelBuild, target_dir: &Path) -> Result<PathBuf> {
+    let crate_dir = repo_root().join("tests/kernels/bare");
+    let target_dir = target_dir.join(build.name());
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&crate_dir)
+        .args(["build", "--release", "--locked", "--target-dir"])
+        .arg(&target_dir)
+        // Flags of the enclosing build (e.g. cargo test's) must not leak into the kernel.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET");
+    if build == KernelBuild::BareBig {
+        cmd.args(["--features", "big-rings"]);
+    }
+    let status = cmd
+        .status()
+        .with_context(|| format!("running cargo build in {}", crate_dir.display()))?;
+    if !status.success() {
+        bail!("building the {} kernel failed ({status})", build.name());
+    }
+    let image = target_dir.join("x86_64-unknown-linux-gnu/release/bare");
+    if !image.is_file() {
+        bail!("cargo succeeded but {} is missing", image.display());
+    }
+    Ok(image)
+}

@@ -1,0 +1,174 @@
+//! Boots a kernel under QEMU (TCG, headless), waits for its panic, and dumps it.
+
+use crate::dump::{self, DumpFormat};
+use crate::qmp::Qmp;
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The line the kernels print when they panic; written before pvpanic is signalled.
+pub const PANIC_LINE_PREFIX: &str = "KCRASH-PANIC ";
+
+/// What to boot and how.
+pub struct Boot<'a> {
+    pub image: &'a Path,
+    pub cmdline: &'a str,
+    pub memory_mib: u32,
+    /// How long the guest may run before it must have panicked.
+    pub timeout: Duration,
+}
+
+/// Files left by one crash in the output directory.
+pub struct Crash {
+    pub console: PathBuf,
+    pub dumps: Vec<(DumpFormat, PathBuf)>,
+    /// Wall time from QEMU start to the panic event.
+    pub boot_time: Duration,
+    /// Wall time of all dumps (QEMU and makedumpfile).
+    pub dump_time: Duration,
+}
+
+/// Kills QEMU if the run fails half-way.
+struct QemuProcess(Child);
+
+impl Drop for QemuProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Boots `boot`, waits for the guest's pvpanic, then writes each of `formats` into `out`.
+pub fn crash_and_dump(boot: &Boot, out: &Path, formats: &[DumpFormat]) -> Result<Crash> {
+    for path in [out, boot.image] {
+        if path.to_string_lossy().contains(',') {
+            bail!(
+                "{}: QEMU's option syntax cannot take a path with a comma",
+                path.display()
+            );
+        }
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let out = out.canonicalize()?;
+    let console = out.join("console.log");
+    // A socket path must fit sun_path (108 bytes) and QEMU's option syntax (no commas), so it
+    // lives in a fresh short temporary directory rather than beside the dumps.
+    let socket_dir = tempfile::tempdir().context("creating a directory for the QMP socket")?;
+    let socket = socket_dir.path().join("qmp.sock");
+    let started = Instant::now();
+    let child = Command::new(crate::tools::QEMU)
+        .args(["-machine", "pc,accel=tcg", "-cpu", "qemu64", "-smp", "1"])
+        .args(["-m", &format!("{}M", boot.memory_mib)])
+        .args([
+            "-nodefaults",
+            "-vga",
+            "none",
+            "-display",
+            "none",
+            "-no-reboot",
+        ])
+        .args(["-device", "pvpanic", "-action", "panic=pause"])
+        .arg("-serial")
+        .arg(format!("file:{}", console.display()))
+        .arg("-qmp")
+        .arg(format!("unix:{},server=on,wait=off", socket.display()))
+        .arg("-kernel")
+        .arg(boot.image)
+        .args(["-append", boot.cmdline])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting qemu-system-x86_64")?;
+    let mut qemu = QemuProcess(child);
+    let result = drive(boot, &out, &console, &socket, formats, started);
+    if result.is_err() {
+        let _ = qemu.0.kill();
+        let mut stderr = String::new();
+        if let Some(mut pipe) = qemu.0.stderr.take() {
+            let _ = pipe.read_to_string(&mut stderr);
+        }
+        let status = qemu.0.wait().map(|s| s.to_string()).unwrap_or_default();
+        let log = std::fs::read_to_string(&console).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(5).collect();
+        return result.with_context(|| {
+            format!(
+                "qemu ({status}) stderr: {:?}; last console lines: {tail:?}",
+                stderr.trim()
+            )
+        });
+    }
+    let status = qemu.0.wait()?;
+    if !status.success() {
+        bail!("qemu exited with {status} after quit");
+    }
+    result
+}
+
+fn drive(
+    boot: &Boot,
+    out: &Path,
+    console: &Path,
+    socket: &Path,
+    formats: &[DumpFormat],
+    started: Instant,
+) -> Result<Crash> {
+    let mut qmp = Qmp::connect(socket, Duration::from_secs(10))?;
+    qmp.wait_event("GUEST_PANICKED", boot.timeout)?;
+    // The pause takes effect after the event; a dump started before it would resume the
+    // guest when it completes.
+    qmp.wait_event("STOP", Duration::from_secs(10))?;
+    let status = qmp.execute("query-status", json!({}), Duration::from_secs(10))?;
+    if status["status"] != "guest-panicked" {
+        bail!("guest stopped in state {status} instead of guest-panicked");
+    }
+    let boot_time = started.elapsed();
+    let log = std::fs::read_to_string(console)
+        .with_context(|| format!("reading {}", console.display()))?;
+    if !log.lines().any(|l| l.starts_with(PANIC_LINE_PREFIX)) {
+        bail!("guest panicked without printing a {PANIC_LINE_PREFIX:?} line");
+    }
+    let dump_started = Instant::now();
+    // A kdump-compressed file needs the flattened one first.
+    let mut wanted: Vec<DumpFormat> = formats.to_vec();
+    if wanted.contains(&DumpFormat::KdumpZlib) && !wanted.contains(&DumpFormat::KdumpZlibFlat) {
+        wanted.push(DumpFormat::KdumpZlibFlat);
+    }
+    wanted.sort();
+    let mut dumps = Vec::new();
+    for format in wanted {
+        let path = out.join(format.file_name());
+        let _ = std::fs::remove_file(&path);
+        match format.qmp_arguments(&path) {
+            Some(arguments) => {
+                qmp.execute("dump-guest-memory", arguments, Duration::from_secs(600))
+                    .with_context(|| format!("dumping {}", format.name()))?;
+            }
+            None => {
+                let flat = out.join(DumpFormat::KdumpZlibFlat.file_name());
+                dump::unflatten(&flat, &path)?;
+            }
+        }
+        dumps.push((format, path));
+    }
+    let dump_time = dump_started.elapsed();
+    qmp.quit(Duration::from_secs(10))?;
+    // Keep only what was asked for: the flattened file may have been an intermediate.
+    let (dumps, intermediates): (Vec<_>, Vec<_>) = dumps
+        .into_iter()
+        .partition(|(format, _)| formats.contains(format));
+    for (_, path) in intermediates {
+        std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+    }
+    Ok(Crash {
+        console: console.to_path_buf(),
+        dumps,
+        boot_time,
+        dump_time,
+    })
+}

@@ -1,0 +1,121 @@
+//! PVH entry: QEMU jumps to `pvh_start32` in 32-bit protected mode with paging off and
+//! `%ebx` = physical address of the `hvm_start_info`. The stub turns on PAE, SSE, long
+//! mode and paging with static page tables, then continues at the higher-half `kmain`.
+//!
+//! Page tables (all static, in .data):
+//! * PML4[0]   → PDPT_LOW[0]    → PD : identity map of the first 1 GiB (needed while the
+//!   CPU switches to the higher half; kept, as real kernels keep low mappings early on).
+//! * PML4[511] → PDPT_HIGH[510] → PD : 0xffffffff80000000 + pa for pa < 1 GiB.
+//! * PD[0] → PT: the first 2 MiB in 4 KiB pages (QEMU 7.2's `paging=true` dump drops
+//!   the data above 640 KiB when that range is one 2 MiB page); PD[1..512]: 2 MiB pages.
+//!
+//! Mappings beyond guest RAM are deliberate: they give the "mapped but not in the dump"
+//! address that the `%s` scenarios point at.
+
+core::arch::global_asm!(
+    r#"
+    .set KVMA, 0xffffffff80000000
+
+    .section .note.Xen, "a"
+    .p2align 2
+    .long 4                         /* namesz: "Xen\0" */
+    .long 8                         /* descsz: 64-bit entry address */
+    .long 18                        /* XEN_ELFNOTE_PHYS32_ENTRY */
+    .asciz "Xen"
+    .p2align 2
+    .quad pvh_start32 - KVMA
+
+    .section .text.boot, "ax"
+    .code32
+    .global pvh_start32
+pvh_start32:
+    cli
+    cld
+    /* CR4: PAE (5), OSFXSR (9), OSXMMEXCPT (10) */
+    mov %cr4, %eax
+    or $0x620, %eax
+    mov %eax, %cr4
+    mov $(boot_pml4 - KVMA), %eax
+    mov %eax, %cr3
+    /* EFER.LME */
+    mov $0xC0000080, %ecx
+    rdmsr
+    or $0x100, %eax
+    wrmsr
+    /* CR0: PG (31), MP (1), PE (0); clear EM (2) so SSE works */
+    mov %cr0, %eax
+    and $0xfffffffb, %eax
+    or $0x80000003, %eax
+    mov %eax, %cr0
+    lgdt (boot_gdtr - KVMA)
+    ljmp $0x08, $(pvh_start64 - KVMA)
+
+    .code64
+pvh_start64:
+    mov $0x10, %ax
+    mov %ax, %ds
+    mov %ax, %es
+    mov %ax, %ss
+    mov %ax, %fs
+    mov %ax, %gs
+    movabs $boot_stack_top, %rsp
+    movabs $pvh_high64, %rax
+    jmp *%rax
+
+    .text
+pvh_high64:
+    mov %ebx, %edi                  /* start_info physical address, zero-extended */
+    xor %ebp, %ebp
+    call {kmain}
+1:  cli
+    hlt
+    jmp 1b
+
+    /* Writable: the CPU sets the accessed bit of a descriptor when it loads the segment. */
+    .section .data.boot_gdt, "aw"
+    .p2align 3
+boot_gdt:
+    .quad 0
+    .quad 0x00af9a000000ffff        /* 0x08: 64-bit code */
+    .quad 0x00cf92000000ffff        /* 0x10: data */
+boot_gdtr:
+    .word boot_gdtr - boot_gdt - 1
+    .long boot_gdt - KVMA
+
+    .section .data.boot_page_tables, "aw"
+    .p2align 12
+    .global boot_pml4
+boot_pml4:
+    .quad boot_pdpt_low - KVMA + 3
+    .fill 510, 8, 0
+    .quad boot_pdpt_high - KVMA + 3
+boot_pdpt_low:
+    .quad boot_pd - KVMA + 3
+    .fill 511, 8, 0
+boot_pdpt_high:
+    .fill 510, 8, 0
+    .quad boot_pd - KVMA + 3
+    .quad 0
+boot_pd:
+    .quad boot_pt - KVMA + 3
+    .set i, 1
+    .rept 511
+    .quad (i << 21) | 0x83
+    .set i, i + 1
+    .endr
+boot_pt:
+    .set i, 0
+    .rept 512
+    .quad (i << 12) | 3
+    .set i, i + 1
+    .endr
+
+    .section .bss.boot_stack, "aw", @nobits
+    .p2align 12
+boot_stack:
+    .skip 0x10000
+boot_stack_top:
+"#,
+    kmain = sym crate::kmain,
+    options(att_syntax)
+);

@@ -1,0 +1,131 @@
+//! The kernel's klog-runtime configuration and platform hooks.
+
+use crate::chore;
+use crate::serial;
+use core::sync::atomic::{AtomicU64, Ordering};
+use klog_runtime::klog_config;
+
+/// The hooks klog-runtime calls on every event.
+pub struct BarePlatform;
+
+/// The last value `clock()` returned: the oracle prints it as the record's clock, so the clock
+/// in the oracle comes from the kernel, not from reading the ring back.
+pub static LAST_CLOCK: AtomicU64 = AtomicU64::new(0);
+
+pub fn rdtsc() -> u64 {
+    // SAFETY: rdtsc has no side effects.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+impl klog_runtime::Platform for BarePlatform {
+    fn clock() -> u64 {
+        let now = rdtsc();
+        LAST_CLOCK.store(now, Ordering::Relaxed);
+        now
+    }
+
+    fn chore_id() -> u64 {
+        chore::current_id()
+    }
+
+    fn proc_dom() -> u64 {
+        let ccb = chore::current();
+        klog_runtime::proc_dom(ccb.processor, ccb.domain)
+    }
+
+    fn console(line: &str) {
+        serial::write_str(line);
+        serial::write_str("\n");
+    }
+}
+
+/// Records per ring, by subsystem id. The oracle computes record addresses from these (the
+/// design's layout: rings in id order inside KLogBuffer), independently of klog-runtime.
+#[cfg(not(feature = "big-rings"))]
+pub mod rings {
+    pub const NONE: u64 = 64;
+    pub const PARCHORE: u64 = 256;
+    pub const FS: u64 = 128;
+    pub const SCHED: u64 = 1024;
+    pub const VM: u64 = 64;
+}
+
+/// 4 Mi + 128 records in all: 256 MiB of KLogBuffer.
+#[cfg(feature = "big-rings")]
+pub mod rings {
+    pub const NONE: u64 = 64;
+    pub const PARCHORE: u64 = 1 << 20;
+    pub const FS: u64 = 1 << 20;
+    pub const SCHED: u64 = 1 << 21;
+    pub const VM: u64 = 64;
+}
+
+klog_config! {
+    platform = BarePlatform;
+    static_level = klog_runtime::KLOG_PROLOG;
+    subsystems {
+        DBG_NONE = rings::NONE,
+        DBG_PARCHORE = rings::PARCHORE,
+        DBG_FS = rings::FS,
+        DBG_SCHED = rings::SCHED,
+        DBG_VM = rings::VM,
+    }
+}
+
+/// Ring sizes indexed by subsystem id, and names, for the oracle.
+pub const RING_RECS: [u64; DBG_MAX] = [
+    rings::NONE,
+    rings::PARCHORE,
+    rings::FS,
+    rings::SCHED,
+    rings::VM,
+];
+pub const RING_NAMES: [&str; DBG_MAX] = ["NONE", "PARCHORE", "FS", "SCHED", "VM"];
+
+/// TSC ticks per second: the median of five measurements of about 20 ms each against PIT
+/// channel 2 (1193182 Hz). Each measurement brackets its interval with (PIT count, rdtsc)
+/// pairs read back to back, so the host descheduling QEMU (both clocks follow host time under
+/// TCG) can skew a sample only if it strikes between the two reads of a pair; the median
+/// drops such samples.
+pub fn measure_tsc_hz() -> u64 {
+    let mut samples = [0u64; 5];
+    for sample in &mut samples {
+        *sample = measure_once();
+    }
+    samples.sort_unstable();
+    samples[samples.len() / 2]
+}
+
+const PIT_HZ: u64 = 1_193_182;
+
+/// Latches and reads PIT channel 2's count, then reads the TSC.
+fn pit_and_tsc() -> (u64, u64) {
+    // SAFETY: PIT channel 2 latch and read.
+    unsafe {
+        serial::outb(0x43, 0b1000_0000); // latch channel 2
+        let low = serial::inb(0x42);
+        let high = serial::inb(0x42);
+        (u64::from(u16::from_le_bytes([low, high])), rdtsc())
+    }
+}
+
+fn measure_once() -> u64 {
+    const SPAN: u64 = PIT_HZ / 50;
+    // SAFETY: PIT channel 2 and port 0x61 programming; nothing else in the kernel uses them.
+    unsafe {
+        let gate = serial::inb(0x61);
+        serial::outb(0x61, (gate & !0x02) | 0x01); // speaker off, channel 2 gate on
+        serial::outb(0x43, 0b1011_0000); // channel 2, lo/hi byte, mode 0: count down from 0xffff
+        serial::outb(0x42, 0xff);
+        serial::outb(0x42, 0xff);
+        let (count0, tsc0) = pit_and_tsc();
+        let (count1, tsc1) = loop {
+            let (count, tsc) = pit_and_tsc();
+            if count0.saturating_sub(count) >= SPAN {
+                break (count, tsc);
+            }
+        };
+        serial::outb(0x61, gate);
+        (tsc1 - tsc0) * PIT_HZ / (count0 - count1)
+    }
+}
