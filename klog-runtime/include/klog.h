@@ -172,13 +172,13 @@ static inline void klogInit(void)
     }
 }
 
-/* Reserves the next slot of `ring`: its sequence number goes to *seq, its first word returned. */
-static inline uint64_t *klogReserve_(KLog *ring, int64_t *seq)
+/* Reserves the next slot of `ring`: its sequence number goes to *seq, the slot is returned. */
+static inline KLogRec *klogReserve_(KLog *ring, int64_t *seq)
 {
     uint64_t old = __atomic_fetch_add(&ring->next_write, KLOG_REC_SIZE, __ATOMIC_RELAXED);
     uint64_t *buffer = __atomic_load_n(&ring->buffer, __ATOMIC_RELAXED);
     *seq = (int64_t)(old / KLOG_REC_SIZE);
-    return buffer + (old & ring->buffer_size_1);
+    return (KLogRec *)(buffer + (old & ring->buffer_size_1));
 }
 
 /* Writes one record for `subsys` and returns its sequence number in the ring that received it.
@@ -192,18 +192,18 @@ static inline int64_t klogWrite(uint16_t subsys, const char *desc, uint64_t d1, 
     if (subsys != 0 && __atomic_load_n(&ring->buffer, __ATOMIC_RELAXED) == KLogBuffer)
         ring = &KLogs[0];
     int64_t seq;
-    uint64_t *slot = klogReserve_(ring, &seq);
-    __atomic_store_n(&slot[0], KLOG_TORN_HEADER, __ATOMIC_RELAXED);
+    KLogRec *rec = klogReserve_(ring, &seq);
+    __atomic_store_n(&rec->header, KLOG_TORN_HEADER, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&slot[1], klogPlatformChoreId(), __ATOMIC_RELAXED);
-    __atomic_store_n(&slot[2], klogPlatformProcDom(), __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->id, klogPlatformChoreId(), __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->proc_dom, klogPlatformProcDom(), __ATOMIC_RELAXED);
     /* Read after reserving so a ring's clocks follow its slot order as closely as possible. */
-    __atomic_store_n(&slot[3], klogPlatformClock(), __ATOMIC_RELAXED);
-    __atomic_store_n(&slot[4], (uint64_t)(uintptr_t)desc, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot[5], d1, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot[6], d2, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot[7], d3, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot[0], klogEncodeHeader(subsys), __ATOMIC_RELEASE);
+    __atomic_store_n(&rec->clock, klogPlatformClock(), __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->desc, desc, __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->data1, d1, __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->data2, d2, __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->data3, d3, __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->header, klogEncodeHeader(subsys), __ATOMIC_RELEASE);
     return seq;
 }
 
@@ -213,8 +213,8 @@ static inline int64_t klogWrite(uint16_t subsys, const char *desc, uint64_t d1, 
 static inline int64_t klogReserveTorn(uint16_t subsys)
 {
     int64_t seq;
-    uint64_t *slot = klogReserve_(&KLogs[subsys], &seq);
-    __atomic_store_n(&slot[0], KLOG_TORN_HEADER, __ATOMIC_RELEASE);
+    KLogRec *rec = klogReserve_(&KLogs[subsys], &seq);
+    __atomic_store_n(&rec->header, KLOG_TORN_HEADER, __ATOMIC_RELEASE);
     return seq;
 }
 
