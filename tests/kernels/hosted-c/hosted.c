@@ -266,7 +266,7 @@ static void rings_body(int cpu)
 
 static void wrap_body(int cpu)
 {
-    for (int i = 0; i < VM_RECS * 25; i++)
+    for (int i = 0; i < VM_RECS * 8; i++)
         EVENT(DBG_VM, KLOG_TERSE, "page %u of cpu %d", (unsigned)i, cpu);
 }
 

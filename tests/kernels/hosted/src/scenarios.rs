@@ -135,11 +135,11 @@ fn rings(crash: Crash) -> ! {
     crash.now("abort after logging")
 }
 
-/// The 64-record VM ring wrapped 100 times by four processors.
+/// The 64-record VM ring wrapped 32 times by four processors.
 fn wrap(crash: Crash) -> ! {
     start_logging();
     on_every_cpu(|cpu| {
-        for page in 0..64 * 25u32 {
+        for page in 0..64 * 8u32 {
             event!(
                 DBG_VM,
                 KLOG_TERSE,
