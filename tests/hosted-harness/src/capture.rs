@@ -73,8 +73,7 @@ pub fn crash(run: &Run) -> Result<Crashed> {
 
 /// Runs the program and takes its core the given way.
 pub fn crash_with(run: &Run, capture: Capture) -> Result<Crashed> {
-    std::fs::create_dir_all(run.dir)
-        .with_context(|| format!("creating {}", run.dir.display()))?;
+    std::fs::create_dir_all(run.dir).with_context(|| format!("creating {}", run.dir.display()))?;
     let core = run.dir.join("core");
     // A core left by an earlier run must not pass for this one's.
     remove_if_present(&core)?;
@@ -119,10 +118,10 @@ fn program_failed(run: &Run, status: ExitStatus) -> anyhow::Error {
 }
 
 fn kernel_core(run: &Run, core: &Path) -> Result<Crashed> {
-    let pattern = read_trimmed("/proc/sys/kernel/core_pattern")?;
-    if pattern.starts_with('|') {
-        return Err(NoKernelCore(format!("core_pattern pipes cores to a program ({pattern})")).into());
+    if let Some(reason) = kernel_core_blocker()? {
+        return Err(NoKernelCore(reason).into());
     }
+    let pattern = read_trimmed("/proc/sys/kernel/core_pattern")?;
     let uses_pid = read_trimmed("/proc/sys/kernel/core_uses_pid")? == "1";
     let mut child = spawn(run, &[])?;
     let pid = child.id();
@@ -145,6 +144,15 @@ fn kernel_core(run: &Run, core: &Path) -> Result<Crashed> {
         capture: Capture::Kernel,
         producer: format!("Linux core dump on SIGABRT (core_pattern {pattern:?})"),
     })
+}
+
+/// Why Linux cannot leave a core file we can find, known before trying: core_pattern pipes
+/// cores to a program (systemd-coredump, apport, ...).
+pub fn kernel_core_blocker() -> Result<Option<String>> {
+    let pattern = read_trimmed("/proc/sys/kernel/core_pattern")?;
+    Ok(pattern
+        .starts_with('|')
+        .then(|| format!("core_pattern pipes cores to a program ({pattern})")))
 }
 
 fn gcore(run: &Run, core: &Path) -> Result<Crashed> {
@@ -189,7 +197,8 @@ impl Stopped {
         loop {
             let mut status = 0;
             // SAFETY: waitpid on our own child with a valid status pointer.
-            let r = unsafe { libc::waitpid(self.pid, &mut status, libc::WUNTRACED | libc::WNOHANG) };
+            let r =
+                unsafe { libc::waitpid(self.pid, &mut status, libc::WUNTRACED | libc::WNOHANG) };
             if r == self.pid {
                 if libc::WIFSTOPPED(status) {
                     return Ok(());
@@ -200,7 +209,12 @@ impl Stopped {
                 return Err(std::io::Error::last_os_error()).context("waitpid");
             }
             if start.elapsed() > run.timeout {
-                bail!("{} {} did not stop within {:?}", run.program.display(), run.scenario, run.timeout);
+                bail!(
+                    "{} {} did not stop within {:?}",
+                    run.program.display(),
+                    run.scenario,
+                    run.timeout
+                );
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -337,14 +351,20 @@ impl CoreName {
     /// The newest file matching the pattern, looking from the process's working directory `cwd`.
     fn find(&self, cwd: &Path) -> Result<PathBuf> {
         let dir = cwd.join(&self.dir);
-        if self.name.iter().any(|p| matches!(p, Piece::Text(t) if t.contains('/'))) {
+        if self
+            .name
+            .iter()
+            .any(|p| matches!(p, Piece::Text(t) if t.contains('/')))
+        {
             return Err(NoKernelCore(format!(
                 "core_pattern puts cores in a directory named after the process ({self:?})"
             ))
             .into());
         }
         let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
-        for entry in std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))?
+        {
             let entry = entry?;
             if !self.matches(&entry.file_name().to_string_lossy()) {
                 continue;
@@ -375,7 +395,12 @@ mod tests {
     use super::*;
 
     fn name(pattern: &str, uses_pid: bool) -> CoreName {
-        CoreName::new(pattern, uses_pid, 42, Path::new("/x/hosted-program-long-name"))
+        CoreName::new(
+            pattern,
+            uses_pid,
+            42,
+            Path::new("/x/hosted-program-long-name"),
+        )
     }
 
     #[test]
@@ -391,7 +416,10 @@ mod tests {
     fn known_specifiers_expand_and_unknown_ones_match_anything() {
         let n = name("/var/crash/core.%e.%p.%t", false);
         assert_eq!(n.dir, PathBuf::from("/var/crash/"));
-        assert!(n.matches("core.hosted-program-.42.1700000000"), "comm is cut to 15 bytes");
+        assert!(
+            n.matches("core.hosted-program-.42.1700000000"),
+            "comm is cut to 15 bytes"
+        );
         assert!(!n.matches("core.hosted-program-.43.1700000000"));
         assert!(name("%%core-%s", false).matches("%core-6"));
     }

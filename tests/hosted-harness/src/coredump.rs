@@ -101,9 +101,14 @@ pub fn verify(memory: &Memory, expected: &Expected) -> Result<Verified> {
                 r.data[1],
                 r.data[2],
             ];
-            let got: [u64; 8] = memory
-                .words(r.at)
-                .ok_or_else(|| anyhow!("ring {}: record {} at {:#x} is not in the core", ring.name, r.seq, r.at))?;
+            let got: [u64; 8] = memory.words(r.at).ok_or_else(|| {
+                anyhow!(
+                    "ring {}: record {} at {:#x} is not in the core",
+                    ring.name,
+                    r.seq,
+                    r.at
+                )
+            })?;
             if got != want {
                 bail!(
                     "ring {}: record {} at {:#x} holds {got:x?}, the oracle says {want:x?}",
@@ -114,7 +119,11 @@ pub fn verify(memory: &Memory, expected: &Expected) -> Result<Verified> {
             }
             for unreadable in unreadable_addresses(&r.message) {
                 if memory.read(unreadable, 1).is_some() {
-                    bail!("ring {}: record {}: {unreadable:#x} should be absent from the core", ring.name, r.seq);
+                    bail!(
+                        "ring {}: record {}: {unreadable:#x} should be absent from the core",
+                        ring.name,
+                        r.seq
+                    );
                 }
                 verified.unreadable_strings += 1;
             }
@@ -124,7 +133,10 @@ pub fn verify(memory: &Memory, expected: &Expected) -> Result<Verified> {
             if let Damage::TornRecord { seq, at } = damage {
                 match memory.words::<1>(*at) {
                     Some([0]) => verified.torn += 1,
-                    other => bail!("ring {}: torn record {seq} at {at:#x} has header {other:x?}", ring.name),
+                    other => bail!(
+                        "ring {}: torn record {seq} at {at:#x} has header {other:x?}",
+                        ring.name
+                    ),
                 }
             }
         }

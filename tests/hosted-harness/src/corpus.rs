@@ -77,7 +77,11 @@ pub fn crash_entry(
     scenario: &str,
     capture: Option<Capture>,
 ) -> Result<Entry> {
-    let suffix = if capture == Some(Capture::Gcore) { "-gcore" } else { "" };
+    let suffix = if capture == Some(Capture::Gcore) {
+        "-gcore"
+    } else {
+        ""
+    };
     let dir_rel = format!("{}/{scenario}{suffix}", program.name());
     let dir = out.join(&dir_rel);
     if dir.exists() {
@@ -99,9 +103,14 @@ pub fn crash_entry(
         dir.join("expected.json"),
         serde_json::to_string_pretty(&expected)? + "\n",
     )?;
-    let verified = verify_core(&crashed.core, &expected).with_context(|| format!("checking {dir_rel}"))?;
+    let verified =
+        verify_core(&crashed.core, &expected).with_context(|| format!("checking {dir_rel}"))?;
     let gzip = program.committed();
-    let core = if gzip { gzip_file(&crashed.core)? } else { crashed.core.clone() };
+    let core = if gzip {
+        gzip_file(&crashed.core)?
+    } else {
+        crashed.core.clone()
+    };
     for scratch in ["stderr.log", "gdb.log"] {
         let _ = std::fs::remove_file(dir.join(scratch));
     }
@@ -135,7 +144,8 @@ pub fn crash_entry(
 pub fn derive_file(console: &Path) -> Result<Expected> {
     let text = std::fs::read_to_string(console)
         .with_context(|| format!("reading {}", console.display()))?;
-    oracle::derive(&text).with_context(|| format!("deriving the expected result from {}", console.display()))
+    oracle::derive(&text)
+        .with_context(|| format!("deriving the expected result from {}", console.display()))
 }
 
 /// Checks a core (plain or gzip) against the expected result.
@@ -170,9 +180,13 @@ pub fn check(dir: &Path) -> Result<usize> {
         if !kernel.committed && !image.exists() {
             continue;
         }
-        let bytes = std::fs::read(&image).with_context(|| format!("reading {}", image.display()))?;
+        let bytes =
+            std::fs::read(&image).with_context(|| format!("reading {}", image.display()))?;
         if coredump::elf_type(&bytes) != Some(object::elf::ET_DYN) {
-            bail!("{}: not a position-independent ELF executable", image.display());
+            bail!(
+                "{}: not a position-independent ELF executable",
+                image.display()
+            );
         }
     }
     let mut checked = 0;
@@ -196,14 +210,22 @@ fn check_entry(dir: &Path, manifest: &Manifest, entry: &Entry) -> Result<()> {
     let stored: Expected = serde_json::from_str(&std::fs::read_to_string(&expected_path)?)
         .with_context(|| format!("parsing {}", expected_path.display()))?;
     if stored != derived {
-        bail!("{} differs from what the oracle derives from {}", entry.expected, entry.console);
+        bail!(
+            "{} differs from what the oracle derives from {}",
+            entry.expected,
+            entry.console
+        );
     }
     if entry.dumps.is_empty() {
         bail!("no dumps");
     }
     for dump in &entry.dumps {
         if dump.gzip != dump.path.ends_with(".gz") {
-            bail!("{}: gzip = {} disagrees with the file name", dump.path, dump.gzip);
+            bail!(
+                "{}: gzip = {} disagrees with the file name",
+                dump.path,
+                dump.gzip
+            );
         }
         if dump.magic != "elf-core" {
             bail!("{}: unknown magic {:?}", dump.path, dump.magic);

@@ -2,8 +2,8 @@
 //! gcores with an independent oracle, and keeps the corpus made of them. See README.md.
 
 pub mod capture;
-pub mod corpus;
 pub mod coredump;
+pub mod corpus;
 pub mod manifest;
 pub mod oracle;
 pub mod programs;

@@ -60,7 +60,11 @@ fn main() -> Result<()> {
                 target_dir: &target_dir,
                 programs: chosen,
             })?;
-            eprintln!("wrote {} entries to {}", manifest.entries.len(), out.display());
+            eprintln!(
+                "wrote {} entries to {}",
+                manifest.entries.len(),
+                out.display()
+            );
         }
         Command::Run {
             program,
@@ -68,8 +72,9 @@ fn main() -> Result<()> {
             out,
             gcore,
         } => {
-            let program = Program::from_name(&program)
-                .with_context(|| format!("unknown program {program:?} (hosted, hosted-c, hosted-big)"))?;
+            let program = Program::from_name(&program).with_context(|| {
+                format!("unknown program {program:?} (hosted, hosted-c, hosted-big)")
+            })?;
             if !program.scenarios().contains(&scenario.as_str()) {
                 bail!(
                     "{} has no scenario {scenario:?} (known: {})",
@@ -88,7 +93,10 @@ fn main() -> Result<()> {
         Command::Check { dir } => {
             let dir = dir.unwrap_or_else(corpus::default_dir);
             let n = corpus::check(&dir)?;
-            eprintln!("{n} entries in {} match their manifest, oracle and cores", dir.display());
+            eprintln!(
+                "{n} entries in {} match their manifest, oracle and cores",
+                dir.display()
+            );
         }
     }
     Ok(())
@@ -100,7 +108,10 @@ fn require(programs: &[Program]) -> Result<()> {
     needed.extend(programs.iter().flat_map(|p| p.tools()));
     let missing = tools::missing(&needed);
     if !missing.is_empty() {
-        bail!("missing tools: {} (apt-get install -y gdb gcc)", missing.join(", "));
+        bail!(
+            "missing tools: {} (apt-get install -y gdb gcc)",
+            missing.join(", ")
+        );
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The oracle a test program prints, and the expected result it implies for each ring.
 //!
-//! Line format (tests/kernels/README.md): a tag, then space-separated `key=value` fields; `fmt=`
+//! Line format (tests/hosted-harness/README.md): a tag, then space-separated `key=value` fields; `fmt=`
 //! is escaped like Rust's `str::escape_debug` with spaces as `\u{20}`; `msg=`, if present, is
 //! last, runs to the end of the line and is escaped the same way (spaces allowed). Numbers are
 //! decimal or `0x` hex.

@@ -17,7 +17,7 @@ pub enum Program {
     HostedC,
 }
 
-/// Scenarios both small programs offer (tests/kernels/README.md describes each).
+/// Scenarios both small programs offer (tests/hosted-harness/README.md describes each).
 pub const SCENARIOS: [&str; 8] = [
     "rings",
     "wrap",

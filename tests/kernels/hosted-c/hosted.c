@@ -1,6 +1,6 @@
 /*
  * hosted-c: a Linux program whose threads play a C kernel's processors. It logs through
- * klog-runtime/include/klog.h, prints the oracle (tests/kernels/README.md) with the C library's
+ * klog-runtime/include/klog.h, prints the oracle (tests/hosted-harness/README.md) with the C library's
  * snprintf, then dies by abort() so Linux writes an ELF core (or stops itself for gdb's gcore).
  *
  *   hosted-c SCENARIO [--stop]

@@ -1,6 +1,6 @@
 //! The oracle: one stdout line per event with every field of its record and the message it
 //! meant, formatted by Rust's `format!` (never by klog-runtime's printf interpreter). The line
-//! format is documented in tests/kernels/README.md.
+//! format is documented in tests/hosted-harness/README.md.
 
 use std::io::Write;
 use std::sync::atomic::Ordering;

@@ -389,7 +389,7 @@ fn off(crash: Crash) -> ! {
 
 /// Rings totalling 4 Mi records, each filled by one processor and then some, so which records
 /// survive is known without remembering them: the oracle prints a digest per ring (see
-/// tests/kernels/README.md) instead of millions of lines.
+/// tests/hosted-harness/README.md) instead of millions of lines.
 #[cfg(feature = "big-rings")]
 fn big(crash: Crash) -> ! {
     start_logging();
