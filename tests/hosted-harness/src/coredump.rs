@@ -129,6 +129,21 @@ pub fn verify(memory: &Memory, expected: &Expected) -> Result<Verified> {
             }
             verified.records += 1;
         }
+        if let Some(digest) = &ring.digest {
+            // The digest stands for the messages; the core must at least hold that many whole
+            // records of this subsystem.
+            for slot in 0..digest.records.min(ring.num_recs) {
+                let at = ring.buffer + slot * 64;
+                match memory.words::<1>(at) {
+                    Some([h]) if h == HEADER_MAGIC_AND_SIZE | ring.subsystem => {}
+                    other => bail!(
+                        "ring {}: slot {slot} at {at:#x} has header {other:x?}",
+                        ring.name
+                    ),
+                }
+            }
+            verified.records += digest.records as usize;
+        }
         for damage in &ring.damage {
             if let Damage::TornRecord { seq, at } = damage {
                 match memory.words::<1>(*at) {
