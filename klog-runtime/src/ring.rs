@@ -9,8 +9,9 @@ use crate::record::{encode_header, intensity, Level, REC_WORDS};
 /// The control block of one subsystem's ring (`KLog` of the design). Every field is 64 bits.
 ///
 /// `buffer` and `next_write` are atomics because they change while the kernel runs; the rest is
-/// fixed at build time.
-#[repr(C)]
+/// fixed at build time. Each KLog is exactly one 64-byte cache line, aligned so that processors
+/// logging to different subsystems never contend for the same line.
+#[repr(C, align(64))]
 pub struct KLog {
     pub subsystem: u64,
     /// NUL-terminated subsystem name without its `DBG_` prefix ("SCHED").

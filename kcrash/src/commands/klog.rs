@@ -1,0 +1,335 @@
+//! `klog [SUBSYS] [full|terse]`: the design's klogPrint(subsys, type) over a dump.
+
+use std::io::Write;
+
+use anyhow::{bail, Context as _, Result};
+use clap::Parser;
+use klog_runtime::intensity::{D_KLOG, D_KLOGPRINTF, D_PROLOG, D_TERSE, D_VERBOSE};
+use klog_runtime::{split_proc_dom, Level};
+use regex::bytes::Regex;
+use serde_json::json;
+
+use crate::klog::render::{Clock, Printer, Style};
+use crate::klog::ring::{Order, Record};
+use crate::klog::{Klog, Selection};
+use crate::memory::Memory;
+
+/// Print the kernel event log (KLog rings) as it was at the crash.
+///
+/// Records of every subsystem merged by clock (SUBSYS 0), or one subsystem's records from its own
+/// ring and from NONE's ring (events logged before klog_init), most recent first.
+#[derive(Parser, Debug)]
+#[command(name = "klog", no_binary_name = true, disable_version_flag = true)]
+#[command(
+    after_help = "Examples:\n  klog 0 full\n  klog SCHED\n  klog 0 full -n 20 --cpu 1\n  klog FS --grep 'open .*motd'\n  klog -s\n  klog 0 --json | jq .message"
+)]
+pub struct Args {
+    /// 0 for every subsystem, a subsystem number, or a name (SCHED, case-insensitive).
+    #[arg(default_value = "0")]
+    subsys: String,
+    /// `full` (time, chore, processor, domain, subsystem, message) or `terse` (subsystem, message).
+    #[arg(default_value = "terse")]
+    kind: String,
+    /// Show at most N records.
+    #[arg(short = 'n', value_name = "N")]
+    count: Option<u64>,
+    /// Oldest record first instead of most recent first.
+    #[arg(long)]
+    oldest_first: bool,
+    /// Only records logged on this processor.
+    #[arg(long, value_name = "N")]
+    cpu: Option<u32>,
+    /// Only records of this chore (the id word; hex with 0x, or decimal).
+    #[arg(long, value_name = "ID", value_parser = parse_u64)]
+    chore: Option<u64>,
+    /// Only records at or after this time: seconds when the dump knows the clock rate, else ticks.
+    #[arg(long, value_name = "TIME")]
+    since: Option<f64>,
+    /// Only records at or before this time (as --since).
+    #[arg(long, value_name = "TIME")]
+    until: Option<f64>,
+    /// Only records whose message matches this regular expression.
+    #[arg(short = 'g', long, value_name = "REGEX")]
+    grep: Option<String>,
+    /// One JSON object per record (every raw word, slot, sequence number, damage), or with -s a
+    /// JSON array of rings.
+    #[arg(long)]
+    json: bool,
+    /// A table per subsystem: capacity, written, overwritten, torn, oldest and newest time, flags.
+    #[arg(short = 's', long = "summary")]
+    summary: bool,
+    /// Ignore the control blocks: scan KLogBuffer for valid records, by subsystem and clock.
+    #[arg(long)]
+    salvage: bool,
+}
+
+pub fn parse_u64(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => s.parse(),
+    };
+    r.map_err(|e| format!("{s:?} is not a number: {e}"))
+}
+
+/// The filters of one `klog` invocation.
+struct Filter {
+    cpu: Option<u32>,
+    chore: Option<u64>,
+    since: Option<u64>,
+    until: Option<u64>,
+    grep: Option<Regex>,
+}
+
+impl Filter {
+    fn new(args: &Args, clock: Clock) -> Result<Filter> {
+        let ticks = |t: f64| -> Result<u64> {
+            if !(t.is_finite() && t >= 0.0) {
+                bail!("time {t} is not a non-negative number");
+            }
+            Ok(match clock.hz {
+                Some(hz) => (t * hz as f64) as u64,
+                None => t as u64,
+            })
+        };
+        Ok(Filter {
+            cpu: args.cpu,
+            chore: args.chore,
+            since: args.since.map(ticks).transpose()?,
+            until: args.until.map(ticks).transpose()?,
+            grep: args
+                .grep
+                .as_deref()
+                .map(Regex::new)
+                .transpose()
+                .context("--grep")?,
+        })
+    }
+
+    fn keeps(&self, rec: &Record, printer: &mut Printer<'_>) -> bool {
+        let (proc_, _) = split_proc_dom(rec.proc_dom());
+        if self.cpu.is_some_and(|c| c != proc_) || self.chore.is_some_and(|c| c != rec.id()) {
+            return false;
+        }
+        if self.since.is_some_and(|t| rec.clock() < t)
+            || self.until.is_some_and(|t| rec.clock() > t)
+        {
+            return false;
+        }
+        match &self.grep {
+            Some(re) => re.is_match(&printer.decoder.message(rec).text),
+            None => true,
+        }
+    }
+}
+
+/// Runs `klog` with `argv` (without the command name).
+pub fn run(
+    argv: &[String],
+    mem: &dyn Memory,
+    klog: &Klog,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<()> {
+    let mut args = Args::try_parse_from(argv)?;
+    // `klog full` means every subsystem, full.
+    if matches!(args.subsys.as_str(), "full" | "terse") && args.kind == "terse" {
+        args.kind = std::mem::replace(&mut args.subsys, "0".into());
+    }
+    let style = match args.kind.as_str() {
+        "full" => Style::Full,
+        "terse" => Style::Terse,
+        other => bail!("{other:?} is neither full nor terse"),
+    };
+    let sel = klog.select(&args.subsys).map_err(anyhow::Error::msg)?;
+    let order = if args.oldest_first {
+        Order::OldestFirst
+    } else {
+        Order::NewestFirst
+    };
+    let clock = Clock { hz: klog.clock_hz };
+    if args.summary {
+        return summary(mem, klog, clock, args.json, out);
+    }
+    warn_untrusted(klog, sel, args.salvage, err)?;
+    let filter = Filter::new(&args, clock)?;
+    let mut printer = Printer::new(mem, klog.names(), clock);
+    let limit = args.count.unwrap_or(u64::MAX);
+    let names = klog.names();
+    let mut shown = 0u64;
+    let mut emit = |rec: &Record, printer: &mut Printer<'_>, out: &mut dyn Write| -> Result<bool> {
+        if shown >= limit {
+            return Ok(false);
+        }
+        if !filter.keeps(rec, printer) {
+            return Ok(true);
+        }
+        shown += 1;
+        if args.json {
+            printer.json(out, rec, &names[rec.ring.min(names.len() - 1)])?;
+        } else {
+            printer.text(out, rec, style)?;
+        }
+        Ok(true)
+    };
+    if args.salvage {
+        let found = klog.salvage(mem, order);
+        for e in &found.unreadable {
+            writeln!(err, "klog: part of KLogBuffer is unreadable: {e}")?;
+        }
+        if found.unknown_subsystem > 0 {
+            writeln!(
+                err,
+                "klog: {} valid headers name subsystems this kernel does not declare",
+                found.unknown_subsystem
+            )?;
+        }
+        for (id, group) in found.groups.iter().enumerate() {
+            if !matches!(sel, Selection::All) && sel != Selection::Subsystem(id as u16) {
+                continue;
+            }
+            if !args.json && !group.is_empty() {
+                writeln!(
+                    out,
+                    "== {} ({} records salvaged) ==",
+                    names[id],
+                    group.len()
+                )?;
+            }
+            for rec in group {
+                if !emit(rec, &mut printer, out)? {
+                    break;
+                }
+            }
+        }
+        return Ok(());
+    }
+    for rec in klog.records(mem, sel, order) {
+        if !emit(&rec, &mut printer, out)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Says on stderr which selected rings are not trusted, and why.
+fn warn_untrusted(klog: &Klog, sel: Selection, salvage: bool, err: &mut dyn Write) -> Result<()> {
+    for r in &klog.rings {
+        let selected = match sel {
+            Selection::All => true,
+            Selection::Subsystem(s) => r.index == s as usize || r.index == 0,
+        };
+        if !selected || r.trusted() {
+            continue;
+        }
+        let hint = if salvage {
+            ""
+        } else {
+            "; `klog --salvage` scans KLogBuffer for its records"
+        };
+        writeln!(
+            err,
+            "klog: KLogs[{}] ({}) is inconsistent, its ring is not read: {}{hint}",
+            r.index,
+            r.label(),
+            r.problems.join("; ")
+        )?;
+    }
+    Ok(())
+}
+
+fn flag_names(bits: u64) -> String {
+    let names: Vec<&str> = [
+        (D_PROLOG, "prolog"),
+        (D_TERSE, "terse"),
+        (D_VERBOSE, "verbose"),
+        (D_KLOG, "klog"),
+        (D_KLOGPRINTF, "klogprintf"),
+    ]
+    .iter()
+    .filter(|(b, _)| bits & *b as u64 != 0)
+    .map(|(_, n)| *n)
+    .collect();
+    if names.is_empty() {
+        "-".into()
+    } else {
+        names.join(",")
+    }
+}
+
+/// `klog -s`: one row per ring.
+fn summary(
+    mem: &dyn Memory,
+    klog: &Klog,
+    clock: Clock,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let figures = klog.summary(mem);
+    let flags = |i: usize| {
+        klog.debug_flags.get(i).map(|f| {
+            f.as_ref()
+                .map(|b| flag_names(*b))
+                .unwrap_or_else(|e| format!("<unreadable {e}>"))
+        })
+    };
+    let level = klog.level.as_ref().map(|l| match l {
+        Ok(v) => {
+            Level::from_u32(*v as u32).map_or(format!("{v}"), |l| format!("{v} ({})", l.name()))
+        }
+        Err(e) => format!("<unreadable {e}>"),
+    });
+    if json {
+        let rings: Vec<_> = klog
+            .rings
+            .iter()
+            .zip(&figures)
+            .map(|(r, s)| {
+                json!({
+                    "index": r.index, "name": r.label(), "capacity": r.num_recs, "written": r.written(),
+                    "held": r.held(), "overwritten": r.overwritten(), "laps": r.laps(), "torn": s.torn,
+                    "damaged": s.damaged, "oldest_clock": s.oldest, "newest_clock": s.newest,
+                    "oldest_s": s.oldest.and_then(|c| clock.seconds(c)), "newest_s": s.newest.and_then(|c| clock.seconds(c)),
+                    "buffer": r.buffer, "next_write": r.next_write, "debug_flags": flags(r.index),
+                    "trusted": r.trusted(), "problems": r.problems,
+                })
+            })
+            .collect();
+        let doc = json!({ "rings": rings, "klog_level": level, "clock_hz": klog.clock_hz });
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>16} {:>16}  FLAGS",
+        "ID", "NAME", "CAPACITY", "WRITTEN", "HELD", "OVERWRITTEN", "TORN", "OLDEST", "NEWEST",
+    )?;
+    for (r, s) in klog.rings.iter().zip(&figures) {
+        let time = |c: Option<u64>| c.map_or("-".into(), |c| clock.show(c).trim().to_owned());
+        writeln!(
+            out,
+            "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>16} {:>16}  {}",
+            r.index,
+            r.label(),
+            r.num_recs,
+            r.written(),
+            r.held(),
+            r.overwritten(),
+            s.torn,
+            time(s.oldest),
+            time(s.newest),
+            flags(r.index).unwrap_or_else(|| "-".into()),
+        )?;
+        if !r.trusted() {
+            writeln!(out, "    NOT TRUSTED: {}", r.problems.join("; "))?;
+        }
+    }
+    if let Some(level) = level {
+        writeln!(out, "klogLevel: {level}")?;
+    }
+    match klog.clock_hz {
+        Some(hz) => writeln!(out, "clock: {hz} Hz (klogClockHz); times in seconds")?,
+        None => writeln!(out, "clock: rate unknown; times in ticks")?,
+    }
+    Ok(())
+}

@@ -1,0 +1,3 @@
+//! The commands a kcrash session runs, each parsing its own arguments.
+
+pub mod klog;

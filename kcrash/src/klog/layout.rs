@@ -1,0 +1,117 @@
+//! Where the KLog statics and their fields sit in memory, as the image's DWARF describes them.
+//! Nothing here is hard-coded: a rustc kernel and a gcc kernel lay `KLog` out as their compilers
+//! chose, and kcrash reads each field at its DWARF member offset with its DWARF size.
+
+use std::fmt;
+
+/// One member of a struct: byte offset and size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    pub offset: u64,
+    pub size: u64,
+}
+
+/// The members of `KLog` that kcrash reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KLogFields {
+    pub subsystem: Field,
+    pub name: Field,
+    pub num_recs: Field,
+    pub rec_size: Field,
+    pub header: Field,
+    pub buffer: Field,
+    pub buffer_size_1: Field,
+    pub next_write: Field,
+}
+
+impl KLogFields {
+    pub const NAMES: [&'static str; 8] = [
+        "subsystem",
+        "name",
+        "num_recs",
+        "rec_size",
+        "header",
+        "buffer",
+        "buffer_size_1",
+        "next_write",
+    ];
+
+    /// Builds the field table from a lookup of member name → field.
+    pub fn from_lookup(
+        mut member: impl FnMut(&str) -> Option<Field>,
+    ) -> Result<KLogFields, LayoutError> {
+        let mut get = |name: &'static str| member(name).ok_or(LayoutError::MissingMember(name));
+        Ok(KLogFields {
+            subsystem: get("subsystem")?,
+            name: get("name")?,
+            num_recs: get("num_recs")?,
+            rec_size: get("rec_size")?,
+            header: get("header")?,
+            buffer: get("buffer")?,
+            buffer_size_1: get("buffer_size_1")?,
+            next_write: get("next_write")?,
+        })
+    }
+}
+
+/// An array in memory: its address, element count and element size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArrayAt {
+    pub addr: u64,
+    pub len: u64,
+    pub stride: u64,
+}
+
+/// A scalar variable in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScalarAt {
+    pub addr: u64,
+    pub size: u64,
+}
+
+/// Everything kcrash needs to find the rings of one kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KLogLayout {
+    /// `KLogs[DBG_MAX]`.
+    pub klogs: ArrayAt,
+    pub fields: KLogFields,
+    /// `KLogBuffer`: its address and size in bytes (len × 8-byte words).
+    pub buffer: ArrayAt,
+    /// `DebugFlags[DBG_MAX]`, when the kernel has it.
+    pub debug_flags: Option<ArrayAt>,
+    /// `klogLevel`, when the kernel has it.
+    pub klog_level: Option<ScalarAt>,
+    /// `klogClockHz`, when the kernel has it.
+    pub clock_hz: Option<ScalarAt>,
+}
+
+impl KLogLayout {
+    /// Bytes of KLogBuffer.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.buffer.len.saturating_mul(self.buffer.stride)
+    }
+}
+
+/// Why the image does not describe a usable KLog.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LayoutError {
+    MissingVariable(&'static str),
+    NotAnArray(&'static str),
+    MissingMember(&'static str),
+    Symbols(String),
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LayoutError::MissingVariable(v) => {
+                write!(f, "the image has no variable `{v}` in its DWARF")
+            }
+            LayoutError::NotAnArray(v) => write!(f, "`{v}` is not an array with a known length"),
+            LayoutError::MissingMember(m) => write!(f, "the KLog type has no member `{m}`"),
+            LayoutError::Symbols(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for LayoutError {}

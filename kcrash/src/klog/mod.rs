@@ -1,0 +1,215 @@
+//! The Tera kernel event log rebuilt from memory: every `KLogs` ring, checked, streamed, merged by
+//! clock and printed as the design's klogPrint(subsys, type) does.
+
+pub mod layout;
+pub mod merge;
+pub mod render;
+pub mod ring;
+
+use klog_runtime::{decode_header, Header, REC_WORDS};
+
+use crate::memory::{Memory, Unreadable};
+use layout::KLogLayout;
+use merge::Merge;
+use ring::{Cursor, Damage, Order, Record, Ring};
+
+/// Which records `klog SUBSYS` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// Subsystem 0: every ring merged by clock.
+    All,
+    /// One subsystem's records, wherever they sit: its own ring, and NONE's ring for those logged
+    /// before klog_init.
+    Subsystem(u16),
+}
+
+/// The KLog state of one dump: the rings' control blocks and the globals around them.
+pub struct Klog {
+    pub layout: KLogLayout,
+    pub rings: Vec<Ring>,
+    /// `klogClockHz`, when the kernel has it and it is non-zero.
+    pub clock_hz: Option<u64>,
+    /// `klogLevel` at the crash.
+    pub level: Option<Result<u64, Unreadable>>,
+    /// `DebugFlags[i]` at the crash.
+    pub debug_flags: Vec<Result<u64, Unreadable>>,
+}
+
+impl Klog {
+    /// Reads the control blocks and globals; records are read later, as they are printed.
+    pub fn read(mem: &dyn Memory, layout: KLogLayout) -> Klog {
+        let rings = ring::read_rings(mem, &layout);
+        let clock_hz = layout
+            .clock_hz
+            .and_then(|v| mem.read_uint(v.addr, v.size).ok())
+            .filter(|&hz| hz > 0);
+        let level = layout.klog_level.map(|v| mem.read_uint(v.addr, v.size));
+        let debug_flags = layout.debug_flags.map_or_else(Vec::new, |a| {
+            (0..a.len)
+                .map(|i| mem.read_uint(a.addr + i * a.stride, a.stride.min(8)))
+                .collect()
+        });
+        Klog {
+            layout,
+            rings,
+            clock_hz,
+            level,
+            debug_flags,
+        }
+    }
+
+    /// Subsystem names by id.
+    pub fn names(&self) -> Vec<String> {
+        self.rings.iter().map(Ring::label).collect()
+    }
+
+    /// `0`, a subsystem number, or a subsystem name (case-insensitive, `DBG_` optional).
+    pub fn select(&self, spec: &str) -> Result<Selection, String> {
+        if let Ok(n) = spec.parse::<u64>() {
+            return match n {
+                0 => Ok(Selection::All),
+                n if (n as usize) < self.rings.len() => Ok(Selection::Subsystem(n as u16)),
+                n => Err(format!(
+                    "no subsystem {n}: this kernel has {} (0 means all)",
+                    self.rings.len()
+                )),
+            };
+        }
+        let want = spec
+            .strip_prefix("DBG_")
+            .or_else(|| spec.strip_prefix("dbg_"))
+            .unwrap_or(spec);
+        self.rings
+            .iter()
+            .position(|r| r.label().eq_ignore_ascii_case(want))
+            .map(|i| Selection::Subsystem(i as u16))
+            .ok_or_else(|| {
+                format!(
+                    "no subsystem named {spec:?}; this kernel has {}",
+                    self.names().join(", ")
+                )
+            })
+    }
+
+    /// The selected records in `order`, streamed from memory.
+    pub fn records<'a>(&'a self, mem: &'a dyn Memory, sel: Selection, order: Order) -> Merge<'a> {
+        let cursors = match sel {
+            Selection::All => self
+                .rings
+                .iter()
+                .map(|r| Cursor::new(mem, r, order, None))
+                .collect(),
+            Selection::Subsystem(0) => vec![Cursor::new(mem, &self.rings[0], order, Some(0))],
+            Selection::Subsystem(s) => vec![
+                Cursor::new(mem, &self.rings[s as usize], order, None),
+                Cursor::new(mem, &self.rings[0], order, Some(s)),
+            ],
+        };
+        Merge::new(cursors, order)
+    }
+
+    /// Per-ring figures for `klog -s`, from one pass over each trusted ring.
+    pub fn summary(&self, mem: &dyn Memory) -> Vec<RingSummary> {
+        self.rings
+            .iter()
+            .map(|r| {
+                let mut s = RingSummary {
+                    torn: 0,
+                    damaged: 0,
+                    oldest: None,
+                    newest: None,
+                };
+                for rec in Cursor::new(mem, r, Order::OldestFirst, None) {
+                    if rec.damage.torn {
+                        s.torn += 1;
+                    }
+                    if rec.damage.any() {
+                        s.damaged += 1;
+                        continue;
+                    }
+                    s.oldest.get_or_insert(rec.clock());
+                    s.newest = Some(rec.clock());
+                }
+                s
+            })
+            .collect()
+    }
+
+    /// `klog --salvage`: every slot of KLogBuffer that holds a valid KLOG header, whatever the
+    /// control blocks say, grouped by subsystem and ordered by clock. Collects, since it has no
+    /// ring order to stream in; KLogBuffer's size comes from the image, not the dump.
+    pub fn salvage(&self, mem: &dyn Memory, order: Order) -> Salvage {
+        let base = self.layout.buffer.addr;
+        let slots = self.layout.buffer_bytes() / (REC_WORDS * 8);
+        let mut groups: Vec<Vec<Record>> = vec![Vec::new(); self.rings.len()];
+        let mut unreadable = Vec::new();
+        let mut foreign = 0u64;
+        const STEP: u64 = 256;
+        let mut bytes = vec![0u8; (STEP * REC_WORDS * 8) as usize];
+        let mut slot = 0;
+        while slot < slots {
+            let n = STEP.min(slots - slot);
+            let buf = &mut bytes[..(n * REC_WORDS * 8) as usize];
+            let addr = base + slot * REC_WORDS * 8;
+            if let Err(e) = mem.read(addr, buf) {
+                unreadable.push(e);
+                slot += n;
+                continue;
+            }
+            for (i, rec) in buf.chunks_exact((REC_WORDS * 8) as usize).enumerate() {
+                let words: [u64; 8] = std::array::from_fn(|w| {
+                    u64::from_le_bytes(rec[w * 8..w * 8 + 8].try_into().unwrap_or_default())
+                });
+                if let Header::Valid { subsystem } = decode_header(words[0]) {
+                    let Some(group) = groups.get_mut(subsystem as usize) else {
+                        foreign += 1;
+                        continue;
+                    };
+                    group.push(Record {
+                        ring: subsystem as usize,
+                        seq: slot + i as u64,
+                        slot: slot + i as u64,
+                        words,
+                        subsystem: Some(subsystem),
+                        damage: Damage::default(),
+                        unreadable: None,
+                        sort_clock: words[3],
+                    });
+                }
+            }
+            slot += n;
+        }
+        for g in &mut groups {
+            g.sort_by_key(|r| (r.clock(), r.slot));
+            if order == Order::NewestFirst {
+                g.reverse();
+            }
+        }
+        Salvage {
+            groups,
+            unreadable,
+            unknown_subsystem: foreign,
+        }
+    }
+}
+
+/// Figures of one ring for `klog -s`.
+#[derive(Clone, Debug)]
+pub struct RingSummary {
+    pub torn: u64,
+    /// Records with any damage (torn included).
+    pub damaged: u64,
+    /// Clock of the oldest and newest undamaged records.
+    pub oldest: Option<u64>,
+    pub newest: Option<u64>,
+}
+
+/// What `klog --salvage` found.
+pub struct Salvage {
+    /// Records by subsystem id.
+    pub groups: Vec<Vec<Record>>,
+    /// Parts of KLogBuffer that could not be read.
+    pub unreadable: Vec<Unreadable>,
+    /// Valid headers naming a subsystem this kernel does not declare.
+    pub unknown_subsystem: u64,
+}

@@ -1,0 +1,435 @@
+//! The rings as the dump holds them: each KLog's control block, checked, and a cursor that streams
+//! its records in either direction.
+
+use klog_runtime::{decode_header, Header, REC_WORDS};
+
+use super::layout::{Field, KLogLayout};
+use crate::memory::{Memory, Unreadable};
+
+/// Bytes of a record.
+const REC_BYTES: u64 = REC_WORDS * 8;
+/// Records read from memory at a time by a cursor.
+const CHUNK: u64 = 512;
+/// Longest subsystem name read.
+const NAME_MAX: usize = 64;
+
+/// One `KLogs[i]` as the dump has it, with what is wrong with it.
+#[derive(Clone, Debug)]
+pub struct Ring {
+    pub index: usize,
+    pub subsystem: u64,
+    /// The subsystem's name, or what kept kcrash from reading it (then `SUBSYS<i>` is shown).
+    pub name: Result<String, Unreadable>,
+    pub num_recs: u64,
+    pub rec_size: u64,
+    pub header: u64,
+    pub buffer: u64,
+    pub buffer_size_1: u64,
+    pub next_write: u64,
+    /// Inconsistencies found in the control block. A ring with any is not trusted: its records
+    /// are not read (`klog --salvage` scans KLogBuffer instead).
+    pub problems: Vec<String>,
+}
+
+impl Ring {
+    /// The subsystem's name for display.
+    pub fn label(&self) -> String {
+        match &self.name {
+            Ok(n) if !n.is_empty() => n.clone(),
+            _ => format!("SUBSYS{}", self.index),
+        }
+    }
+
+    pub fn trusted(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// Records ever written to the ring.
+    pub fn written(&self) -> u64 {
+        self.next_write / REC_WORDS
+    }
+
+    /// Records the ring still holds.
+    pub fn held(&self) -> u64 {
+        self.written().min(self.num_recs)
+    }
+
+    /// Records lost to wrapping.
+    pub fn overwritten(&self) -> u64 {
+        self.written() - self.held()
+    }
+
+    /// Times the writer went all the way round.
+    pub fn laps(&self) -> u64 {
+        self.written().checked_div(self.num_recs).unwrap_or(0)
+    }
+
+    /// Sequence number of the oldest record still held.
+    pub fn first_seq(&self) -> u64 {
+        self.written() - self.held()
+    }
+
+    /// Address of the record with sequence number `seq`.
+    pub fn record_addr(&self, seq: u64) -> u64 {
+        self.buffer + ((seq.wrapping_mul(REC_WORDS) & self.buffer_size_1) * 8)
+    }
+
+    /// Index of the record's slot in the ring.
+    pub fn slot(&self, seq: u64) -> u64 {
+        (seq.wrapping_mul(REC_WORDS) & self.buffer_size_1) / REC_WORDS
+    }
+}
+
+/// Reads and checks every `KLogs[i]`. Fails only if KLogs itself cannot be read at all.
+pub fn read_rings(mem: &dyn Memory, layout: &KLogLayout) -> Vec<Ring> {
+    (0..layout.klogs.len)
+        .map(|i| read_ring(mem, layout, i as usize))
+        .collect()
+}
+
+fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
+    let base = layout.klogs.addr + index as u64 * layout.klogs.stride;
+    let f = &layout.fields;
+    let mut problems = Vec::new();
+    let mut field = |name: &str, fld: Field| match mem.read_uint(base + fld.offset, fld.size) {
+        Ok(v) => v,
+        Err(e) => {
+            problems.push(format!("{name} unreadable at {e}"));
+            0
+        }
+    };
+    let subsystem = field("subsystem", f.subsystem);
+    let name_ptr = field("name", f.name);
+    let num_recs = field("num_recs", f.num_recs);
+    let rec_size = field("rec_size", f.rec_size);
+    let header = field("header", f.header);
+    let buffer = field("buffer", f.buffer);
+    let buffer_size_1 = field("buffer_size_1", f.buffer_size_1);
+    let next_write = field("next_write", f.next_write);
+    let mut raw = Vec::new();
+    let name = mem
+        .read_cstring(name_ptr, NAME_MAX, &mut raw)
+        .map(|()| String::from_utf8_lossy(&raw).into_owned());
+    let mut ring = Ring {
+        index,
+        subsystem,
+        name,
+        num_recs,
+        rec_size,
+        header,
+        buffer,
+        buffer_size_1,
+        next_write,
+        problems,
+    };
+    if ring.problems.is_empty() {
+        ring.problems = check(&ring, layout);
+    }
+    ring
+}
+
+/// What is inconsistent in a control block whose fields all read.
+fn check(r: &Ring, layout: &KLogLayout) -> Vec<String> {
+    let mut p = Vec::new();
+    if r.subsystem != r.index as u64 {
+        p.push(format!(
+            "subsystem is {} in KLogs[{}]",
+            r.subsystem, r.index
+        ));
+    }
+    if r.rec_size != REC_WORDS {
+        p.push(format!("rec_size is {}, not {REC_WORDS}", r.rec_size));
+    }
+    if r.header != klog_runtime::encode_header(r.index as u16) {
+        p.push(format!(
+            "header is {:#018x}, not the KLOG header of subsystem {}",
+            r.header, r.index
+        ));
+    }
+    let words = r.buffer_size_1.wrapping_add(1);
+    if !words.is_power_of_two() {
+        p.push(format!("buffer_size_1 + 1 = {words} is not a power of two"));
+    } else if r.num_recs.checked_mul(REC_WORDS) != Some(words) {
+        p.push(format!(
+            "num_recs {} does not fill buffer_size_1 + 1 = {words} words",
+            r.num_recs
+        ));
+    }
+    let start = layout.buffer.addr;
+    let end = start + layout.buffer_bytes();
+    let ring_end = words.checked_mul(8).and_then(|b| r.buffer.checked_add(b));
+    if r.buffer < start || ring_end.is_none_or(|e| e > end) || r.buffer % 8 != 0 {
+        p.push(format!(
+            "buffer {:#x} (+{words} words) is not inside KLogBuffer {start:#x}..{end:#x}",
+            r.buffer
+        ));
+    }
+    if r.next_write % REC_WORDS != 0 {
+        p.push(format!(
+            "next_write {} is not a multiple of rec_size",
+            r.next_write
+        ));
+    }
+    // 2^56 words is more records than any machine writes between boots: a scribbled counter.
+    if r.next_write >= 1 << 56 {
+        p.push(format!("next_write {:#x} is absurd", r.next_write));
+    }
+    p
+}
+
+/// What a record's slot says about it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Damage {
+    /// Header 0: the writer reserved the slot and was interrupted.
+    pub torn: bool,
+    /// The header is not a KLOG header: never written, or overwritten by something else.
+    pub bad_header: bool,
+    /// A KLOG header of another subsystem in a ring that is not NONE's.
+    pub foreign_header: bool,
+    /// Its clock is earlier than the record before it in the ring: most likely a stale record of
+    /// the previous lap whose slot was reserved again but never rewritten.
+    pub clock_backwards: bool,
+    /// The slot itself could not be read from the dump.
+    pub unreadable: bool,
+}
+
+impl Damage {
+    pub fn any(&self) -> bool {
+        self.torn
+            || self.bad_header
+            || self.foreign_header
+            || self.clock_backwards
+            || self.unreadable
+    }
+
+    /// Short names of the damage, for text and JSON.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (set, name) in [
+            (self.torn, "torn"),
+            (self.bad_header, "bad_header"),
+            (self.foreign_header, "foreign_header"),
+            (self.clock_backwards, "clock_backwards"),
+            (self.unreadable, "unreadable"),
+        ] {
+            if set {
+                v.push(name);
+            }
+        }
+        v
+    }
+}
+
+/// One record slot of a ring.
+#[derive(Clone, Debug)]
+pub struct Record {
+    /// Index of the ring (KLogs entry) the record sits in.
+    pub ring: usize,
+    /// Sequence number in its ring: 0 for the first record ever written.
+    pub seq: u64,
+    /// Slot index in the ring.
+    pub slot: u64,
+    pub words: [u64; REC_WORDS as usize],
+    /// Subsystem from the header, when it is a valid one.
+    pub subsystem: Option<u16>,
+    pub damage: Damage,
+    /// Why the slot could not be read, when it could not.
+    pub unreadable: Option<Unreadable>,
+    /// Where the record goes in clock order: its clock, or for a damaged record the clock of the
+    /// record before it in its ring, so that it shows where it sits.
+    pub sort_clock: u64,
+}
+
+impl Record {
+    pub fn header(&self) -> u64 {
+        self.words[0]
+    }
+    pub fn id(&self) -> u64 {
+        self.words[1]
+    }
+    pub fn proc_dom(&self) -> u64 {
+        self.words[2]
+    }
+    pub fn clock(&self) -> u64 {
+        self.words[3]
+    }
+    pub fn desc(&self) -> u64 {
+        self.words[4]
+    }
+    pub fn data(&self) -> [u64; 3] {
+        [self.words[5], self.words[6], self.words[7]]
+    }
+}
+
+/// Which way a cursor walks its ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    NewestFirst,
+    OldestFirst,
+}
+
+/// Streams one trusted ring's records, reading `CHUNK` records at a time.
+pub struct Cursor<'a> {
+    mem: &'a dyn Memory,
+    ring: &'a Ring,
+    order: Order,
+    /// Keep only records whose header names this subsystem (for NONE's ring, which holds every
+    /// subsystem's pre-init records).
+    only: Option<u16>,
+    /// Sequence numbers still to yield: `lo..hi`.
+    lo: u64,
+    hi: u64,
+    /// Slots read ahead, `chunk_lo..chunk_lo + chunk.len()`, each with its read result.
+    chunk: Vec<Result<[u64; 8], Unreadable>>,
+    chunk_lo: u64,
+}
+
+impl<'a> Cursor<'a> {
+    pub fn new(mem: &'a dyn Memory, ring: &'a Ring, order: Order, only: Option<u16>) -> Self {
+        let hi = if ring.trusted() { ring.written() } else { 0 };
+        let lo = if ring.trusted() { ring.first_seq() } else { 0 };
+        Cursor {
+            mem,
+            ring,
+            order,
+            only,
+            lo,
+            hi,
+            chunk: Vec::new(),
+            chunk_lo: 0,
+        }
+    }
+
+    /// The slot with sequence number `seq` (which may be one older than the records yielded).
+    fn slot(&mut self, seq: u64) -> Result<[u64; 8], Unreadable> {
+        let in_chunk = seq >= self.chunk_lo && seq < self.chunk_lo + self.chunk.len() as u64;
+        if !in_chunk {
+            self.fill(seq);
+        }
+        self.chunk[(seq - self.chunk_lo) as usize].clone()
+    }
+
+    /// Reads the chunk around `seq` that the walk needs next, with one older record for the
+    /// neighbour comparison.
+    fn fill(&mut self, seq: u64) {
+        let first = self.ring.first_seq();
+        let (lo, hi) = match self.order {
+            Order::NewestFirst => (seq.saturating_sub(CHUNK).max(first), seq + 1),
+            Order::OldestFirst => (seq.saturating_sub(1).max(first), (seq + CHUNK).min(self.hi)),
+        };
+        self.chunk.clear();
+        self.chunk_lo = lo;
+        let mut bytes = vec![0u8; ((hi - lo) * REC_BYTES) as usize];
+        // Slots are contiguous except where the ring wraps; read each contiguous run at once and
+        // fall back to one record at a time where memory is unreadable.
+        let mut s = lo;
+        while s < hi {
+            let run_end = (s + self.ring.num_recs - self.ring.slot(s)).min(hi);
+            let at = ((s - lo) * REC_BYTES) as usize;
+            let run = &mut bytes[at..at + ((run_end - s) * REC_BYTES) as usize];
+            if self.mem.read(self.ring.record_addr(s), run).is_ok() {
+                for rec in run.chunks_exact(REC_BYTES as usize) {
+                    self.chunk.push(Ok(words(rec)));
+                }
+            } else {
+                for q in s..run_end {
+                    let mut one = [0u8; REC_BYTES as usize];
+                    self.chunk.push(
+                        self.mem
+                            .read(self.ring.record_addr(q), &mut one)
+                            .map(|()| words(&one)),
+                    );
+                }
+            }
+            s = run_end;
+        }
+    }
+
+    fn record(&mut self, seq: u64) -> Record {
+        let slot = self.slot(seq);
+        let older = if seq > self.ring.first_seq() {
+            self.slot(seq - 1).ok()
+        } else {
+            None
+        };
+        classify(self.ring, seq, slot, older)
+    }
+}
+
+fn words(bytes: &[u8]) -> [u64; 8] {
+    std::array::from_fn(|i| {
+        u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or_default())
+    })
+}
+
+/// Decides a record's subsystem, damage and sort clock from its slot and the slot before it.
+fn classify(
+    ring: &Ring,
+    seq: u64,
+    slot: Result<[u64; 8], Unreadable>,
+    older: Option<[u64; 8]>,
+) -> Record {
+    let older_valid = older.filter(|w| matches!(decode_header(w[0]), Header::Valid { .. }));
+    let fallback_clock = older_valid.map_or(0, |w| w[3]);
+    let mut damage = Damage::default();
+    let (words, unreadable) = match slot {
+        Ok(w) => (w, None),
+        Err(e) => {
+            damage.unreadable = true;
+            ([0; 8], Some(e))
+        }
+    };
+    let mut subsystem = None;
+    if unreadable.is_none() {
+        match decode_header(words[0]) {
+            Header::Torn => damage.torn = true,
+            Header::Invalid { .. } => damage.bad_header = true,
+            Header::Valid { subsystem: s } => {
+                subsystem = Some(s);
+                damage.foreign_header = ring.index != 0 && s as usize != ring.index;
+                damage.clock_backwards = older_valid.is_some_and(|o| words[3] < o[3]);
+            }
+        }
+    }
+    let sort_clock = if damage.any() {
+        fallback_clock
+    } else {
+        words[3]
+    };
+    Record {
+        ring: ring.index,
+        seq,
+        slot: ring.slot(seq),
+        words,
+        subsystem,
+        damage,
+        unreadable,
+        sort_clock,
+    }
+}
+
+impl Iterator for Cursor<'_> {
+    type Item = Record;
+
+    fn next(&mut self) -> Option<Record> {
+        while self.lo < self.hi {
+            let seq = match self.order {
+                Order::NewestFirst => {
+                    self.hi -= 1;
+                    self.hi
+                }
+                Order::OldestFirst => {
+                    self.lo += 1;
+                    self.lo - 1
+                }
+            };
+            let rec = self.record(seq);
+            match (self.only, rec.subsystem) {
+                (Some(want), Some(got)) if want != got => continue,
+                (Some(_), None) if self.ring.index == 0 => continue,
+                _ => return Some(rec),
+            }
+        }
+        None
+    }
+}

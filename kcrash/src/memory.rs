@@ -1,0 +1,59 @@
+//! The crashed system's memory as kcrash's commands see it: kernel virtual addresses that either
+//! read or say why they cannot.
+
+use std::fmt;
+
+/// Why a range of memory could not be read, with the first address that failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unreadable {
+    pub addr: u64,
+    pub reason: String,
+}
+
+impl fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}: {}", self.addr, self.reason)
+    }
+}
+
+impl std::error::Error for Unreadable {}
+
+/// Memory of the crashed (or live) system by virtual address.
+pub trait Memory {
+    /// Fills `buf` from `addr`, or says which address failed and why.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Unreadable>;
+
+    fn read_u64(&self, addr: u64) -> Result<u64, Unreadable> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    /// An unsigned little-endian integer of `size` bytes (1 to 8).
+    fn read_uint(&self, addr: u64, size: u64) -> Result<u64, Unreadable> {
+        let mut b = [0u8; 8];
+        let n = size.clamp(1, 8) as usize;
+        self.read(addr, &mut b[..n])?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    /// The NUL-terminated string at `addr` (without the NUL), at most `max` bytes, read a page at
+    /// a time so that a string ending just before unreadable memory still reads.
+    fn read_cstring(&self, addr: u64, max: usize, out: &mut Vec<u8>) -> Result<(), Unreadable> {
+        out.clear();
+        let mut at = addr;
+        while out.len() < max {
+            let page_left = (0x1000 - (at & 0xfff)) as usize;
+            let want = page_left.min(max - out.len());
+            let mut chunk = [0u8; 0x1000];
+            self.read(at, &mut chunk[..want])?;
+            if let Some(nul) = chunk[..want].iter().position(|&b| b == 0) {
+                out.extend_from_slice(&chunk[..nul]);
+                return Ok(());
+            }
+            out.extend_from_slice(&chunk[..want]);
+            at = at.wrapping_add(want as u64);
+        }
+        Ok(())
+    }
+}
