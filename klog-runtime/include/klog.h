@@ -72,8 +72,9 @@ static inline uint64_t klogMakeProcDom(uint32_t processor, uint32_t domain)
 static inline uint32_t klogProcessor(uint64_t proc_dom) { return (uint32_t)(proc_dom >> 32); }
 static inline uint32_t klogDomain(uint64_t proc_dom) { return (uint32_t)proc_dom; }
 
-/* The control block of one subsystem's ring. Every field is 64 bits. */
-typedef struct _KLog {
+/* The control block of one subsystem's ring. Every field is 64 bits; each KLog is one 64-byte
+ * cache line, aligned so processors logging to different subsystems never share a line. */
+typedef struct __attribute__((aligned(64))) _KLog {
     uint64_t subsystem;
     const char *name;       /* subsystem name without DBG_ ("SCHED") */
     uint64_t num_recs;      /* records the ring holds, a power of two */
@@ -96,7 +97,7 @@ typedef struct _KLogRec {
     uint64_t data3;
 } KLogRec;
 
-_Static_assert(sizeof(KLog) == 8 * 8, "KLog is eight 64-bit words");
+_Static_assert(sizeof(KLog) == 8 * 8 && _Alignof(KLog) == 64, "KLog is one cache line of eight 64-bit words");
 _Static_assert(sizeof(KLogRec) == KLOG_REC_SIZE * 8, "KLogRec is KLOG_REC_SIZE 64-bit words");
 
 /* A subsystem's debugging intensity, one entry of DebugFlags (bit 0 first, as klog-runtime). */

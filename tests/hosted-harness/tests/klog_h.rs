@@ -80,7 +80,7 @@ fn klog_h_lays_out_and_encodes_as_klog_runtime() {
     let body = r#"
 KLog KLogs[DBG_MAX] = { KLOG_CREATE(NONE, 4), KLOG_CREATE(SCHED, 8) };
 int main(void) {
-    printf("KLog %zu %zu %zu %zu %zu %zu %zu %zu %zu\n", sizeof(KLog),
+    printf("KLog %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu\n", _Alignof(KLog), sizeof(KLog),
         offsetof(KLog, subsystem), offsetof(KLog, name), offsetof(KLog, num_recs),
         offsetof(KLog, rec_size), offsetof(KLog, header), offsetof(KLog, buffer),
         offsetof(KLog, buffer_size_1), offsetof(KLog, next_write));
@@ -115,6 +115,7 @@ int main(void) {
     let (built, out) = gcc(dir.path(), &source, true);
     assert!(built, "{out}");
     let klog = [
+        align_of::<KLog>(),
         size_of::<KLog>(),
         offset_of!(KLog, subsystem),
         offset_of!(KLog, name),
