@@ -162,20 +162,26 @@ fn gcore(run: &Run, core: &Path) -> Result<Crashed> {
     // Killed and reaped on every path out of here.
     let stopped = Stopped { pid };
     stopped.wait_until_stopped(run)?;
-    let log = File::create(run.dir.join("gdb.log"))?;
-    let status = Command::new(&gdb)
+    let log_path = run.dir.join("gdb.log");
+    let log = File::create(&log_path)?;
+    let mut gdb_run = Command::new(&gdb)
         .args(["-batch", "-nx", "-p", &pid.to_string(), "-ex"])
         .arg(format!("gcore {}", core.display()))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
-        .status()
+        .spawn()
         .context("running gdb")?;
+    let status = wait_with_timeout(&mut gdb_run, run.timeout);
     drop(stopped);
+    let status = status?;
     if !status.success() || !core.is_file() {
+        // gdb says why (ptrace refused, ...) in its last lines.
+        let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let tail: Vec<&str> = said.lines().rev().take(3).collect();
         bail!(
-            "gdb gcore of pid {pid} failed ({status}); see {}",
-            run.dir.join("gdb.log").display()
+            "gdb gcore of pid {pid} failed ({status}): {}",
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
         );
     }
     Ok(Crashed {

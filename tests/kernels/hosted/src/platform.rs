@@ -36,6 +36,11 @@ pub fn last_hooked() -> Hooked {
     LAST.with(Cell::get)
 }
 
+/// The address of the task this thread runs (its chore id), 0 if none.
+pub fn current_task_address() -> u64 {
+    task().map_or(0, |t| t as *const Task as u64)
+}
+
 fn task() -> Option<&'static Task> {
     // SAFETY: only `run_on_this_thread` stores here, and it takes a 'static task.
     TASK.with(|t| unsafe { t.get().as_ref() })
@@ -70,7 +75,7 @@ impl klog_runtime::Platform for HostPlatform {
     }
 
     fn chore_id() -> u64 {
-        let chore = task().map_or(0, |t| t as *const Task as u64);
+        let chore = current_task_address();
         remember(|h| h.chore = chore);
         chore
     }

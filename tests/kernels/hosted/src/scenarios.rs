@@ -68,15 +68,11 @@ fn on_every_cpu(body: fn(u32)) {
 
 const PATHS: [&CStr; 4] = [c"/etc/motd", c"/var/log/klog", c"/dev/console", c"/tmp"];
 
-fn this_task() -> u64 {
-    platform::last_hooked().chore
-}
-
 /// One event of each kind a small kernel logs, varying with `i`.
 fn mixed_event(cpu: u32, i: u32) {
     match i % 4 {
         0 => {
-            let task = this_task() + i as u64;
+            let task = platform::current_task_address() + i as u64;
             let pd = (cpu * 100 + i) as i32;
             event!(
                 DBG_SCHED,
@@ -109,7 +105,7 @@ fn mixed_event(cpu: u32, i: u32) {
             );
         }
         _ => {
-            let task = this_task();
+            let task = platform::current_task_address();
             let ready = i as i64 - 50;
             event!(
                 DBG_PARCHORE,
