@@ -92,7 +92,8 @@ static void die(const char *what)
     exit(2);
 }
 
-/* Appends `s` escaped as Rust's str::escape_debug does for ASCII, which the harness reverses. */
+/* Appends `s` escaped as Rust's str::escape_debug does for ASCII, which the harness reverses.
+ * The program logs ASCII only: a byte >= 0x80 would come back as the code point U+0080..U+00FF. */
 static void escape(char *out, size_t cap, const char *s)
 {
     size_t n = strlen(out);
