@@ -160,7 +160,7 @@ fn gcore(run: &Run, core: &Path) -> Result<Crashed> {
     let child = spawn(run, &["--stop"])?;
     let pid = child.id() as libc::pid_t;
     // Killed and reaped on every path out of here.
-    let stopped = Stopped { pid };
+    let mut stopped = Stopped { pid, reaped: false };
     stopped.wait_until_stopped(run)?;
     let log_path = run.dir.join("gdb.log");
     let log = File::create(&log_path)?;
@@ -192,13 +192,15 @@ fn gcore(run: &Run, core: &Path) -> Result<Crashed> {
     })
 }
 
-/// A child that stops itself; killed and reaped when dropped.
+/// A child that stops itself; killed and reaped when dropped, unless it already died.
 struct Stopped {
     pid: libc::pid_t,
+    /// waitpid has collected its exit: the pid may belong to someone else now.
+    reaped: bool,
 }
 
 impl Stopped {
-    fn wait_until_stopped(&self, run: &Run) -> Result<()> {
+    fn wait_until_stopped(&mut self, run: &Run) -> Result<()> {
         let start = Instant::now();
         loop {
             let mut status = 0;
@@ -209,6 +211,7 @@ impl Stopped {
                 if libc::WIFSTOPPED(status) {
                     return Ok(());
                 }
+                self.reaped = true;
                 return Err(program_failed(run, ExitStatus::from_raw(status)));
             }
             if r < 0 {
@@ -229,6 +232,9 @@ impl Stopped {
 
 impl Drop for Stopped {
     fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
         let mut status = 0;
         // SAFETY: signalling and reaping our own child, whose pid cannot be reused before the
         // reap below.
