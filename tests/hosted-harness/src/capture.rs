@@ -77,11 +77,10 @@ pub fn crash_with(run: &Run, capture: Capture) -> Result<Crashed> {
     let core = run.dir.join("core");
     // A core left by an earlier run must not pass for this one's.
     remove_if_present(&core)?;
-    let crashed = match capture {
-        Capture::Kernel => kernel_core(run, &core)?,
-        Capture::Gcore => gcore(run, &core)?,
-    };
-    Ok(crashed)
+    match capture {
+        Capture::Kernel => kernel_core(run, &core),
+        Capture::Gcore => gcore(run, &core),
+    }
 }
 
 fn remove_if_present(path: &Path) -> Result<()> {
@@ -374,9 +373,9 @@ impl CoreName {
             .into());
         }
         let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
-        for entry in
-            std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))?
-        {
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|e| NoKernelCore(format!("cannot list {}: {e}", dir.display())))?;
+        for entry in entries {
             let entry = entry?;
             if !self.matches(&entry.file_name().to_string_lossy()) {
                 continue;
