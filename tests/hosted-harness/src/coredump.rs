@@ -10,7 +10,7 @@ use object::{elf, Endianness};
 use std::io::Read;
 use std::path::Path;
 
-use crate::oracle::{Damage, Expected};
+use crate::oracle::{Damage, Expected, ExpectedRing};
 
 /// "KLOG" in the upper half of a header word, record size 8 in bits 16..32.
 const HEADER_MAGIC_AND_SIZE: u64 = (0x4B4C_4F47 << 32) | (8 << 16);
@@ -130,17 +130,13 @@ pub fn verify(memory: &Memory, expected: &Expected) -> Result<Verified> {
             verified.records += 1;
         }
         if let Some(digest) = &ring.digest {
-            // The digest stands for the messages; the core must at least hold that many whole
-            // records of this subsystem.
-            for slot in 0..digest.records.min(ring.num_recs) {
-                let at = ring.buffer + slot * 64;
-                match memory.words::<1>(at) {
-                    Some([h]) if h == HEADER_MAGIC_AND_SIZE | ring.subsystem => {}
-                    other => bail!(
-                        "ring {}: slot {slot} at {at:#x} has header {other:x?}",
-                        ring.name
-                    ),
-                }
+            let got = digest_in(memory, ring, digest.records, digest.last_seq)?;
+            if got != digest.fnv1a {
+                bail!(
+                    "ring {}: the core's records digest to {got:#x}, the oracle says {:#x}",
+                    ring.name,
+                    digest.fnv1a
+                );
             }
             verified.records += digest.records as usize;
         }
@@ -157,6 +153,29 @@ pub fn verify(memory: &Memory, expected: &Expected) -> Result<Verified> {
         }
     }
     Ok(verified)
+}
+
+/// FNV-1a 64 over the little-endian words of the ring's last `records` records up to sequence
+/// number `last_seq`, oldest first: the big rings' digest, computed from the core.
+fn digest_in(memory: &Memory, ring: &ExpectedRing, records: u64, last_seq: u64) -> Result<u64> {
+    let first = (last_seq + 1)
+        .checked_sub(records)
+        .ok_or_else(|| anyhow!("ring {}: {records} records up to {last_seq}", ring.name))?;
+    let mask = ring.num_recs.wrapping_sub(1);
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for seq in first..=last_seq {
+        let at = ring.buffer + (seq & mask) * 64;
+        let words: [u64; 8] = memory.words(at).ok_or_else(|| {
+            anyhow!(
+                "ring {}: record {seq} at {at:#x} is not in the core",
+                ring.name
+            )
+        })?;
+        for byte in words.iter().flat_map(|w| w.to_le_bytes()) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    Ok(hash)
 }
 
 /// The addresses of `<unreadable:0x...>` markers in a message.

@@ -185,8 +185,8 @@ pub enum Damage {
     Scribbled { field: String, value: u64 },
 }
 
-/// Digest of a big ring's surviving records: FNV-1a 64 of their messages, oldest first, each
-/// followed by `\n`.
+/// Digest of a big ring's surviving records: FNV-1a 64 over the little-endian bytes of their
+/// eight words, oldest first (the bare kernel's definition).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Digest {
     pub records: u64,

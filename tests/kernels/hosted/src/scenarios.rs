@@ -383,9 +383,9 @@ fn off(crash: Crash) -> ! {
     crash.now("abort with logging off")
 }
 
-/// Rings totalling 4 Mi records, each filled by one processor and then some, so which records
-/// survive is known without remembering them: the oracle prints a digest per ring (see
-/// tests/hosted-harness/README.md) instead of millions of lines.
+/// Rings totalling 4 Mi records, each filled by one processor and then some. The oracle prints a
+/// digest per ring instead of millions of lines: FNV-1a over the eight words of each surviving
+/// record, oldest first, as the thread knows it wrote them (the bare kernel's digest).
 #[cfg(feature = "big-rings")]
 fn big(crash: Crash) -> ! {
     start_logging();
@@ -393,10 +393,12 @@ fn big(crash: Crash) -> ! {
     std::thread::scope(|s| {
         for (sub, cpu) in plan {
             s.spawn(move || {
-                platform::run_on_this_thread(Box::leak(Box::new(Task { cpu })));
                 static DESC: &[u8] = b"big %lu on cpu %u\0";
+                platform::run_on_this_thread(Box::leak(Box::new(Task { cpu })));
                 let num_recs = KLogs[sub.id as usize].num_recs;
                 let events = num_recs + num_recs / 4 + 3;
+                // The clock of the event each slot last received: the one word not known ahead.
+                let mut clocks = vec![0u64; num_recs as usize];
                 for i in 0..events {
                     let seq =
                         sub.log::<{ klog_runtime::KLOG_TERSE as u32 }>(DESC, [i, cpu as u64, 0]);
@@ -407,11 +409,27 @@ fn big(crash: Crash) -> ! {
                         );
                         std::process::exit(2);
                     }
+                    clocks[(i % num_recs) as usize] = platform::last_hooked().clock;
                 }
+                let hooked = platform::last_hooked();
+                let header = (0x4B4C_4F47u64 << 32) | (8 << 16) | u64::from(sub.id);
                 let survivors = events.saturating_sub(num_recs)..events;
                 let mut hash = Fnv1a::new();
                 for i in survivors.clone() {
-                    hash.write(format!("big {i} on cpu {cpu}\n").as_bytes());
+                    let clock = clocks[(i % num_recs) as usize];
+                    let desc = DESC.as_ptr() as u64;
+                    for word in [
+                        header,
+                        hooked.chore,
+                        hooked.proc_dom,
+                        clock,
+                        desc,
+                        i,
+                        cpu as u64,
+                        0,
+                    ] {
+                        hash.word(word);
+                    }
                 }
                 oracle::digest(sub.id, survivors.end - survivors.start, events - 1, hash.0);
             });
@@ -420,7 +438,7 @@ fn big(crash: Crash) -> ! {
     crash.now("abort with big rings full")
 }
 
-/// 64-bit FNV-1a, the digest of a big ring's messages.
+/// 64-bit FNV-1a over little-endian words, the big rings' digest.
 #[cfg(feature = "big-rings")]
 struct Fnv1a(u64);
 
@@ -430,8 +448,8 @@ impl Fnv1a {
         Fnv1a(0xcbf2_9ce4_8422_2325)
     }
 
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
+    fn word(&mut self, word: u64) {
+        for b in word.to_le_bytes() {
             self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
         }
     }
