@@ -26,7 +26,8 @@
  *   uint64_t klogClockHz;                                    // the clock's frequency
  *
  * and the platform hooks klogPlatformClock, klogPlatformChoreId and klogPlatformProcDom.
- * Every access to a ring word or to next_write/buffer uses GCC/Clang __atomic builtins.
+ * Every access to a ring word or to next_write/buffer uses GCC/Clang __atomic builtins. C11 only:
+ * the compile-time checks are not valid C++.
  */
 #ifndef KLOG_H
 #define KLOG_H
