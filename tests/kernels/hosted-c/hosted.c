@@ -194,7 +194,7 @@ static void oracle_event(int subsys, int64_t seq, const char *desc, uint64_t d1,
         words_(w_, __VA_ARGS__);                                                                   \
         int64_t seq_ = KLOG(subsys, level, desc_, w_[0], w_[1], w_[2]);                            \
         char msg_[512];                                                                            \
-        snprintf(msg_, sizeof msg_, desc_, __VA_ARGS__);                                           \
+        snprintf(msg_, sizeof msg_, format, __VA_ARGS__); /* the literal: gcc checks the args */  \
         oracle_event(subsys, seq_, desc_, w_[0], w_[1], w_[2], msg_);                              \
     } while (0)
 #define words_(w, ...) words_n_(w, __VA_ARGS__, 0, 0, 0)
