@@ -1,0 +1,442 @@
+/*
+ * hosted-c: a Linux program whose threads play a C kernel's processors. It logs through
+ * klog-runtime/include/klog.h, prints the oracle (tests/hosted-harness/README.md) with the C library's
+ * snprintf, then dies by abort() so Linux writes an ELF core (or stops itself for gdb's gcore).
+ *
+ *   hosted-c SCENARIO [--stop]
+ *
+ * Scenarios: rings wrap unfilled preinit strings torn scribbled off. The oracle goes to stdout.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { DBG_NONE, DBG_PARCHORE, DBG_FS, DBG_SCHED, DBG_VM, DBG_MAX };
+#define KLOG_STATIC_LEVEL KLOG_PROLOG
+#define TOS_KLOG_DEBUG
+#include "klog.h"
+
+/* Ring sizes in records; the Rust hosted program uses the same ones. */
+#define NONE_RECS 64
+#define PARCHORE_RECS 256
+#define FS_RECS 128
+#define SCHED_RECS 1024
+#define VM_RECS 64
+#define KLOG_TOTAL_RECS (NONE_RECS + PARCHORE_RECS + FS_RECS + SCHED_RECS + VM_RECS)
+
+uint64_t KLogBuffer[KLOG_REC_SIZE * KLOG_TOTAL_RECS];
+KLog KLogs[DBG_MAX] = {
+    KLOG_CREATE(NONE, NONE_RECS), KLOG_CREATE(PARCHORE, PARCHORE_RECS),
+    KLOG_CREATE(FS, FS_RECS),     KLOG_CREATE(SCHED, SCHED_RECS),
+    KLOG_CREATE(VM, VM_RECS),
+};
+Dbg_Intensity DebugFlags[DBG_MAX] = {
+    KLOG_INTENSITY_DEFAULT, KLOG_INTENSITY_DEFAULT, KLOG_INTENSITY_DEFAULT,
+    KLOG_INTENSITY_DEFAULT, KLOG_INTENSITY_DEFAULT,
+};
+unsigned int klogLevel = KLOG_STATIC_LEVEL;
+uint64_t klogClockHz;
+
+/* ---- platform: a thread is a processor, its task struct's address is the chore id ---- */
+
+struct task {
+    uint32_t cpu;
+    char name[24];
+};
+
+static __thread struct task *this_task;
+/* What the hooks returned for this thread's last event, for its oracle line. */
+static __thread uint64_t last_clock, last_chore, last_proc_dom;
+
+uint64_t klogPlatformClock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    last_clock = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return last_clock;
+}
+
+uint64_t klogPlatformChoreId(void)
+{
+    last_chore = (uint64_t)(uintptr_t)this_task;
+    return last_chore;
+}
+
+uint64_t klogPlatformProcDom(void)
+{
+    last_proc_dom = klogMakeProcDom(this_task ? this_task->cpu : 0, 1);
+    return last_proc_dom;
+}
+
+/* ---- the oracle ---- */
+
+static pthread_mutex_t oracle_lock = PTHREAD_MUTEX_INITIALIZER;
+static int rings_announced;
+/* Lines of events logged before klogInit, printed once the rings are announced. */
+static char pending[64][1024];
+static int npending;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "hosted-c: %s: %s\n", what, strerror(errno));
+    exit(2);
+}
+
+/* Appends `s` escaped as Rust's str::escape_debug does for ASCII, which the harness reverses.
+ * The program logs ASCII only: a byte >= 0x80 would come back as the code point U+0080..U+00FF. */
+static void escape(char *out, size_t cap, const char *s)
+{
+    size_t n = strlen(out);
+    for (; *s && n + 12 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        const char *e = NULL;
+        switch (c) {
+        case '\t': e = "\\t"; break;
+        case '\r': e = "\\r"; break;
+        case '\n': e = "\\n"; break;
+        case '\\': e = "\\\\"; break;
+        case '"': e = "\\\""; break;
+        case '\'': e = "\\'"; break;
+        }
+        if (e)
+            n += (size_t)snprintf(out + n, cap - n, "%s", e);
+        else if (c < 0x20 || c >= 0x7f)
+            n += (size_t)snprintf(out + n, cap - n, "\\u{%x}", c);
+        else
+            out[n++] = (char)c, out[n] = 0;
+    }
+}
+
+static void oracle_line(const char *line)
+{
+    pthread_mutex_lock(&oracle_lock);
+    if (rings_announced) {
+        fputs(line, stdout);
+    } else if (npending < 64) {
+        snprintf(pending[npending++], sizeof pending[0], "%s", line);
+    } else {
+        fputs("hosted-c: too many events before klogInit\n", stderr);
+        exit(2);
+    }
+    pthread_mutex_unlock(&oracle_lock);
+}
+
+static void announce_rings(void)
+{
+    pthread_mutex_lock(&oracle_lock);
+    printf("KLOG-CONFIG clock_hz=%lu\n", (unsigned long)klogClockHz);
+    for (int i = 0; i < DBG_MAX; i++)
+        printf("KLOG-RING subsys=%d name=%s num_recs=%lu buffer=%p\n", i, KLogs[i].name,
+               (unsigned long)KLogs[i].num_recs, (void *)KLogs[i].buffer);
+    for (int i = 0; i < npending; i++)
+        fputs(pending[i], stdout);
+    rings_announced = 1;
+    pthread_mutex_unlock(&oracle_lock);
+}
+
+/* The address of sequence number `seq` in the ring that received an event of `subsys`. */
+static uint64_t record_address(int subsys, int64_t seq)
+{
+    KLog *ring = &KLogs[subsys];
+    if (subsys != DBG_NONE && ring->buffer == KLogBuffer)
+        ring = &KLogs[DBG_NONE];
+    return (uint64_t)(uintptr_t)(ring->buffer + (((uint64_t)seq * KLOG_REC_SIZE) & ring->buffer_size_1));
+}
+
+/* One KLOG-EVENT (or KLOG-SKIP when the event was off) with the message snprintf made. */
+static void oracle_event(int subsys, int64_t seq, const char *desc, uint64_t d1, uint64_t d2,
+                         uint64_t d3, const char *msg)
+{
+    char line[1024];
+    if (seq < 0) {
+        snprintf(line, sizeof line, "KLOG-SKIP subsys=%d fmt=", subsys);
+    } else {
+        snprintf(line, sizeof line,
+                 "KLOG-EVENT subsys=%d seq=%lld at=0x%lx id=0x%lx proc_dom=0x%lx clock=%lu "
+                 "desc=%p d1=0x%lx d2=0x%lx d3=0x%lx fmt=",
+                 subsys, (long long)seq, (unsigned long)record_address(subsys, seq),
+                 (unsigned long)last_chore, (unsigned long)last_proc_dom,
+                 (unsigned long)last_clock, (const void *)desc, (unsigned long)d1,
+                 (unsigned long)d2, (unsigned long)d3);
+    }
+    /* fmt runs to the next space, so its spaces are escaped too. */
+    char fmt[512] = "";
+    escape(fmt, sizeof fmt, desc);
+    size_t n = strlen(line);
+    for (const char *f = fmt; *f && n + 8 < sizeof line; f++) {
+        if (*f == ' ')
+            n += (size_t)snprintf(line + n, sizeof line - n, "\\u{20}");
+        else
+            line[n++] = *f, line[n] = 0;
+    }
+    strncat(line, " msg=", sizeof line - strlen(line) - 1);
+    escape(line, sizeof line - 1, msg);
+    strcat(line, "\n");
+    oracle_line(line);
+}
+
+/* Logs one event at `level` through KLOG and prints its oracle line. The data words are the
+ * arguments as KLOG stores them; the message is snprintf's rendering of the same arguments. */
+#define EVENT(subsys, level, format, ...)                                                          \
+    do {                                                                                           \
+        static const char desc_[] = format;                                                        \
+        uint64_t w_[3] = {0, 0, 0};                                                                \
+        words_(w_, __VA_ARGS__);                                                                   \
+        int64_t seq_ = KLOG(subsys, level, desc_, w_[0], w_[1], w_[2]);                            \
+        char msg_[512];                                                                            \
+        snprintf(msg_, sizeof msg_, format, __VA_ARGS__); /* the literal: gcc checks the args */  \
+        oracle_event(subsys, seq_, desc_, w_[0], w_[1], w_[2], msg_);                              \
+    } while (0)
+#define words_(w, ...) words_n_(w, __VA_ARGS__, 0, 0, 0)
+#define words_n_(w, a, b, c, ...)                                                                  \
+    ((w)[0] = KLOG_WORD_(a), (w)[1] = KLOG_WORD_(b), (w)[2] = KLOG_WORD_(c))
+
+/* ---- scenarios ---- */
+
+#define CPUS 4
+
+struct worker {
+    struct task task;
+    pthread_t thread;
+    void (*body)(int cpu);
+};
+
+static struct worker workers[CPUS];
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    this_task = &w->task;
+    w->body((int)w->task.cpu);
+    return NULL;
+}
+
+/* Runs `body` on CPUS threads, each with its own task struct, and waits for them. */
+static void on_every_cpu(void (*body)(int cpu))
+{
+    for (int i = 0; i < CPUS; i++) {
+        workers[i].task.cpu = (uint32_t)i;
+        snprintf(workers[i].task.name, sizeof workers[i].task.name, "cpu%d", i);
+        workers[i].body = body;
+        if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]))
+            die("pthread_create");
+    }
+    for (int i = 0; i < CPUS; i++)
+        pthread_join(workers[i].thread, NULL);
+}
+
+static const char *const paths[] = {"/etc/motd", "/var/log/klog", "/dev/console", "/tmp"};
+
+/* One event of each kind a small kernel would log, varying with `i`. */
+static void mixed_event(int cpu, int i)
+{
+    switch (i % 4) {
+    case 0:
+        EVENT(DBG_SCHED, KLOG_VERBOSE, "postProcess: task:" HEX64FORMAT " curPD:%d",
+              (unsigned long)(uintptr_t)this_task + (unsigned long)i, cpu * 100 + i);
+        break;
+    case 1:
+        EVENT(DBG_FS, KLOG_TERSE, "open %s -> fd %d", paths[(i / 4) % 4], i);
+        break;
+    case 2:
+        EVENT(DBG_VM, KLOG_VERBOSE, "fault va=%#lx prot=%x cpu=%u",
+              0x7f0000000000ul + (unsigned long)i * 4096, (unsigned)(i & 7), (unsigned)cpu);
+        break;
+    default:
+        EVENT(DBG_PARCHORE, KLOG_PROLOG, "chore %p spawned, %ld ready", (void *)this_task,
+              (long)(i - 50));
+        break;
+    }
+}
+
+static void rings_body(int cpu)
+{
+    for (int i = 0; i < 150; i++)
+        mixed_event(cpu, i);
+}
+
+static void wrap_body(int cpu)
+{
+    for (int i = 0; i < VM_RECS * 8; i++)
+        EVENT(DBG_VM, KLOG_TERSE, "page %u of cpu %d", (unsigned)i, cpu);
+}
+
+static void unfilled_body(int cpu)
+{
+    if (cpu == 0)
+        for (int i = 0; i < 5; i++)
+            EVENT(DBG_SCHED, KLOG_TERSE, "tick %d", i);
+    if (cpu == 1)
+        for (int i = 0; i < 3; i++)
+            EVENT(DBG_FS, KLOG_TERSE, "sync %d of %d", i, 3);
+}
+
+static void preinit_body(int cpu)
+{
+    for (int i = 0; i < 10; i++)
+        mixed_event(cpu, i);
+}
+
+static void torn_body(int cpu)
+{
+    for (int i = 0; i < 20; i++) {
+        EVENT(DBG_FS, KLOG_TERSE, "write block %d cpu %d", i, cpu);
+        /* cpu 2 is interrupted mid-record once; the others keep logging past it. */
+        if (cpu == 2 && i == 7) {
+            int64_t seq = klogReserveTorn(DBG_FS);
+            char line[160];
+            snprintf(line, sizeof line, "KLOG-TORN subsys=%d seq=%lld at=0x%lx\n", DBG_FS,
+                     (long long)seq, (unsigned long)record_address(DBG_FS, seq));
+            oracle_line(line);
+        }
+    }
+}
+
+static void startup(uint64_t hz)
+{
+    klogInit();
+    klogClockHz = hz;
+    announce_rings();
+}
+
+static void crash(const char *why, int stop)
+{
+    printf("KCRASH-PANIC %s\n", why);
+    fflush(stdout);
+    if (stop) {
+        /* The harness takes a core with gdb's gcore, then kills us. */
+        raise(SIGSTOP);
+        for (;;)
+            pause();
+    }
+    abort();
+}
+
+static void raise_core_limit(void)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_CORE, &lim))
+        die("getrlimit");
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_CORE, &lim))
+        die("setrlimit");
+}
+
+static void scribble(int subsys, const char *field, uint64_t value)
+{
+    char line[160];
+    snprintf(line, sizeof line, "KLOG-DAMAGE subsys=%d kind=scribbled field=%s value=0x%lx\n",
+             subsys, field, (unsigned long)value);
+    oracle_line(line);
+    if (strcmp(field, "next_write") == 0)
+        __atomic_store_n(&KLogs[subsys].next_write, value, __ATOMIC_RELAXED);
+    else
+        __atomic_store_n(&KLogs[subsys].buffer, (uint64_t *)(uintptr_t)value, __ATOMIC_RELAXED);
+}
+
+static struct task boot_task = {.cpu = 0, .name = "boot"};
+
+/* %s arguments at static, heap, stack and unmapped strings. Crashes from this frame, so the stack
+ * string is still live in the dump. */
+static void strings_scenario(int stop)
+{
+    char stack_name[32];
+    snprintf(stack_name, sizeof stack_name, "stack-%d", (int)getpid() % 7);
+    char *heap_name = malloc(32);
+    if (!heap_name)
+        die("malloc");
+    snprintf(heap_name, 32, "heap-%lu", (unsigned long)klogClockHz % 13);
+    long page = sysconf(_SC_PAGESIZE);
+    char *gone = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (gone == MAP_FAILED)
+        die("mmap");
+    strcpy(gone, "unmapped before the crash");
+
+    EVENT(DBG_FS, KLOG_TERSE, "static %s", "/etc/motd");
+    EVENT(DBG_FS, KLOG_TERSE, "heap %s len %zu", heap_name, strlen(heap_name));
+    EVENT(DBG_FS, KLOG_TERSE, "stack %s at %p", stack_name, (void *)stack_name);
+    EVENT(DBG_FS, KLOG_TERSE, "two %s and %s", "/dev/console", heap_name);
+    EVENT(DBG_FS, KLOG_TERSE, "precision %.3s|%-8s|", "truncated", "pad");
+
+    /* The page is gone from the process (and so from its core) when the dump is taken. */
+    {
+        static const char desc[] = "unmapped %s";
+        int64_t seq = KLOGT1(DBG_FS, desc, KLOG_STR(gone));
+        char msg[64];
+        snprintf(msg, sizeof msg, "unmapped <unreadable:%p>", (void *)gone);
+        oracle_event(DBG_FS, seq, desc, (uint64_t)(uintptr_t)gone, 0, 0, msg);
+    }
+    if (munmap(gone, (size_t)page))
+        die("munmap");
+    crash("strings: abort with heap, stack and unmapped strings logged", stop);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s SCENARIO [--stop]\n", argv[0]);
+        return 2;
+    }
+    const char *scenario = argv[1];
+    int stop = argc > 2 && strcmp(argv[2], "--stop") == 0;
+    raise_core_limit();
+    this_task = &boot_task;
+    const uint64_t hz = 1000000000u; /* CLOCK_MONOTONIC nanoseconds */
+
+    if (strcmp(scenario, "rings") == 0) {
+        startup(hz);
+        on_every_cpu(rings_body);
+    } else if (strcmp(scenario, "wrap") == 0) {
+        startup(hz);
+        on_every_cpu(wrap_body);
+    } else if (strcmp(scenario, "unfilled") == 0) {
+        startup(hz);
+        on_every_cpu(unfilled_body);
+    } else if (strcmp(scenario, "preinit") == 0) {
+        EVENT(DBG_SCHED, KLOG_TERSE, "boot: sched before klogInit %d", 1);
+        EVENT(DBG_VM, KLOG_TERSE, "boot: %lu pages", 8192ul);
+        EVENT(DBG_NONE, KLOG_TERSE, "boot: console %s", "ttyS0");
+        EVENT(DBG_FS, KLOG_VERBOSE, "boot: root on %s flags %#x", "/dev/vda1", 0x41u);
+        startup(hz);
+        on_every_cpu(preinit_body);
+    } else if (strcmp(scenario, "strings") == 0) {
+        startup(hz);
+        strings_scenario(stop);
+    } else if (strcmp(scenario, "torn") == 0) {
+        startup(hz);
+        on_every_cpu(torn_body);
+        /* The very last VM record is torn too: a writer interrupted by the crash itself. */
+        EVENT(DBG_VM, KLOG_TERSE, "last whole record %d", 1);
+        int64_t seq = klogReserveTorn(DBG_VM);
+        char line[160];
+        snprintf(line, sizeof line, "KLOG-TORN subsys=%d seq=%lld at=0x%lx\n", DBG_VM,
+                 (long long)seq, (unsigned long)record_address(DBG_VM, seq));
+        oracle_line(line);
+    } else if (strcmp(scenario, "scribbled") == 0) {
+        startup(hz);
+        on_every_cpu(rings_body);
+        scribble(DBG_FS, "next_write", 0xdeadbeefdeadbeefull);
+        scribble(DBG_SCHED, "buffer", 0x0badc0de0badc0deull);
+    } else if (strcmp(scenario, "off") == 0) {
+        startup(hz);
+        klogLevel = KLOG_OFF;
+        on_every_cpu(rings_body);
+    } else {
+        fprintf(stderr, "hosted-c: unknown scenario %s (rings wrap unfilled preinit strings torn "
+                        "scribbled off)\n", scenario);
+        return 2;
+    }
+    char why[96];
+    snprintf(why, sizeof why, "%s: abort after logging", scenario);
+    crash(why, stop);
+}

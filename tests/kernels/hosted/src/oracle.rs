@@ -1,0 +1,163 @@
+//! The oracle: one stdout line per event with every field of its record and the message it
+//! meant, formatted by Rust's `format!` (never by klog-runtime's printf interpreter). The line
+//! format is documented in tests/hosted-harness/README.md.
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+use klog_runtime::REC_WORDS;
+
+use crate::platform;
+use crate::{KLogBuffer, KLogs, KlogConfig, DBG_MAX};
+
+struct State {
+    /// Whether the KLOG-RING lines are out; until then event lines wait in `pending`, since the
+    /// harness needs every ring declared before its events.
+    announced: bool,
+    pending: Vec<String>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    announced: false,
+    pending: Vec::new(),
+});
+
+fn emit(line: String) {
+    let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    if state.announced {
+        print_line(&line);
+    } else {
+        state.pending.push(line);
+    }
+}
+
+fn print_line(line: &str) {
+    let mut out = std::io::stdout().lock();
+    // A broken stdout leaves no oracle: nothing left to do but die loudly.
+    if writeln!(out, "{line}").is_err() {
+        std::process::exit(3);
+    }
+}
+
+/// Prints the clock frequency and every ring's place, then the events logged before.
+pub fn announce_rings() {
+    let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    print_line(&format!("KLOG-CONFIG clock_hz={}", platform::CLOCK_HZ));
+    for (id, log) in KLogs.iter().enumerate().take(DBG_MAX) {
+        print_line(&format!(
+            "KLOG-RING subsys={id} name={} num_recs={} buffer={:#x}",
+            subsystem_name(id),
+            log.num_recs,
+            log.buffer.load(Ordering::Relaxed) as u64
+        ));
+    }
+    for line in std::mem::take(&mut state.pending) {
+        print_line(&line);
+    }
+    state.announced = true;
+}
+
+fn subsystem_name(id: usize) -> &'static str {
+    crate::SUBSYSTEMS
+        .get(id)
+        .map_or("?", |s: &klog_runtime::Subsys<KlogConfig>| s.name())
+}
+
+/// Address of the record with sequence number `seq` in the ring that received an event of
+/// `subsystem`: its own ring, or NONE's before klog_init.
+pub fn record_address(subsystem: u16, seq: u64) -> u64 {
+    let own = &KLogs[subsystem as usize];
+    let ring = if subsystem != 0
+        && own.buffer.load(Ordering::Relaxed) == KLogBuffer.as_ptr() as *mut u64
+    {
+        &KLogs[0]
+    } else {
+        own
+    };
+    let offset_words = (seq * REC_WORDS) & ring.buffer_size_1;
+    ring.buffer.load(Ordering::Relaxed) as u64 + offset_words * 8
+}
+
+/// `text` escaped so it holds no space and the harness can reverse it.
+fn field(text: &str) -> String {
+    text.escape_debug().to_string().replace(' ', "\\u{20}")
+}
+
+/// The oracle line of one event: KLOG-EVENT if it was logged (`seq`), KLOG-SKIP if it was off.
+pub fn event(subsystem: u16, seq: Option<u64>, desc: &'static [u8], data: [u64; 3], message: &str) {
+    let fmt = std::str::from_utf8(desc.strip_suffix(b"\0").unwrap_or(desc)).unwrap_or("?");
+    let line = match seq {
+        None => format!("KLOG-SKIP subsys={subsystem} fmt={}", field(fmt)),
+        Some(seq) => {
+            let hooked = platform::last_hooked();
+            format!(
+                "KLOG-EVENT subsys={subsystem} seq={seq} at={:#x} id={:#x} proc_dom={:#x} clock={} desc={:#x} d1={:#x} d2={:#x} d3={:#x} fmt={} msg={}",
+                record_address(subsystem, seq),
+                hooked.chore,
+                hooked.proc_dom,
+                hooked.clock,
+                desc.as_ptr() as u64,
+                data[0],
+                data[1],
+                data[2],
+                field(fmt),
+                message.escape_debug()
+            )
+        }
+    };
+    emit(line);
+}
+
+/// A record a writer reserved and never finished.
+pub fn torn(subsystem: u16, seq: u64) {
+    emit(format!(
+        "KLOG-TORN subsys={subsystem} seq={seq} at={:#x}",
+        record_address(subsystem, seq)
+    ));
+}
+
+/// A KLogs field overwritten with garbage.
+pub fn scribbled(subsystem: u16, field: &str, value: u64) {
+    emit(format!(
+        "KLOG-DAMAGE subsys={subsystem} kind=scribbled field={field} value={value:#x}"
+    ));
+}
+
+/// A big ring's surviving records, summarised.
+#[cfg(feature = "big-rings")]
+pub fn digest(subsystem: u16, records: u64, last_seq: u64, fnv1a: u64) {
+    emit(format!(
+        "KLOG-DIGEST subsys={subsystem} records={records} last_seq={last_seq} fnv1a={fnv1a:#x}"
+    ));
+}
+
+/// The last line before the crash.
+pub fn panic(message: &str) {
+    emit(format!("KCRASH-PANIC {message}"));
+    let _ = std::io::stdout().flush();
+}
+
+/// Logs one event through the subsystem's writer and prints its oracle line:
+/// `event!(DBG_SCHED, KLOG_VERBOSE, "task:%016lx pd:%d", [task, pd], "task:{task:016x} pd:{pd}")`.
+///
+/// `desc` lives in a static so the oracle knows the address the record holds (the KLOG! macros
+/// keep theirs private); the data words are the arguments as KLOG! would store them. The message
+/// is the caller's `format!` rendering of the same arguments.
+#[macro_export]
+macro_rules! event {
+    ($sub:expr, $level:ident, $desc:literal, [$($arg:expr),* $(,)?], $($msg:tt)+) => {{
+        static DESC: &[u8] = concat!($desc, "\0").as_bytes();
+        const _: () = assert!(
+            klog_runtime::printf::count_args(concat!($desc, "\0").as_bytes())
+                == 0usize $(+ [stringify!($arg)].len())*,
+            "event!: the format's conversions do not match the data words"
+        );
+        let given: &[u64] = &[$(klog_runtime::KlogWord::word($arg)),*];
+        let mut data = [0u64; 3];
+        data[..given.len()].copy_from_slice(given);
+        let sub = &$sub;
+        let seq = sub.log::<{ klog_runtime::$level as u32 }>(DESC, data);
+        $crate::oracle::event(sub.id, seq, DESC, data, &format!($($msg)+));
+    }};
+}
