@@ -1,0 +1,173 @@
+//! Helpers for tests that make real dumps with real producers (QEMU, makedumpfile, gdb, the
+//! Linux kernel). A missing tool skips the test with a plain message on stderr, unless
+//! KCRASH_REQUIRE_TOOLS=1, which turns it into a failure.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The path of `name` on PATH, or None after saying on stderr what will not run.
+pub fn tool(name: &str, package: &str, test: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        skip(
+            test,
+            &format!("`{name}` is not installed (apt-get install -y {package})"),
+        );
+    }
+    found
+}
+
+/// Report a test that cannot run here; fail instead when KCRASH_REQUIRE_TOOLS=1.
+pub fn skip(test: &str, why: &str) {
+    if std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() == Ok("1") {
+        panic!("{test}: {why}, and KCRASH_REQUIRE_TOOLS=1");
+    }
+    eprintln!("SKIPPED {test}: {why}");
+}
+
+/// Deterministic pseudo-random bytes (xorshift64*), the test's own oracle.
+pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+        })
+        .collect()
+}
+
+/// Compressible but never-zero text, so kdump writers store it zlib-compressed.
+pub fn text_bytes(len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len);
+    let mut line = 0u64;
+    while out.len() < len {
+        out.extend_from_slice(format!("line {line:08}: the quick brown fox\n").as_bytes());
+        line += 1;
+    }
+    out.truncate(len);
+    out
+}
+
+/// A stopped QEMU x86_64 guest (never started: -S) with files loaded into its RAM, driven
+/// over QMP.
+pub struct QemuGuest {
+    child: Child,
+    qmp: BufReader<UnixStream>,
+}
+
+impl QemuGuest {
+    /// `loads`: (file, guest-physical address).
+    pub fn start(dir: &Path, mem_mib: u32, loads: &[(&Path, u64)]) -> QemuGuest {
+        let socket = dir.join("qmp.sock");
+        let mut cmd = Command::new("qemu-system-x86_64");
+        cmd.args(["-machine", "q35", "-m", &format!("{mem_mib}M")])
+            .args(["-display", "none", "-vga", "none", "-nodefaults", "-S"])
+            .arg("-qmp")
+            .arg(format!("unix:{},server,nowait", socket.display()));
+        for (file, addr) in loads {
+            cmd.arg("-device").arg(format!(
+                "loader,file={},addr={addr:#x},force-raw=on",
+                file.display()
+            ));
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("qemu-system-x86_64 did not start");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let stream = loop {
+            match UnixStream::connect(&socket) {
+                Ok(s) => break s,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("QMP socket {} never came up: {e}", socket.display()),
+            }
+        };
+        let mut guest = QemuGuest {
+            child,
+            qmp: BufReader::new(stream),
+        };
+        guest.read_message(); // greeting
+        guest.execute(serde_json::json!({"execute": "qmp_capabilities"}));
+        guest
+    }
+
+    fn read_message(&mut self) -> serde_json::Value {
+        let mut line = String::new();
+        self.qmp.read_line(&mut line).expect("QMP read failed");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad QMP message {line:?}: {e}"))
+    }
+
+    /// Run a command and return its "return" value; events in between are skipped.
+    pub fn execute(&mut self, command: serde_json::Value) -> serde_json::Value {
+        let mut text = command.to_string();
+        text.push('\n');
+        self.qmp
+            .get_mut()
+            .write_all(text.as_bytes())
+            .expect("QMP write failed");
+        loop {
+            let msg = self.read_message();
+            if let Some(r) = msg.get("return") {
+                return r.clone();
+            }
+            if let Some(e) = msg.get("error") {
+                panic!("QMP {command} failed: {e}");
+            }
+        }
+    }
+
+    /// `dump-guest-memory` (synchronous) in `format` ("elf", "kdump-zlib", ...).
+    pub fn dump(&mut self, out: &Path, format: &str, paging: bool) {
+        self.execute(serde_json::json!({
+            "execute": "dump-guest-memory",
+            "arguments": {
+                "paging": paging,
+                "protocol": format!("file:{}", out.display()),
+                "format": format,
+            }
+        }));
+    }
+}
+
+impl Drop for QemuGuest {
+    fn drop(&mut self) {
+        let _ = self.qmp.get_mut().write_all(b"{\"execute\": \"quit\"}\n");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `makedumpfile -R out < flat`: the reference reassembly of a flattened dump.
+pub fn makedumpfile_reassemble(flat: &Path, out: &Path) {
+    let input = std::fs::File::open(flat).expect("open flattened dump");
+    let status = Command::new("makedumpfile")
+        .arg("-R")
+        .arg(out)
+        .stdin(input)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run makedumpfile");
+    assert!(status.success(), "makedumpfile -R failed: {status}");
+}
