@@ -337,9 +337,11 @@ impl Kdump {
         };
         let offset = match u64::try_from(offset) {
             Ok(o) if o != 0 => o,
-            _ => return Err(corrupt(format!(
+            _ => {
+                return Err(corrupt(format!(
                 "page descriptor for PFN {pfn:#x} has data offset {offset} (page never written?)"
-            ))),
+            )))
+            }
         };
         let page_size = self.block_size;
         let unsupported = |compression| MissingReason::Unsupported {
