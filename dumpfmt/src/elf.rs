@@ -27,6 +27,8 @@ pub struct Segment {
     pub offset: u64,
     pub filesz: u64,
     pub memsz: u64,
+    /// File offset of the program header, for error messages.
+    pub header_offset: u64,
 }
 
 pub(crate) struct ElfCore {
@@ -134,6 +136,7 @@ impl ElfCore {
                         offset,
                         filesz,
                         memsz,
+                        header_offset: at,
                     });
                 }
                 _ => {}
@@ -144,7 +147,7 @@ impl ElfCore {
         let phys = if process_core {
             RangeMap::default()
         } else {
-            physical_map(&segments, file, phoff)?
+            physical_map(&segments, file)?
         };
         let has_virtual = segments.iter().any(|s| s.vaddr != s.paddr);
         let mut virt = RangeMapBuilder::new();
@@ -271,11 +274,7 @@ fn read_segment(
 /// Physical address → segment, refusing segments that give one physical address two different
 /// contents. (QEMU's paging=true dumps legitimately repeat the same physical bytes under several
 /// virtual mappings; those agree and are accepted.)
-fn physical_map(
-    segments: &[Segment],
-    file: &FileRef,
-    phoff: u64,
-) -> Result<RangeMap<usize>, Error> {
+fn physical_map(segments: &[Segment], file: &FileRef) -> Result<RangeMap<usize>, Error> {
     let mut order: Vec<usize> = (0..segments.len()).collect();
     order.sort_by_key(|&i| (segments[i].paddr, std::cmp::Reverse(segments[i].memsz)));
     let mut widest: Option<usize> = None;
@@ -291,10 +290,10 @@ fn physical_map(
                     && overlap_end <= s.paddr + s.filesz;
                 if !same_bytes {
                     return Err(file.malformed(
-                        phoff + i as u64 * PHDR_SIZE,
+                        s.header_offset,
                         format!(
-                            "PT_LOAD {i} overlaps PT_LOAD {w} at physical [{:#x}, {overlap_end:#x}) with different contents",
-                            s.paddr
+                            "PT_LOAD overlaps the one at header offset {:#x} at physical [{:#x}, {overlap_end:#x}) with different contents",
+                            p.header_offset, s.paddr
                         ),
                     ));
                 }
