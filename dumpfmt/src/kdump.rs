@@ -83,9 +83,18 @@ impl Image {
 /// A region of the logical file needed whole (bitmaps, notes): borrowed from the map when it is
 /// contiguous there, otherwise (flattened, split across records) copied once.
 pub(crate) struct Region {
+    /// Offset in the logical kdump file.
     pub offset: u64,
-    len: u64,
-    copy: Option<Vec<u8>>,
+    bytes: RegionBytes,
+}
+
+enum RegionBytes {
+    /// `len` bytes at this position of the mapped file, resolved once at open.
+    Mapped {
+        at: u64,
+        len: u64,
+    },
+    Copied(Vec<u8>),
 }
 
 impl Region {
@@ -103,24 +112,27 @@ impl Region {
                 format!("{what} ({len:#x} bytes) runs past the end of the file"),
             ));
         }
-        let copy = match image.slice(data, offset, len) {
-            Some(_) => None,
+        let bytes = match image.slice(data, offset, len) {
+            Some(mapped) => RegionBytes::Mapped {
+                at: mapped.as_ptr() as u64 - data.as_ptr() as u64,
+                len,
+            },
             None => {
                 // Every byte is present (checked above), so this allocation is bounded by the file.
                 let mut buf = vec![0u8; len as usize];
                 image
                     .read(data, offset, &mut buf)
                     .map_err(|at| file.malformed(at, format!("{what} is cut off")))?;
-                Some(buf)
+                RegionBytes::Copied(buf)
             }
         };
-        Ok(Region { offset, len, copy })
+        Ok(Region { offset, bytes })
     }
 
-    pub fn bytes<'a>(&'a self, image: &Image, data: &'a [u8]) -> &'a [u8] {
-        match &self.copy {
-            Some(copy) => copy,
-            None => image.slice(data, self.offset, self.len).unwrap_or_default(),
+    pub fn bytes<'a>(&'a self, data: &'a [u8]) -> &'a [u8] {
+        match &self.bytes {
+            RegionBytes::Copied(copy) => copy,
+            RegionBytes::Mapped { at, len } => slice(data, *at, *len).unwrap_or_default(),
         }
     }
 }
@@ -147,7 +159,16 @@ pub(crate) struct Kdump {
     pub notes: Option<Region>,
     pub vmcoreinfo: Option<Region>,
     rank: OnceLock<Vec<u64>>,
-    cache: Mutex<PageCache>,
+    pages: Mutex<Pages>,
+}
+
+/// Decompression state, kept together under one lock: the page cache, a reusable inflater
+/// (allocating zlib's window per page would dominate a cold read) and a buffer for compressed
+/// pages split across flattened records.
+struct Pages {
+    cache: PageCache,
+    inflate: Decompress,
+    scratch: Vec<u8>,
 }
 
 impl Kdump {
@@ -288,9 +309,20 @@ impl Kdump {
             notes,
             vmcoreinfo,
             rank: OnceLock::new(),
-            cache: Mutex::new(PageCache::new(block_size as usize, CACHE_PAGES)),
+            pages: Mutex::new(Pages {
+                cache: PageCache::new(block_size as usize, CACHE_PAGES),
+                inflate: Decompress::new(true),
+                scratch: vec![0; block_size as usize],
+            }),
             image,
         })
+    }
+
+    fn lock_pages(&self) -> std::sync::MutexGuard<'_, Pages> {
+        // A panic elsewhere cannot leave the cache inconsistent (slots are filled before use).
+        self.pages
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn incomplete(&self) -> bool {
@@ -302,11 +334,11 @@ impl Kdump {
         if pfn < self.start_pfn || pfn >= self.end_pfn {
             return Err(MissingReason::Unmapped);
         }
-        if bit(self.bitmap2.bytes(&self.image, data), pfn) {
+        if bit(self.bitmap2.bytes(data), pfn) {
             return Ok(());
         }
         match &self.bitmap1 {
-            Some(b1) if bit(b1.bytes(&self.image, data), pfn) => Err(MissingReason::Excluded),
+            Some(b1) if bit(b1.bytes(data), pfn) => Err(MissingReason::Excluded),
             _ => Err(MissingReason::Unmapped),
         }
     }
@@ -319,8 +351,12 @@ impl Kdump {
         within: usize,
         out: &mut [u8],
     ) -> Result<(), MissingReason> {
+        if let Some(page) = self.lock_pages().cache.get(pfn) {
+            out.copy_from_slice(&page[within..within + out.len()]);
+            return Ok(());
+        }
         self.page_state(data, pfn)?;
-        let bitmap2 = self.bitmap2.bytes(&self.image, data);
+        let bitmap2 = self.bitmap2.bytes(data);
         let rank = self.rank.get_or_init(|| rank_index(bitmap2));
         let index = rank_of(bitmap2, rank, pfn) - rank_of(bitmap2, rank, self.start_pfn);
         let desc_at = self.desc_base + index * DESC_SIZE;
@@ -385,10 +421,13 @@ impl Kdump {
         out: &mut [u8],
     ) -> Result<(), MissingReason> {
         let page_size = self.block_size as usize;
-        let mut cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self.lock_pages();
+        let Pages {
+            cache,
+            inflate,
+            scratch,
+        } = &mut *guard;
+        // Another thread may have decompressed it since the caller looked.
         if let Some(page) = cache.get(pfn) {
             out.copy_from_slice(&page[within..within + out.len()]);
             return Ok(());
@@ -403,23 +442,22 @@ impl Kdump {
                 ),
             });
         }
-        let mut copy = [0u8; 1 << 16];
         let compressed = match self.image.slice(data, offset, size) {
             Some(src) => src,
             None => {
-                let buf = &mut copy[..size as usize];
+                let buf = &mut scratch[..size as usize];
                 self.image.read(data, offset, buf).map_err(truncated)?;
                 buf
             }
         };
         let page = cache.insert(pfn);
-        let mut z = Decompress::new(true);
-        let result = z.decompress(compressed, page, FlushDecompress::Finish);
+        inflate.reset(true);
+        let result = inflate.decompress(compressed, page, FlushDecompress::Finish);
         let problem = match result {
-            Ok(Status::StreamEnd) if z.total_out() == page_size as u64 => None,
+            Ok(Status::StreamEnd) if inflate.total_out() == page_size as u64 => None,
             Ok(_) => Some(format!(
                 "zlib page for PFN {pfn:#x} inflates to {} bytes, not a whole page of {page_size}",
-                z.total_out()
+                inflate.total_out()
             )),
             Err(e) => Some(format!("zlib page for PFN {pfn:#x}: {e}")),
         };

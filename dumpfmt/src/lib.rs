@@ -264,11 +264,7 @@ impl Dump {
                 .iter()
                 .filter_map(|&(offset, size)| Some((bytes::slice(data, offset, size)?, offset)))
                 .collect(),
-            Inner::Kdump(k) => k
-                .notes
-                .iter()
-                .map(|r| (r.bytes(&k.image, data), r.offset))
-                .collect(),
+            Inner::Kdump(k) => k.notes.iter().map(|r| (r.bytes(data), r.offset)).collect(),
         };
         Notes::new(&self.file, areas)
     }
@@ -300,7 +296,7 @@ impl Dump {
     pub fn vmcoreinfo(&self) -> Result<Option<VmcoreInfo<'_>>, Error> {
         if let Inner::Kdump(k) = &self.inner {
             if let Some(r) = &k.vmcoreinfo {
-                let text = r.bytes(&k.image, self.storage.bytes());
+                let text = r.bytes(self.storage.bytes());
                 return Ok(Some(VmcoreInfo::new(text, r.offset, &self.file)));
             }
         }

@@ -109,14 +109,14 @@ pub enum Source {
     Linear(LinearMap),
 }
 
-const TLB_ENTRIES: usize = 256;
+const TLB_ENTRIES: usize = 1024;
 const TLB_PAGE_SHIFT: u32 = 12;
 
 /// Recent page-table translations, 4 KiB granular, direct-mapped. A walk costs four or five
 /// physical reads; a hit costs one lock.
 struct Tlb {
     /// (virtual page number + 1 so that 0 means empty, physical page number).
-    entries: [(u64, u64); TLB_ENTRIES],
+    entries: Box<[(u64, u64); TLB_ENTRIES]>,
 }
 
 /// A view of a dump's virtual memory.
@@ -133,7 +133,7 @@ impl<'d> AddressSpace<'d> {
             dump,
             sources: Vec::new(),
             tlb: Mutex::new(Tlb {
-                entries: [(0, 0); TLB_ENTRIES],
+                entries: Box::new([(0, 0); TLB_ENTRIES]),
             }),
         }
     }
@@ -180,7 +180,7 @@ impl<'d> AddressSpace<'d> {
 
     fn tlb_clear(&self) {
         let mut tlb = self.tlb.lock().unwrap_or_else(|p| p.into_inner());
-        tlb.entries = [(0, 0); TLB_ENTRIES];
+        tlb.entries.fill((0, 0));
     }
 
     /// The physical address of `vaddr` through page tables or linear maps. Addresses only the
