@@ -267,6 +267,46 @@ fn memsz_beyond_filesz_reads_zeros() {
     ));
 }
 
+#[test]
+fn process_core_segment_tail_is_not_in_dump_rather_than_zero() {
+    // Two segments at p_paddr 0: a process core. The second stores one page of two.
+    let data = payload_at(2);
+    let seg = |offset, vaddr, filesz| Ph {
+        p_type: 1,
+        offset,
+        vaddr,
+        paddr: 0,
+        filesz,
+        memsz: 0x2000,
+    };
+    let bytes = elf(
+        &[
+            seg(data, 0x40_0000, 0x2000),
+            seg(data + 0x2000, 0x7f00_0000, 0x1000),
+        ],
+        &[0x77; 0x3000],
+    );
+    let case = write(&bytes);
+    let dump = Dump::open(&case.path).unwrap();
+    assert!(dump.is_process_core());
+    let mut buf = [0u8; 0x10];
+    assert_eq!(
+        dump.read_dump_mapping(0x7f00_0ff8, &mut buf[..8]).unwrap(),
+        8
+    );
+    match dump.read_dump_mapping(0x7f00_0ff8, &mut buf) {
+        Err(Error::Virt {
+            addr: 0x7f00_1000,
+            reason:
+                dumpfmt::VirtReason::Mapping {
+                    reason: MissingReason::Excluded,
+                },
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
 fn notes_error(notes: &[u8]) -> String {
     let case = write(&note_segment(notes));
     let dump = Dump::open(&case.path).unwrap();

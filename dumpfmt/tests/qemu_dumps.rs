@@ -29,6 +29,8 @@ const CR3: u64 = TABLES_AT | 0x5;
 struct Dumps {
     _dir: tempfile::TempDir,
     elf: PathBuf,
+    /// paging=true of a guest whose CPU never enabled paging.
+    elf_paging: PathBuf,
     flat: PathBuf,
     kdump: PathBuf,
     random: Vec<u8>,
@@ -80,17 +82,20 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
         }
         let loads: Vec<(&Path, u64)> = loads.iter().map(|(p, a)| (p.as_path(), *a)).collect();
         let elf = dir.path().join("guest.elf");
+        let elf_paging = dir.path().join("guest-paging.elf");
         let flat = dir.path().join("guest.kdump-flat");
         let kdump = dir.path().join("guest.kdump");
         {
             let mut guest = common::QemuGuest::start(dir.path(), (RAM_END >> 20) as u32, &loads);
             guest.dump(&elf, "elf", false);
+            guest.dump(&elf_paging, "elf", true);
             guest.dump(&flat, "kdump-zlib", false);
         }
         common::makedumpfile_reassemble(&flat, &kdump);
         Some(Dumps {
             _dir: dir,
             elf,
+            elf_paging,
             flat,
             kdump,
             random,
@@ -217,6 +222,12 @@ fn qemu_elf() {
     check_physical(&dump, d);
     check_translation(&dump, d);
     check_qemu_notes(&dump);
+
+    // paging=true with paging off in the CPU degrades to identity mappings: still no mapping.
+    let paging = Dump::open(&d.elf_paging).unwrap();
+    assert!(!paging.has_virtual_mappings());
+    assert!(paging.segments().iter().all(|s| s.vaddr == s.paddr));
+    check_physical(&paging, d);
 }
 
 #[test]
