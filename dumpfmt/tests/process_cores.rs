@@ -162,7 +162,7 @@ fn gdb_gcore() {
     drop(child.stdin.take());
     child.wait().unwrap();
     if !core.exists() {
-        common::skip(
+        common::say_skipped(
             test,
             &format!(
                 "gdb could not attach and write a core: {}",
@@ -180,7 +180,7 @@ fn linux_kernel_core() {
     let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
     let pattern = pattern.trim();
     if pattern.starts_with('|') || pattern.contains('/') || pattern.contains('%') {
-        common::skip(
+        common::say_skipped(
             test,
             &format!("core_pattern is {pattern:?}, not a plain file name in the working directory"),
         );
@@ -209,7 +209,7 @@ fn linux_kernel_core() {
                 .is_some_and(|n| n == pattern || n.starts_with(&format!("{pattern}.")))
         });
     let Some(core) = core else {
-        common::skip(
+        common::say_skipped(
             test,
             "the kernel wrote no core file (core dumps disabled for this container?)",
         );

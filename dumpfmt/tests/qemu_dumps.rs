@@ -103,7 +103,7 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
         })
     });
     if made.is_none() {
-        common::skip(test, "the QEMU dumps could not be made (see above)");
+        common::say_skipped(test, "the QEMU dumps could not be made (see above)");
     }
     made.as_ref()
 }

@@ -26,12 +26,47 @@ pub fn tool(name: &str, package: &str, test: &str) -> Option<PathBuf> {
     found
 }
 
+/// A Linux x86_64 kernel image to boot: $KCRASH_TEST_VMLINUZ, else the newest /boot/vmlinuz-*.
+/// A kernel is test data, not a tool: without one the test is skipped even under
+/// KCRASH_REQUIRE_TOOLS=1 (the test-kernels corpus will provide them).
+pub fn kernel_image(test: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("KCRASH_TEST_VMLINUZ")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let mut images: Vec<PathBuf> = std::fs::read_dir("/boot")
+                .ok()?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("vmlinuz-"))
+                })
+                .collect();
+            images.sort();
+            images.pop()
+        });
+    if found.is_none() {
+        say_skipped(
+            test,
+            "no kernel image: set KCRASH_TEST_VMLINUZ or install linux-image-amd64 \
+             (`apt-get download linux-image-6.1.0-*-amd64` and `dpkg-deb -x` it is enough)",
+        );
+    }
+    found
+}
+
 /// Report a test that cannot run here; fail instead when KCRASH_REQUIRE_TOOLS=1.
 pub fn skip(test: &str, why: &str) {
     if std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() == Ok("1") {
         panic!("{test}: {why}, and KCRASH_REQUIRE_TOOLS=1");
     }
-    eprintln!("SKIPPED {test}: {why}");
+    say_skipped(test, why);
+}
+
+/// "SKIPPED test: why" straight to stderr: the test harness captures `eprintln!` of passing
+/// tests, and a skip must be seen.
+pub fn say_skipped(test: &str, why: &str) {
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
 /// Deterministic pseudo-random bytes (xorshift64*), the test's own oracle.
@@ -67,21 +102,41 @@ pub struct QemuGuest {
 }
 
 impl QemuGuest {
-    /// `loads`: (file, guest-physical address).
+    /// A guest that never runs (-S), with `loads` (file, guest-physical address) in its RAM.
     pub fn start(dir: &Path, mem_mib: u32, loads: &[(&Path, u64)]) -> QemuGuest {
-        let socket = dir.join("qmp.sock");
-        let mut cmd = Command::new("qemu-system-x86_64");
-        cmd.args(["-machine", "q35", "-m", &format!("{mem_mib}M")])
-            .args(["-display", "none", "-vga", "none", "-nodefaults", "-S"])
-            .arg("-qmp")
-            .arg(format!("unix:{},server,nowait", socket.display()));
+        let mut args = vec!["-S".to_string()];
         for (file, addr) in loads {
-            cmd.arg("-device").arg(format!(
+            args.push("-device".into());
+            args.push(format!(
                 "loader,file={},addr={addr:#x},force-raw=on",
                 file.display()
             ));
         }
-        let child = cmd
+        Self::spawn(dir, mem_mib, &args)
+    }
+
+    /// A guest booting `kernel` with `append`; its serial console goes to `dir/console.log`.
+    pub fn boot(dir: &Path, mem_mib: u32, kernel: &Path, append: &str) -> QemuGuest {
+        let args = [
+            "-kernel".to_string(),
+            kernel.display().to_string(),
+            "-append".into(),
+            append.into(),
+            "-serial".into(),
+            format!("file:{}", dir.join("console.log").display()),
+            "-no-reboot".into(),
+        ];
+        Self::spawn(dir, mem_mib, &args)
+    }
+
+    fn spawn(dir: &Path, mem_mib: u32, extra: &[String]) -> QemuGuest {
+        let socket = dir.join("qmp.sock");
+        let child = Command::new("qemu-system-x86_64")
+            .args(["-machine", "q35", "-m", &format!("{mem_mib}M")])
+            .args(["-display", "none", "-vga", "none", "-nodefaults"])
+            .arg("-qmp")
+            .arg(format!("unix:{},server,nowait", socket.display()))
+            .args(extra)
             .stdin(Stdio::null())
             .spawn()
             .expect("qemu-system-x86_64 did not start");
@@ -89,9 +144,8 @@ impl QemuGuest {
         let stream = loop {
             match UnixStream::connect(&socket) {
                 Ok(s) => break s,
-                Err(e) if Instant::now() < deadline => {
-                    let _ = e;
-                    std::thread::sleep(Duration::from_millis(20));
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
                 }
                 Err(e) => panic!("QMP socket {} never came up: {e}", socket.display()),
             }
@@ -103,6 +157,20 @@ impl QemuGuest {
         guest.read_message(); // greeting
         guest.execute(serde_json::json!({"execute": "qmp_capabilities"}));
         guest
+    }
+
+    /// Wait until `dir/console.log` contains `text`; the console so far, or None on timeout.
+    pub fn wait_for_console(dir: &Path, text: &str, timeout: Duration) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            let console = std::fs::read(dir.join("console.log")).unwrap_or_default();
+            let console = String::from_utf8_lossy(&console);
+            if console.contains(text) {
+                return Some(console.into_owned());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        None
     }
 
     fn read_message(&mut self) -> serde_json::Value {

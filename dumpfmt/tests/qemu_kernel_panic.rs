@@ -1,0 +1,250 @@
+//! A real Linux kernel booted in QEMU until it panics (no root file system), then dumped by QEMU
+//! as ELF with paging=true (QEMU walks the guest page tables itself and writes the mappings as
+//! PT_LOADs), ELF with paging=false, and kdump-zlib (flattened, and reassembled by makedumpfile).
+//!
+//! Oracles: QEMU's own page-table walk (the paging=true PT_LOADs) for our x86_64 walker; the
+//! serial console (the panic text must be in memory); and the formats against each other.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use dumpfmt::translate::x86_64::X86_64;
+use dumpfmt::translate::PageTableWalker;
+use dumpfmt::{AddressSpace, Dump, Format, MissingReason, Source};
+
+const PANIC_TEXT: &str = "Unable to mount root fs";
+const KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
+const KERNEL_MAP_END: u64 = 0xffff_ffff_c000_0000;
+
+struct Dumps {
+    _dir: tempfile::TempDir,
+    paging: PathBuf,
+    plain: PathBuf,
+    flat: PathBuf,
+    kdump: PathBuf,
+    /// From the console's "Kernel Offset: 0x... from 0xffffffff81000000".
+    kernel_offset: u64,
+}
+
+fn dumps(test: &str) -> Option<&'static Dumps> {
+    static DUMPS: OnceLock<Option<Dumps>> = OnceLock::new();
+    let made = DUMPS.get_or_init(|| {
+        common::tool(
+            "qemu-system-x86_64",
+            "qemu-system-x86",
+            "kernel panic dump tests",
+        )?;
+        common::tool("makedumpfile", "makedumpfile", "kernel panic dump tests")?;
+        let kernel = common::kernel_image("kernel panic dump tests")?;
+        let dir = tempfile::tempdir().unwrap();
+        let mut guest =
+            common::QemuGuest::boot(dir.path(), 256, &kernel, "console=ttyS0 panic=0 loglevel=3");
+        let console = common::QemuGuest::wait_for_console(
+            dir.path(),
+            "end Kernel panic",
+            Duration::from_secs(300),
+        )
+        .unwrap_or_else(|| panic!("{} did not panic within 300 s", kernel.display()));
+        let kernel_offset = console
+            .split("Kernel Offset: 0x")
+            .nth(1)
+            .and_then(|rest| u64::from_str_radix(rest.split_whitespace().next()?, 16).ok())
+            .expect("console shows the kernel offset");
+        let p = dir.path();
+        let (paging, plain, flat, kdump) = (
+            p.join("paging.elf"),
+            p.join("plain.elf"),
+            p.join("flat"),
+            p.join("kdump"),
+        );
+        // Stop the vCPU so that every dump sees the same registers and memory.
+        guest.execute(serde_json::json!({"execute": "stop"}));
+        guest.dump(&paging, "elf", true);
+        guest.dump(&plain, "elf", false);
+        guest.dump(&flat, "kdump-zlib", false);
+        drop(guest);
+        common::makedumpfile_reassemble(&flat, &kdump);
+        Some(Dumps {
+            _dir: dir,
+            paging,
+            plain,
+            flat,
+            kdump,
+            kernel_offset,
+        })
+    });
+    if made.is_none() {
+        common::say_skipped(test, "the kernel dumps could not be made (see above)");
+    }
+    made.as_ref()
+}
+
+#[test]
+fn x86_64_walk_agrees_with_qemus_own_walk() {
+    let Some(d) = dumps("x86_64_walk_agrees_with_qemus_own_walk") else {
+        return;
+    };
+    let dump = Dump::open(&d.paging).unwrap();
+    assert_eq!(dump.elf_machine(), Some(62));
+    assert!(dump.has_virtual_mappings());
+    // More PT_LOADs than e_phnum can hold: the count came from section header 0 (PN_XNUM).
+    let segments = dump.segments();
+    assert!(segments.len() > 0xffff, "{} segments", segments.len());
+
+    let cpu = dump.qemu_cpu_states().next().unwrap().unwrap();
+    assert!(cpu.paging());
+    let walker = X86_64::new(cpu.la57());
+    let step = segments.len() / 400;
+    let sample = segments
+        .iter()
+        .step_by(step)
+        .chain(segments.iter().filter(|s| s.memsz >= 1 << 21));
+    let mut checked = 0;
+    for seg in sample {
+        for va in [
+            seg.vaddr,
+            seg.vaddr + ((seg.memsz / 2) & !7),
+            seg.vaddr + seg.memsz - 1,
+        ] {
+            let m = walker
+                .translate(&dump, cpu.cr3(), va)
+                .unwrap_or_else(|e| panic!("{va:#x}: {e}"));
+            assert_eq!(m.paddr, seg.paddr + (va - seg.vaddr), "va {va:#x}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 1000);
+
+    // The kernel text the console names is mapped, by QEMU and by us, to the same place.
+    let text = 0xffff_ffff_8100_0000 + d.kernel_offset;
+    let seg = segments
+        .iter()
+        .find(|s| s.vaddr <= text && text < s.vaddr + s.memsz)
+        .expect("kernel text mapped");
+    let m = walker.translate(&dump, cpu.cr3(), text).unwrap();
+    assert_eq!(m.paddr, seg.paddr + (text - seg.vaddr));
+    // Large pages: the kernel's direct map uses 2 MiB or 1 GiB pages.
+    assert!(segments.iter().any(|s| s.memsz >= 1 << 21
+        && walker
+            .translate(&dump, cpu.cr3(), s.vaddr)
+            .unwrap()
+            .page_size
+            > 4096));
+}
+
+#[test]
+fn panic_registers_and_console_text_are_in_every_format() {
+    let Some(d) = dumps("panic_registers_and_console_text_are_in_every_format") else {
+        return;
+    };
+    let reference = Dump::open(&d.plain).unwrap();
+    let needle = PANIC_TEXT.as_bytes();
+    let find = |dump: &Dump| -> Vec<u64> {
+        let mut hits = Vec::new();
+        let mut chunk = vec![0u8; 1 << 20];
+        for seg in reference.segments() {
+            let mut at = seg.paddr;
+            while at < seg.paddr + seg.memsz {
+                let n = chunk.len().min((seg.paddr + seg.memsz - at) as usize);
+                dump.read_phys(at, &mut chunk[..n])
+                    .unwrap_or_else(|e| panic!("{e}"));
+                hits.extend(find_all(&chunk[..n], needle).map(|i| at + i as u64));
+                at += n as u64;
+            }
+        }
+        hits
+    };
+    let expected = find(&reference);
+    assert!(!expected.is_empty(), "the panic message is in guest memory");
+
+    let cpu0 = reference.prstatus().next().unwrap().unwrap();
+    let rip = cpu0.regs.rip();
+    assert!(
+        (KERNEL_MAP..KERNEL_MAP_END).contains(&rip),
+        "rip {rip:#x} in kernel text"
+    );
+    for (path, format) in [(&d.flat, Format::KdumpFlattened), (&d.kdump, Format::Kdump)] {
+        let dump = Dump::open(path).unwrap();
+        assert_eq!(dump.format(), format);
+        assert_eq!(find(&dump), expected, "{}", path.display());
+        let cpu = dump.prstatus().next().unwrap().unwrap();
+        assert_eq!(cpu.regs, cpu0.regs, "{}", path.display());
+        assert_eq!(dump.qemu_cpu_states().next().unwrap().unwrap().rip, rip);
+    }
+    // paging=true describes only RAM that some page table maps; what it describes must agree.
+    let paging = Dump::open(&d.paging).unwrap();
+    assert_eq!(paging.prstatus().next().unwrap().unwrap().regs, cpu0.regs);
+    let mut described = 0;
+    for &hit in &expected {
+        let mut buf = vec![0u8; needle.len()];
+        match paging.read_phys(hit, &mut buf) {
+            Ok(()) => {
+                assert_eq!(buf, needle);
+                described += 1;
+            }
+            Err(e) => assert_eq!(e.missing_reason(), Some(&MissingReason::Unmapped), "{e}"),
+        }
+    }
+    assert!(described > 0, "the direct map covers the log buffer");
+}
+
+#[test]
+fn virtual_reads_agree_between_dump_mappings_and_page_tables() {
+    let Some(d) = dumps("virtual_reads_agree_between_dump_mappings_and_page_tables") else {
+        return;
+    };
+    let paging = Dump::open(&d.paging).unwrap();
+    let mut by_segments = AddressSpace::new(&paging);
+    by_segments.push(Source::DumpMappings);
+    let rip = paging.prstatus().next().unwrap().unwrap().regs.rip();
+    let probes: Vec<u64> = [rip, 0xffff_ffff_8100_0000 + d.kernel_offset]
+        .into_iter()
+        .chain(
+            paging
+                .segments()
+                .iter()
+                .step_by(997)
+                .map(|s| s.vaddr + s.memsz / 3),
+        )
+        .collect();
+    let mut expected = Vec::new();
+    for &va in &probes {
+        let mut buf = [0u8; 256];
+        by_segments
+            .read_virt(va, &mut buf)
+            .unwrap_or_else(|e| panic!("{e}"));
+        expected.push(buf);
+    }
+    for path in [&d.plain, &d.kdump, &d.flat] {
+        let dump = Dump::open(path).unwrap();
+        let space = AddressSpace::from_dump(&dump).unwrap();
+        assert!(
+            matches!(space.sources(), [Source::PageTables { .. }]),
+            "{}",
+            path.display()
+        );
+        for (va, want) in probes.iter().zip(&expected) {
+            let mut buf = [0u8; 256];
+            space
+                .read_virt(*va, &mut buf)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(&buf, want, "{:#x} in {}", va, path.display());
+        }
+        // A hole in the kernel half: not mapped, and the error says which level stopped.
+        let err = space
+            .read_virt(0xffff_ff00_0000_0000, &mut [0u8; 8])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not present"), "{err}");
+    }
+}
+
+fn find_all<'a>(hay: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+    hay.windows(needle.len())
+        .enumerate()
+        .filter(move |(_, w)| w[0] == needle[0] && *w == needle)
+        .map(|(i, _)| i)
+}
