@@ -63,7 +63,7 @@ fn page_tables() -> Vec<u8> {
 
 fn dumps(test: &str) -> Option<&'static Dumps> {
     static DUMPS: OnceLock<Option<Dumps>> = OnceLock::new();
-    let made = DUMPS.get_or_init(|| {
+    common::shared_fixture(&DUMPS, test, || {
         common::tool("qemu-system-x86_64", "qemu-system-x86", "QEMU dump tests")?;
         common::tool("makedumpfile", "makedumpfile", "QEMU dump tests")?;
         let dir = tempfile::tempdir().expect("tempdir");
@@ -101,11 +101,7 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
             random,
             text,
         })
-    });
-    if made.is_none() {
-        common::say_skipped(test, "the QEMU dumps could not be made (see above)");
-    }
-    made.as_ref()
+    })
 }
 
 fn read(dump: &Dump, paddr: u64, len: usize) -> Result<Vec<u8>, Error> {

@@ -31,7 +31,7 @@ struct Dumps {
 
 fn dumps(test: &str) -> Option<&'static Dumps> {
     static DUMPS: OnceLock<Option<Dumps>> = OnceLock::new();
-    let made = DUMPS.get_or_init(|| {
+    common::shared_fixture(&DUMPS, test, || {
         common::tool(
             "qemu-system-x86_64",
             "qemu-system-x86",
@@ -75,11 +75,7 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
             kdump,
             kernel_offset,
         })
-    });
-    if made.is_none() {
-        common::say_skipped(test, "the kernel dumps could not be made (see above)");
-    }
-    made.as_ref()
+    })
 }
 
 #[test]

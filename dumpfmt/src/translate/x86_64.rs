@@ -30,6 +30,12 @@ impl X86_64 {
         cr3 & ADDR_MASK
     }
 
+    /// The kernel PGD for a CR3 captured on a kernel built with page-table isolation: a CPU in
+    /// user mode runs on the user copy, which sits 4 KiB above the kernel one (bit 12).
+    pub fn kernel_root_with_pti(cr3: u64) -> u64 {
+        Self::cr3_root(cr3) & !(1 << 12)
+    }
+
     fn canonical(&self, vaddr: u64) -> bool {
         let bits = if self.five_level { 57 } else { 48 };
         let top = (vaddr as i64) >> (bits - 1);
@@ -176,6 +182,13 @@ mod tests {
                 page_size: 1 << 30
             })
         );
+    }
+
+    #[test]
+    fn cr3_masks() {
+        assert_eq!(X86_64::cr3_root(0x8000_0000_1234_5fff), 0x1234_5000);
+        assert_eq!(X86_64::kernel_root_with_pti(0x1234_5805), 0x1234_4000);
+        assert_eq!(X86_64::kernel_root_with_pti(0x1234_4805), 0x1234_4000);
     }
 
     #[test]

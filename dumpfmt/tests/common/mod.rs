@@ -69,6 +69,20 @@ pub fn say_skipped(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
+/// Expensive fixtures (booted guests, dumps) made once per test binary and shared by its tests.
+/// `make` returns None after saying why it could not; each test then reports its own skip.
+pub fn shared_fixture<T: Send + Sync>(
+    cell: &'static std::sync::OnceLock<Option<T>>,
+    test: &str,
+    make: impl FnOnce() -> Option<T>,
+) -> Option<&'static T> {
+    let made = cell.get_or_init(make).as_ref();
+    if made.is_none() {
+        say_skipped(test, "its fixture could not be made (see above)");
+    }
+    made
+}
+
 /// Deterministic pseudo-random bytes (xorshift64*), the test's own oracle.
 pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
