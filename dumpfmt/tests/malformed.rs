@@ -250,6 +250,32 @@ fn segment_data_past_the_end_reads_as_truncated_at_the_exact_address() {
 }
 
 #[test]
+fn elf_incomplete_flag_is_reported_with_truncation() {
+    let data = payload_at(1);
+    let mut bytes = elf(&[load(data, 0x10_0000, 0x2000, 0x2000)], &[0xaa; 0x1000]);
+    bytes[48] = 1; // e_flags: makedumpfile's DUMP_ELF_INCOMPLETE
+    let case = write(&bytes);
+    let dump = Dump::open(&case.path).unwrap();
+    assert!(dump.is_incomplete());
+    let err = dump.read_phys(0x10_0ff0, &mut [0u8; 0x20]).unwrap_err();
+    assert!(matches!(
+        err,
+        Error::Phys {
+            addr: 0x10_1000,
+            reason: MissingReason::Truncated {
+                incomplete_flag: true,
+                ..
+            },
+            ..
+        }
+    ));
+    assert!(
+        err.to_string().contains("the dump is marked incomplete"),
+        "{err}"
+    );
+}
+
+#[test]
 fn memsz_beyond_filesz_reads_zeros() {
     let data = payload_at(1);
     let bytes = elf(&[load(data, 0x10_0000, 0x10, 0x2000)], &[0x55; 0x10]);
@@ -517,6 +543,33 @@ fn kdump_pages_good_and_bad() {
         text_err.contains("compression lzo, which is not supported yet"),
         "{text_err}"
     );
+}
+
+#[test]
+fn kdump_older_header_versions_and_split_files() {
+    let pages = [(1, 0, vec![0x11; BS]), (2, 0, vec![0x22; BS])];
+    // Version 5: no max_mapnr_64; the 32-bit header field is used.
+    let mut v5 = kdump(&pages);
+    v5[8..12].copy_from_slice(&5i32.to_le_bytes());
+    v5[BS + 96..BS + 104].fill(0);
+    assert_eq!(kdump_read(&v5, 0x2000, 8).unwrap(), [0x22; 8]);
+    // Part of a split dump holding PFNs [1, 3): descriptors count from PFN 1.
+    let mut split = kdump(&pages);
+    split[BS + 12..BS + 16].copy_from_slice(&1i32.to_le_bytes());
+    split[BS + 80..BS + 88].copy_from_slice(&1u64.to_le_bytes());
+    split[BS + 88..BS + 96].copy_from_slice(&3u64.to_le_bytes());
+    split[3 * BS] |= 1; // PFN 0 is dumped too, but in another part
+    assert_eq!(kdump_read(&split, 0x1000, 8).unwrap(), [0x11; 8]);
+    assert_eq!(kdump_read(&split, 0x2000, 8).unwrap(), [0x22; 8]);
+    assert!(matches!(
+        kdump_read(&split, 0, 8),
+        Err(Error::Phys {
+            reason: MissingReason::Unmapped,
+            ..
+        })
+    ));
+    split[BS + 88..BS + 96].copy_from_slice(&100u64.to_le_bytes());
+    open_fails(&split, BS as u64 + 80, "split range");
 }
 
 #[test]
