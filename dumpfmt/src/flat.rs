@@ -55,12 +55,12 @@ impl FlatMap {
             };
             let stream = pos + RECORD_HEADER;
             let stored = size.min(len - stream);
-            let end = offset.checked_add(size).ok_or_else(|| {
-                file.malformed(
+            if offset.checked_add(size).is_none() {
+                return Err(file.malformed(
                     pos,
                     format!("flattened record offset {offset:#x} + size {size:#x} overflows"),
-                )
-            })?;
+                ));
+            }
             map.insert_over(
                 offset,
                 offset + stored,
@@ -72,7 +72,6 @@ impl FlatMap {
             if stored < size {
                 break true;
             }
-            debug_assert!(end >= offset);
             pos = stream + size;
         };
         Ok(FlatMap {

@@ -316,3 +316,14 @@ impl PhysMemory for Dump {
         Dump::read_phys(self, paddr, buf)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// kcrash may read one dump from several threads.
+    #[test]
+    fn dump_and_address_space_are_shareable_across_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<super::Dump>();
+        shareable::<super::AddressSpace<'static>>();
+    }
+}
