@@ -115,8 +115,16 @@ const TLB_PAGE_SHIFT: u32 = 12;
 /// Recent page-table translations, 4 KiB granular, direct-mapped. A walk costs four or five
 /// physical reads; a hit costs one lock.
 struct Tlb {
-    /// (virtual page number + 1 so that 0 means empty, physical page number).
-    entries: Box<[(u64, u64); TLB_ENTRIES]>,
+    entries: Box<[TlbEntry; TLB_ENTRIES]>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct TlbEntry {
+    /// Virtual page number + 1, so that 0 means empty.
+    tag: u64,
+    /// Which source (index into `sources`) gave it.
+    source: usize,
+    ppn: u64,
 }
 
 /// A view of a dump's virtual memory.
@@ -133,7 +141,7 @@ impl<'d> AddressSpace<'d> {
             dump,
             sources: Vec::new(),
             tlb: Mutex::new(Tlb {
-                entries: Box::new([(0, 0); TLB_ENTRIES]),
+                entries: Box::new([TlbEntry::default(); TLB_ENTRIES]),
             }),
         }
     }
@@ -180,15 +188,15 @@ impl<'d> AddressSpace<'d> {
 
     fn tlb_clear(&self) {
         let mut tlb = self.tlb.lock().unwrap_or_else(|p| p.into_inner());
-        tlb.entries.fill((0, 0));
+        tlb.entries.fill(TlbEntry::default());
     }
 
     /// The physical address of `vaddr` through page tables or linear maps. Addresses only the
     /// dump's own mappings cover have no physical address here and report as not mapped.
     pub fn translate(&self, vaddr: u64) -> Result<u64, Error> {
         let mut detail = Vec::new();
-        for source in &self.sources {
-            if let Some((paddr, _)) = self.translate_with(source, vaddr, &mut detail) {
+        for (index, source) in self.sources.iter().enumerate() {
+            if let Some((paddr, _)) = self.translate_with(index, source, vaddr, &mut detail) {
                 return Ok(paddr);
             }
         }
@@ -198,6 +206,7 @@ impl<'d> AddressSpace<'d> {
     /// (physical address, bytes contiguous from there), or a note of why not in `detail`.
     fn translate_with(
         &self,
+        index: usize,
         source: &Source,
         vaddr: u64,
         detail: &mut Vec<String>,
@@ -224,16 +233,19 @@ impl<'d> AddressSpace<'d> {
                 let slot = (vpn as usize) % TLB_ENTRIES;
                 {
                     let tlb = self.tlb.lock().unwrap_or_else(|p| p.into_inner());
-                    let (tag, ppn) = tlb.entries[slot];
-                    if tag == vpn + 1 {
-                        return Some(((ppn << TLB_PAGE_SHIFT) | within, page_left));
+                    let hit = tlb.entries[slot];
+                    if hit.tag == vpn + 1 && hit.source == index {
+                        return Some(((hit.ppn << TLB_PAGE_SHIFT) | within, page_left));
                     }
                 }
                 match walker.translate(self.dump, *root, vaddr) {
                     Ok(m) => {
                         let mut tlb = self.tlb.lock().unwrap_or_else(|p| p.into_inner());
-                        // Only one page-table source is cached: the first one that answers.
-                        tlb.entries[slot] = (vpn + 1, m.paddr >> TLB_PAGE_SHIFT);
+                        tlb.entries[slot] = TlbEntry {
+                            tag: vpn + 1,
+                            source: index,
+                            ppn: m.paddr >> TLB_PAGE_SHIFT,
+                        };
                         Some((m.paddr, page_left))
                     }
                     Err(e) => {
@@ -263,7 +275,7 @@ impl<'d> AddressSpace<'d> {
             let va = vaddr.wrapping_add(done as u64);
             let rest = &mut buf[done..];
             let mut detail = Vec::new();
-            for source in &self.sources {
+            for (index, source) in self.sources.iter().enumerate() {
                 if let Source::DumpMappings = source {
                     let n = self.dump.read_dump_mapping(va, rest)?;
                     if n > 0 {
@@ -271,7 +283,9 @@ impl<'d> AddressSpace<'d> {
                         continue 'chunks;
                     }
                 }
-                if let Some((paddr, contiguous)) = self.translate_with(source, va, &mut detail) {
+                if let Some((paddr, contiguous)) =
+                    self.translate_with(index, source, va, &mut detail)
+                {
                     let n = usize::try_from(contiguous).map_or(rest.len(), |c| c.min(rest.len()));
                     self.dump
                         .read_phys(paddr, &mut rest[..n])
