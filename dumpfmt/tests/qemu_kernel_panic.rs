@@ -1,9 +1,14 @@
-//! A real Linux kernel booted in QEMU until it panics (no root file system), then dumped by QEMU
-//! as ELF with paging=true (QEMU walks the guest page tables itself and writes the mappings as
-//! PT_LOADs), ELF with paging=false, and kdump-zlib (flattened, and reassembled by makedumpfile).
+//! A real Linux kernel booted in QEMU until it panics, then dumped by QEMU as ELF with
+//! paging=true (QEMU walks the guest page tables itself and writes the mappings as PT_LOADs), ELF
+//! with paging=false, and kdump-zlib (flattened, and reassembled by makedumpfile).
+//!
+//! When the kernel's qemu_fw_cfg module is at hand, a tiny static /init loads it (so that the
+//! kernel hands QEMU its VMCOREINFO through `-device vmcoreinfo`) and crashes the kernel with
+//! sysrq-c; otherwise the kernel panics for want of a root file system.
 //!
 //! Oracles: QEMU's own page-table walk (the paging=true PT_LOADs) for our x86_64 walker; the
-//! serial console (the panic text must be in memory); and the formats against each other.
+//! serial console (the panic text must be in memory, the release and KASLR offset in
+//! VMCOREINFO); and the formats against each other.
 
 mod common;
 
@@ -15,7 +20,26 @@ use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::translate::PageTableWalker;
 use dumpfmt::{AddressSpace, Dump, Format, MissingReason, Source};
 
-const PANIC_TEXT: &str = "Unable to mount root fs";
+const PANIC_TEXT: &str = "Kernel panic - not syncing: ";
+
+const INIT: &str = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int main(void) {
+    int fd = open("/qemu_fw_cfg.ko", O_RDONLY);
+    long loaded = syscall(SYS_finit_module, fd, "", 0);
+    printf("kcrash-test-init: loading qemu_fw_cfg returned %ld\n", loaded);
+    fflush(stdout);
+    mount("proc", "/proc", "proc", 0, 0);
+    int sysrq = open("/proc/sysrq-trigger", O_WRONLY);
+    write(sysrq, "c", 1);
+    return 1;
+}
+"#;
 const KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
 const KERNEL_MAP_END: u64 = 0xffff_ffff_c000_0000;
 
@@ -27,6 +51,69 @@ struct Dumps {
     kdump: PathBuf,
     /// From the console's "Kernel Offset: 0x... from 0xffffffff81000000".
     kernel_offset: u64,
+    /// From the console's "Linux version ..." line.
+    release: String,
+    /// The guest loaded qemu_fw_cfg, so the dumps must carry VMCOREINFO.
+    vmcoreinfo: bool,
+}
+
+/// The qemu_fw_cfg module matching `kernel` (.../boot/vmlinuz-VER → .../lib/modules/VER/...).
+fn fw_cfg_module(kernel: &std::path::Path) -> Option<PathBuf> {
+    let release = kernel.file_name()?.to_str()?.strip_prefix("vmlinuz-")?;
+    let relative = format!("lib/modules/{release}/kernel/drivers/firmware/qemu_fw_cfg.ko");
+    let beside = kernel.parent()?.parent()?.join(&relative);
+    [beside, PathBuf::from("/").join(&relative)]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+/// An initramfs whose /init loads qemu_fw_cfg and crashes the kernel, or None (with a note on
+/// stderr) when the module or a static C toolchain is missing.
+fn crash_initramfs(dir: &std::path::Path, kernel: &std::path::Path) -> Option<PathBuf> {
+    let test = "kernel panic dump tests (VMCOREINFO part)";
+    let Some(module) = fw_cfg_module(kernel) else {
+        common::say_skipped(
+            test,
+            "no qemu_fw_cfg.ko beside the kernel image or in /lib/modules",
+        );
+        return None;
+    };
+    common::tool("gcc", "gcc", test)?;
+    std::fs::write(dir.join("init.c"), INIT).ok()?;
+    let built = std::process::Command::new("gcc")
+        .args(["-static", "-O1", "-o"])
+        .arg(dir.join("init"))
+        .arg(dir.join("init.c"))
+        .status()
+        .ok()?;
+    if !built.success() {
+        common::say_skipped(test, "gcc -static failed (is libc6-dev installed?)");
+        return None;
+    }
+    let init = std::fs::read(dir.join("init")).ok()?;
+    let ko = std::fs::read(module).ok()?;
+    let cpio = common::newc_cpio(&[
+        common::CpioEntry::Dir("dev"),
+        common::CpioEntry::CharDevice {
+            name: "dev/console",
+            major: 5,
+            minor: 1,
+        },
+        common::CpioEntry::Dir("proc"),
+        common::CpioEntry::File {
+            name: "init",
+            mode: 0o755,
+            data: &init,
+        },
+        common::CpioEntry::File {
+            name: "qemu_fw_cfg.ko",
+            mode: 0o644,
+            data: &ko,
+        },
+    ]);
+    let path = dir.join("initramfs.cpio");
+    std::fs::write(&path, cpio).ok()?;
+    Some(path)
 }
 
 fn dumps(test: &str) -> Option<&'static Dumps> {
@@ -40,8 +127,13 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
         common::tool("makedumpfile", "makedumpfile", "kernel panic dump tests")?;
         let kernel = common::kernel_image("kernel panic dump tests")?;
         let dir = tempfile::tempdir().unwrap();
+        let initramfs = crash_initramfs(dir.path(), &kernel);
+        let mut extra = vec!["-device".to_string(), "vmcoreinfo".into()];
+        if let Some(initramfs) = &initramfs {
+            extra.extend(["-initrd".to_string(), initramfs.display().to_string()]);
+        }
         let mut guest =
-            common::QemuGuest::boot(dir.path(), 256, &kernel, "console=ttyS0 panic=0 loglevel=3");
+            common::QemuGuest::boot(dir.path(), 256, &kernel, "console=ttyS0 panic=0", &extra);
         let console = common::QemuGuest::wait_for_console(
             dir.path(),
             "end Kernel panic",
@@ -53,6 +145,19 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
             .nth(1)
             .and_then(|rest| u64::from_str_radix(rest.split_whitespace().next()?, 16).ok())
             .expect("console shows the kernel offset");
+        let release = console
+            .split("Linux version ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .expect("console shows the kernel version")
+            .to_string();
+        let vmcoreinfo = initramfs.is_some();
+        if vmcoreinfo {
+            assert!(
+                console.contains("loading qemu_fw_cfg returned 0"),
+                "the test init could not load qemu_fw_cfg:\n{console}"
+            );
+        }
         let p = dir.path();
         let (paging, plain, flat, kdump) = (
             p.join("paging.elf"),
@@ -74,6 +179,8 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
             flat,
             kdump,
             kernel_offset,
+            release,
+            vmcoreinfo,
         })
     })
 }
@@ -243,4 +350,61 @@ fn find_all<'a>(hay: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> 
         .enumerate()
         .filter(move |(_, w)| w[0] == needle[0] && *w == needle)
         .map(|(i, _)| i)
+}
+
+#[test]
+fn vmcoreinfo_matches_the_console_and_locates_the_kernel_page_tables() {
+    let test = "vmcoreinfo_matches_the_console_and_locates_the_kernel_page_tables";
+    let Some(d) = dumps(test) else { return };
+    if !d.vmcoreinfo {
+        common::say_skipped(
+            test,
+            "the guest could not load qemu_fw_cfg, so there is no VMCOREINFO",
+        );
+        return;
+    }
+    let elf = Dump::open(&d.plain).unwrap();
+    let kdump = Dump::open(&d.kdump).unwrap();
+    let flat = Dump::open(&d.flat).unwrap();
+    let info = elf
+        .vmcoreinfo()
+        .unwrap()
+        .expect("VMCOREINFO note in the ELF dump");
+    // kdump keeps its own copy (offset_vmcoreinfo); it must be the same text.
+    for other in [&kdump, &flat] {
+        assert_eq!(
+            other
+                .vmcoreinfo()
+                .unwrap()
+                .expect("VMCOREINFO in kdump")
+                .text(),
+            info.text()
+        );
+    }
+    assert_eq!(info.osrelease(), Some(d.release.as_str()));
+    assert_eq!(info.page_size().unwrap(), Some(4096));
+    assert_eq!(info.kernel_offset().unwrap(), Some(d.kernel_offset));
+    assert_eq!(info.pgtable_l5_enabled().unwrap(), Some(false));
+
+    // init_top_pgt is in the kernel image: pa = va - __START_KERNEL_map + phys_base. Walking from
+    // there must agree with QEMU's walk for the kernel half.
+    let pgd = info
+        .symbol("init_top_pgt")
+        .unwrap()
+        .expect("SYMBOL(init_top_pgt)");
+    let phys_base = info.phys_base().unwrap().expect("NUMBER(phys_base)");
+    let root = (pgd - KERNEL_MAP).wrapping_add(phys_base as u64);
+    let paging = Dump::open(&d.paging).unwrap();
+    let walker = X86_64::new(false);
+    let kernel_half: Vec<_> = paging
+        .segments()
+        .iter()
+        .filter(|s| s.vaddr >= 0xffff_8000_0000_0000)
+        .collect();
+    for seg in kernel_half.iter().step_by(kernel_half.len() / 200 + 1) {
+        let m = walker
+            .translate(&elf, root, seg.vaddr)
+            .unwrap_or_else(|e| panic!("{:#x}: {e}", seg.vaddr));
+        assert_eq!(m.paddr, seg.paddr, "{:#x}", seg.vaddr);
+    }
 }
