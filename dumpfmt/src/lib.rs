@@ -303,8 +303,11 @@ impl Dump {
         for note in self.notes() {
             let note = note?;
             if note.is("VMCOREINFO", 0) {
-                let text_at = note.offset + 12 + 12;
-                return Ok(Some(VmcoreInfo::new(note.desc, text_at, &self.file)));
+                return Ok(Some(VmcoreInfo::new(
+                    note.desc,
+                    note.desc_offset,
+                    &self.file,
+                )));
             }
         }
         Ok(None)

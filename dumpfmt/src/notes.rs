@@ -18,6 +18,8 @@ pub struct Note<'a> {
     pub desc: &'a [u8],
     /// File offset of the note header (offset into the reassembled file for flattened dumps).
     pub offset: u64,
+    /// File offset of the descriptor.
+    pub desc_offset: u64,
     file: &'a FileRef,
 }
 
@@ -83,6 +85,7 @@ impl<'a> Notes<'a> {
                 n_type,
                 desc,
                 offset: at,
+                desc_offset: base + desc_at,
                 file: self.file,
             },
             next.min(area_len),

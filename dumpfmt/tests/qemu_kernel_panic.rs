@@ -382,6 +382,15 @@ fn vmcoreinfo_matches_the_console_and_locates_the_kernel_page_tables() {
         );
     }
     assert_eq!(info.osrelease(), Some(d.release.as_str()));
+    // Offsets in errors point at the line in the file.
+    let bytes = std::fs::read(&d.plain).unwrap();
+    for (key, value, at) in info.entries().step_by(7) {
+        let line = format!("{key}={value}\n");
+        assert_eq!(
+            &bytes[at as usize..at as usize + line.len()],
+            line.as_bytes()
+        );
+    }
     assert_eq!(info.page_size().unwrap(), Some(4096));
     assert_eq!(info.kernel_offset().unwrap(), Some(d.kernel_offset));
     assert_eq!(info.pgtable_l5_enabled().unwrap(), Some(false));
