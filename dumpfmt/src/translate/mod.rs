@@ -146,22 +146,33 @@ impl<'d> AddressSpace<'d> {
         }
     }
 
-    /// What the dump itself offers: its own virtual mappings, then the page tables of the first
-    /// QEMU CPU note with paging on (PCID bits of CR3 masked, 5-level if CR4.LA57 or
-    /// VMCOREINFO says so).
+    /// What the dump itself offers, in this order: its own virtual mappings; the kernel page
+    /// tables VMCOREINFO locates (`SYMBOL(init_top_pgt)` through the kernel-image rule with
+    /// `NUMBER(phys_base)`); the page tables of the first QEMU CPU note with paging on (PCID
+    /// bits of CR3 masked). 5-level paging and the SME mask come from VMCOREINFO or CR4.LA57.
     pub fn from_dump(dump: &'d Dump) -> Result<Self, Error> {
         let mut space = AddressSpace::new(dump);
         if dump.has_virtual_mappings() {
             space.push(Source::DumpMappings);
         }
-        let l5 = match dump.vmcoreinfo()? {
-            Some(info) => info.pgtable_l5_enabled()?.unwrap_or(false),
-            None => false,
-        };
+        let mut arch = x86_64::X86_64::new(false);
+        if let Some(info) = dump.vmcoreinfo()? {
+            arch.five_level = info.pgtable_l5_enabled()?.unwrap_or(false);
+            arch.sme_mask = info.number("sme_mask")?.unwrap_or(0) as u64;
+            if let Some(root) = x86_64::X86_64::kernel_root(&info)? {
+                space.push(Source::PageTables {
+                    walker: Arc::new(arch),
+                    root,
+                });
+            }
+        }
         for cpu in dump.qemu_cpu_states() {
             let cpu = cpu?;
             if cpu.paging() && cpu.cr3() != 0 {
-                let walker = x86_64::X86_64::new(cpu.la57() || l5);
+                let walker = x86_64::X86_64 {
+                    five_level: arch.five_level || cpu.la57(),
+                    ..arch
+                };
                 space.push(Source::PageTables {
                     walker: Arc::new(walker),
                     root: cpu.cr3(),

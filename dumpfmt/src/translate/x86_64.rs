@@ -1,6 +1,11 @@
 //! x86_64 4- and 5-level paging.
 
 use super::{PageMapping, PageTableWalker, PhysMemory, WalkError};
+use crate::error::Error;
+use crate::VmcoreInfo;
+
+/// `__START_KERNEL_map`: the kernel image is mapped here, at physical `phys_base`.
+pub const START_KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
 
 /// Physical address bits 12..51 of a table entry: drops NX (63), protection keys and software
 /// bits (52..62) and the flag bits (0..11).
@@ -34,6 +39,22 @@ impl X86_64 {
     /// user mode runs on the user copy, which sits 4 KiB above the kernel one (bit 12).
     pub fn kernel_root_with_pti(cr3: u64) -> u64 {
         Self::cr3_root(cr3) & !(1 << 12)
+    }
+
+    /// The physical address of the kernel's top-level page table from VMCOREINFO:
+    /// `SYMBOL(init_top_pgt)` (older kernels: `init_level4_pgt`) by the kernel-image rule
+    /// `pa = va - __START_KERNEL_map + phys_base`. None when either value is missing.
+    pub fn kernel_root(info: &VmcoreInfo<'_>) -> Result<Option<u64>, Error> {
+        let pgd = match info.symbol("init_top_pgt")? {
+            Some(pgd) => Some(pgd),
+            None => info.symbol("init_level4_pgt")?,
+        };
+        let (Some(pgd), Some(phys_base)) = (pgd, info.phys_base()?) else {
+            return Ok(None);
+        };
+        Ok(pgd
+            .checked_sub(START_KERNEL_MAP)
+            .map(|offset| offset.wrapping_add(phys_base as u64)))
     }
 
     fn canonical(&self, vaddr: u64) -> bool {
