@@ -1,10 +1,12 @@
 //! ELF64 core files: QEMU `dump-guest-memory` ELF, /proc/vmcore copies, Linux and gdb process
-//! cores. Only the header and program headers are parsed at open; memory reads go straight to
-//! the mapped file and nothing is cached (so the same reader suits a live /proc/kcore).
+//! cores. Only the header and program headers are parsed at open. Memory reads go through
+//! [`Storage::read_at`] and nothing is cached, so the same reader suits a live /proc/kcore once
+//! `Storage` can read it.
 
 use crate::bytes::{slice, u16_le, u32_le, u64_le};
 use crate::error::{Error, FileRef, MissingReason};
 use crate::range_map::{RangeMap, RangeMapBuilder};
+use crate::storage::Storage;
 
 const ET_CORE: u16 = 4;
 /// QEMU writes EM_386 (still ELF64) when the first vCPU was not in long mode.
@@ -181,12 +183,12 @@ impl ElfCore {
 
     pub fn read_phys(
         &self,
-        data: &[u8],
+        storage: &Storage,
         file: &FileRef,
         paddr: u64,
         buf: &mut [u8],
     ) -> Result<(), Error> {
-        self.read_mapped(&self.phys, |s| s.paddr, data, paddr, buf)
+        self.read_mapped(&self.phys, |s| s.paddr, storage, paddr, buf)
             .map_err(|(addr, reason)| file.phys(addr, reason))
     }
 
@@ -194,7 +196,7 @@ impl ElfCore {
     /// the next address is not covered by any segment (n may be 0).
     pub fn read_virt_prefix(
         &self,
-        data: &[u8],
+        storage: &Storage,
         vaddr: u64,
         buf: &mut [u8],
     ) -> Result<usize, (u64, MissingReason)> {
@@ -207,7 +209,7 @@ impl ElfCore {
             let seg = &self.segments[entry.value];
             let n = chunk_len(entry.end - addr, buf.len() - done);
             read_segment(
-                data,
+                storage,
                 seg,
                 addr - seg.vaddr,
                 &mut buf[done..done + n],
@@ -223,7 +225,7 @@ impl ElfCore {
         &self,
         map: &RangeMap<usize>,
         base: impl Fn(&Segment) -> u64,
-        data: &[u8],
+        storage: &Storage,
         start: u64,
         buf: &mut [u8],
     ) -> Result<(), (u64, MissingReason)> {
@@ -234,7 +236,7 @@ impl ElfCore {
             let seg = &self.segments[entry.value];
             let n = chunk_len(entry.end - addr, buf.len() - done);
             read_segment(
-                data,
+                storage,
                 seg,
                 addr - base(seg),
                 &mut buf[done..done + n],
@@ -257,7 +259,7 @@ fn chunk_len(in_range: u64, wanted: usize) -> usize {
 /// text, per coredump_filter), which is not zeros, so `tail_is_zero` is false there. On
 /// failure, the offset into `out` of the first byte that could not be read.
 fn read_segment(
-    data: &[u8],
+    storage: &Storage,
     seg: &Segment,
     within: u64,
     out: &mut [u8],
@@ -267,12 +269,7 @@ fn read_segment(
     let (stored, zeros) = out.split_at_mut(from_file);
     if !stored.is_empty() {
         let offset = seg.offset + within;
-        let available = (data.len() as u64)
-            .saturating_sub(offset)
-            .min(stored.len() as u64) as usize;
-        if let Some(src) = slice(data, offset, available as u64) {
-            stored[..available].copy_from_slice(src);
-        }
+        let available = storage.read_at(offset, stored);
         if available < stored.len() {
             return Err((
                 available as u64,

@@ -204,7 +204,7 @@ impl Dump {
     pub fn read_phys(&self, paddr: u64, buf: &mut [u8]) -> Result<(), Error> {
         let data = self.storage.bytes();
         let result = match &self.inner {
-            Inner::Elf(e) => e.read_phys(data, &self.file, paddr, buf),
+            Inner::Elf(e) => e.read_phys(&self.storage, &self.file, paddr, buf),
             Inner::Kdump(k) => self.read_kdump(k, data, paddr, buf),
         };
         result.map_err(|e| self.mark_incomplete(e))
@@ -243,7 +243,7 @@ impl Dump {
         let Inner::Elf(e) = &self.inner else {
             return Ok(0);
         };
-        e.read_virt_prefix(self.storage.bytes(), vaddr, buf)
+        e.read_virt_prefix(&self.storage, vaddr, buf)
             .map_err(|(addr, mut reason)| {
                 if let MissingReason::Truncated {
                     incomplete_flag, ..

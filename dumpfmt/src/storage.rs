@@ -1,9 +1,10 @@
 //! The bytes of a dump: the file memory-mapped read-only, or, for a gzip-compressed dump, an
 //! unlinked temporary file it was decompressed into once.
 //!
-//! Every format reader reaches file bytes only through [`Storage::bytes`], so a live source
-//! (/proc/kcore, which cannot be mapped and must never be cached) can be added as another
-//! variant read with `pread` without touching the parsers.
+//! The seam for /proc/kcore, which cannot be mapped and must never be cached: the ELF reader
+//! parses headers from [`Storage::bytes`] and reads memory only through [`Storage::read_at`] and
+//! caches nothing. A live variant holding the `File` would hand out the header pages (read
+//! once) as its bytes and `pread` in `read_at`; the ELF reader would not change.
 
 use std::fs::File;
 use std::io;
@@ -58,6 +59,17 @@ impl Storage {
 
     pub fn bytes(&self) -> &[u8] {
         self.map.as_deref().unwrap_or_default()
+    }
+
+    /// Copy the bytes at `offset` into `buf`; how many there were (fewer at the end of the file).
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
+        let data = self.bytes();
+        let Some(start) = usize::try_from(offset).ok().filter(|&o| o <= data.len()) else {
+            return 0;
+        };
+        let n = buf.len().min(data.len() - start);
+        buf[..n].copy_from_slice(&data[start..start + n]);
+        n
     }
 
     pub fn gunzipped(&self) -> bool {
