@@ -1,0 +1,326 @@
+//! ELF64 core files: QEMU `dump-guest-memory` ELF, /proc/vmcore copies, Linux and gdb process
+//! cores. Only the header and program headers are parsed at open. Memory reads go through
+//! [`Storage::read_at`] and nothing is cached, so the same reader suits a live /proc/kcore once
+//! `Storage` can read it.
+
+use crate::bytes::{slice, u16_le, u32_le, u64_le};
+use crate::error::{Error, FileRef, MissingReason};
+use crate::range_map::{RangeMap, RangeMapBuilder};
+use crate::storage::Storage;
+
+const ET_CORE: u16 = 4;
+/// QEMU writes EM_386 (still ELF64) when the first vCPU was not in long mode.
+const EM_386: u16 = 3;
+pub(crate) const EM_X86_64: u16 = 62;
+const PT_LOAD: u32 = 1;
+const PT_NOTE: u32 = 4;
+const PN_XNUM: u16 = 0xffff;
+const PHDR_SIZE: u64 = 56;
+/// makedumpfile's DUMP_ELF_INCOMPLETE.
+const EF_INCOMPLETE: u32 = 0x1;
+
+pub(crate) const MAGIC: &[u8; 4] = b"\x7fELF";
+
+/// One PT_LOAD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub vaddr: u64,
+    pub paddr: u64,
+    pub offset: u64,
+    pub filesz: u64,
+    pub memsz: u64,
+    /// File offset of the program header, for error messages.
+    pub header_offset: u64,
+}
+
+pub(crate) struct ElfCore {
+    segments: Vec<Segment>,
+    /// Physical address → segment index. Empty for process cores (they have no physical view).
+    phys: RangeMap<usize>,
+    /// Virtual address → segment index. Empty when p_vaddr carries no mapping (QEMU paging=false).
+    virt: RangeMap<usize>,
+    /// (file offset, size) of each PT_NOTE.
+    notes: Vec<(u64, u64)>,
+    pub machine: u16,
+    pub incomplete: bool,
+    pub process_core: bool,
+}
+
+impl ElfCore {
+    pub fn parse(data: &[u8], file: &FileRef) -> Result<ElfCore, Error> {
+        let field = |off: u64, what: &str| {
+            file.malformed(off, format!("file too short for ELF header field {what}"))
+        };
+        if data.get(4) != Some(&2) {
+            return Err(file.malformed(4, "not a 64-bit ELF file (EI_CLASS is not ELFCLASS64)"));
+        }
+        if data.get(5) != Some(&1) {
+            return Err(file.malformed(5, "not a little-endian ELF file"));
+        }
+        let e_type = u16_le(data, 16).ok_or_else(|| field(16, "e_type"))?;
+        if e_type != ET_CORE {
+            return Err(file.malformed(16, format!("ELF type {e_type} is not ET_CORE (4)")));
+        }
+        let machine = u16_le(data, 18).ok_or_else(|| field(18, "e_machine"))?;
+        if machine != EM_X86_64 && machine != EM_386 {
+            return Err(file.malformed(18, format!("ELF machine {machine} is not x86_64 (62)")));
+        }
+        let phoff = u64_le(data, 32).ok_or_else(|| field(32, "e_phoff"))?;
+        let shoff = u64_le(data, 40).ok_or_else(|| field(40, "e_shoff"))?;
+        let flags = u32_le(data, 48).ok_or_else(|| field(48, "e_flags"))?;
+        let phentsize = u16_le(data, 54).ok_or_else(|| field(54, "e_phentsize"))?;
+        let mut phnum = u64::from(u16_le(data, 56).ok_or_else(|| field(56, "e_phnum"))?);
+        if phnum == u64::from(PN_XNUM) {
+            // The real count is in section header 0's sh_info.
+            let at = shoff.checked_add(44).ok_or_else(|| field(40, "e_shoff"))?;
+            phnum = u64::from(u32_le(data, at).ok_or_else(|| {
+                file.malformed(
+                    at,
+                    "e_phnum is PN_XNUM but section header 0 is past the end of the file",
+                )
+            })?);
+        }
+        if phnum > 0 && u64::from(phentsize) != PHDR_SIZE {
+            return Err(file.malformed(54, format!("e_phentsize {phentsize} is not {PHDR_SIZE}")));
+        }
+        let table = phnum
+            .checked_mul(PHDR_SIZE)
+            .and_then(|len| slice(data, phoff, len))
+            .ok_or_else(|| {
+                file.malformed(
+                    32,
+                    format!("{phnum} program headers at offset {phoff:#x} run past the end of the file ({} bytes)", data.len()),
+                )
+            })?;
+
+        let mut segments = Vec::new();
+        let mut notes = Vec::new();
+        for (i, ph) in table.chunks_exact(PHDR_SIZE as usize).enumerate() {
+            let at = phoff + i as u64 * PHDR_SIZE;
+            let f = |o: u64| u64_le(ph, o).unwrap_or_default();
+            let (offset, vaddr, paddr, filesz, memsz) = (f(8), f(16), f(24), f(32), f(40));
+            match u32_le(ph, 0).unwrap_or_default() {
+                PT_NOTE => {
+                    if offset
+                        .checked_add(filesz)
+                        .is_none_or(|end| end > data.len() as u64)
+                    {
+                        return Err(file.malformed(
+                            at,
+                            format!("PT_NOTE [{offset:#x}, +{filesz:#x}) runs past the end of the file ({} bytes)", data.len()),
+                        ));
+                    }
+                    notes.push((offset, filesz));
+                }
+                PT_LOAD => {
+                    if filesz > memsz {
+                        return Err(file.malformed(
+                            at,
+                            format!("PT_LOAD p_filesz {filesz:#x} exceeds p_memsz {memsz:#x}"),
+                        ));
+                    }
+                    // QEMU marks a mapping of memory it did not store with offset -1, size 0.
+                    if filesz == 0 && offset == u64::MAX {
+                        continue;
+                    }
+                    if offset.checked_add(filesz).is_none()
+                        || paddr.checked_add(memsz).is_none()
+                        || vaddr.checked_add(memsz).is_none()
+                    {
+                        return Err(file.malformed(
+                            at,
+                            "PT_LOAD offset or address plus size overflows 64 bits",
+                        ));
+                    }
+                    segments.push(Segment {
+                        vaddr,
+                        paddr,
+                        offset,
+                        filesz,
+                        memsz,
+                        header_offset: at,
+                    });
+                }
+                _ => {}
+            }
+        }
+
+        let process_core = segments.len() > 1 && segments.iter().all(|s| s.paddr == 0);
+        let phys = if process_core {
+            RangeMap::default()
+        } else {
+            physical_map(&segments, file)?
+        };
+        let has_virtual = segments.iter().any(|s| s.vaddr != s.paddr);
+        let mut virt = RangeMapBuilder::new();
+        if has_virtual {
+            for (i, s) in segments.iter().enumerate() {
+                virt.insert_under(s.vaddr, s.vaddr + s.memsz, i);
+            }
+        }
+        Ok(ElfCore {
+            segments,
+            phys,
+            virt: virt.build(),
+            notes,
+            machine,
+            incomplete: flags & EF_INCOMPLETE != 0,
+            process_core,
+        })
+    }
+
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    pub fn note_areas(&self) -> &[(u64, u64)] {
+        &self.notes
+    }
+
+    pub fn has_virtual_mappings(&self) -> bool {
+        !self.virt.entries().is_empty()
+    }
+
+    pub fn read_phys(
+        &self,
+        storage: &Storage,
+        file: &FileRef,
+        paddr: u64,
+        buf: &mut [u8],
+    ) -> Result<(), Error> {
+        self.read_mapped(&self.phys, |s| s.paddr, storage, paddr, buf)
+            .map_err(|(addr, reason)| file.phys(addr, reason))
+    }
+
+    /// Read through the dump's own virtual mappings. `Ok(n)`: the first `n` bytes were read and
+    /// the next address is not covered by any segment (n may be 0).
+    pub fn read_virt_prefix(
+        &self,
+        storage: &Storage,
+        vaddr: u64,
+        buf: &mut [u8],
+    ) -> Result<usize, (u64, MissingReason)> {
+        let mut done = 0;
+        while done < buf.len() {
+            let addr = vaddr.wrapping_add(done as u64);
+            let Some(entry) = self.virt.find(addr) else {
+                return Ok(done);
+            };
+            let seg = &self.segments[entry.value];
+            let n = chunk_len(entry.end - addr, buf.len() - done);
+            read_segment(
+                storage,
+                seg,
+                addr - seg.vaddr,
+                &mut buf[done..done + n],
+                !self.process_core,
+            )
+            .map_err(|(skip, reason)| (addr + skip, reason))?;
+            done += n;
+        }
+        Ok(done)
+    }
+
+    fn read_mapped(
+        &self,
+        map: &RangeMap<usize>,
+        base: impl Fn(&Segment) -> u64,
+        storage: &Storage,
+        start: u64,
+        buf: &mut [u8],
+    ) -> Result<(), (u64, MissingReason)> {
+        let mut done = 0;
+        while done < buf.len() {
+            let addr = start.wrapping_add(done as u64);
+            let entry = map.find(addr).ok_or((addr, MissingReason::Unmapped))?;
+            let seg = &self.segments[entry.value];
+            let n = chunk_len(entry.end - addr, buf.len() - done);
+            read_segment(
+                storage,
+                seg,
+                addr - base(seg),
+                &mut buf[done..done + n],
+                !self.process_core,
+            )
+            .map_err(|(skip, reason)| (addr + skip, reason))?;
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+fn chunk_len(in_range: u64, wanted: usize) -> usize {
+    usize::try_from(in_range).map_or(wanted, |r| r.min(wanted))
+}
+
+/// Copy `out.len()` bytes starting `within` bytes into `seg`: file bytes, then the part past
+/// p_filesz. Kernel dumps leave runs of zero or excluded pages out that way and it reads as
+/// zeros (as crash does); a process core leaves out what it chose not to dump (file-backed
+/// text, per coredump_filter), which is not zeros, so `tail_is_zero` is false there. On
+/// failure, the offset into `out` of the first byte that could not be read.
+fn read_segment(
+    storage: &Storage,
+    seg: &Segment,
+    within: u64,
+    out: &mut [u8],
+    tail_is_zero: bool,
+) -> Result<(), (u64, MissingReason)> {
+    let from_file = seg.filesz.saturating_sub(within).min(out.len() as u64) as usize;
+    let (stored, zeros) = out.split_at_mut(from_file);
+    if !stored.is_empty() {
+        let offset = seg.offset + within;
+        let available = storage.read_at(offset, stored);
+        if available < stored.len() {
+            return Err((
+                available as u64,
+                MissingReason::Truncated {
+                    offset: offset + available as u64,
+                    incomplete_flag: false,
+                },
+            ));
+        }
+    }
+    if !zeros.is_empty() && !tail_is_zero {
+        return Err((from_file as u64, MissingReason::Excluded));
+    }
+    zeros.fill(0);
+    Ok(())
+}
+
+/// Physical address → segment, refusing segments that give one physical address two different
+/// contents. (QEMU's paging=true dumps legitimately repeat the same physical bytes under several
+/// virtual mappings; those agree and are accepted.)
+fn physical_map(segments: &[Segment], file: &FileRef) -> Result<RangeMap<usize>, Error> {
+    let mut order: Vec<usize> = (0..segments.len()).collect();
+    order.sort_by_key(|&i| (segments[i].paddr, std::cmp::Reverse(segments[i].memsz)));
+    let mut widest: Option<usize> = None;
+    let mut map = RangeMapBuilder::new();
+    for &i in &order {
+        let s = &segments[i];
+        if let Some(w) = widest {
+            let p = &segments[w];
+            let overlap_end = (p.paddr + p.memsz).min(s.paddr + s.memsz);
+            if s.paddr < overlap_end {
+                let same_bytes = p.offset.wrapping_sub(p.paddr) == s.offset.wrapping_sub(s.paddr)
+                    && overlap_end <= p.paddr + p.filesz
+                    && overlap_end <= s.paddr + s.filesz;
+                if !same_bytes {
+                    return Err(file.malformed(
+                        s.header_offset,
+                        format!(
+                            "PT_LOAD overlaps the one at header offset {:#x} at physical [{:#x}, {overlap_end:#x}) with different contents",
+                            p.header_offset, s.paddr
+                        ),
+                    ));
+                }
+            }
+            if s.paddr + s.memsz > p.paddr + p.memsz {
+                widest = Some(i);
+            }
+        } else {
+            widest = Some(i);
+        }
+        map.insert_under(s.paddr, s.paddr + s.memsz, i);
+    }
+    Ok(map.build())
+}

@@ -1,0 +1,550 @@
+//! kdump-compressed ("diskdump") files as written by makedumpfile and QEMU, plain or flattened.
+//! Open parses the two headers and locates the bitmaps; the popcount index is built on the
+//! first read; pages are found through bitmap 2 and their descriptor, and zlib pages are
+//! decompressed into a bounded cache. Raw pages are copied straight from the map.
+
+use std::sync::{Mutex, OnceLock};
+
+use flate2::{Decompress, FlushDecompress, Status};
+
+use crate::bytes::{array, c_string, i32_le, i64_le, slice, u32_le, u64_le};
+use crate::cache::PageCache;
+use crate::error::{Error, FileRef, MissingReason};
+use crate::flat::FlatMap;
+
+pub(crate) const SIGNATURE: &[u8; 8] = b"KDUMP   ";
+const HEADER_SIZE: usize = 464;
+const SUB_HEADER_SIZE: usize = 104;
+const DESC_SIZE: u64 = 24;
+
+const DUMP_DH_COMPRESSED_ZLIB: u32 = 0x1;
+const DUMP_DH_COMPRESSED_LZO: u32 = 0x2;
+const DUMP_DH_COMPRESSED_SNAPPY: u32 = 0x4;
+const DUMP_DH_COMPRESSED_INCOMPLETE: u32 = 0x8;
+const DUMP_DH_COMPRESSED_ZSTD: u32 = 0x20;
+
+/// PFNs per popcount-index entry: 64 bitmap bytes, so a lookup pops at most 8 words.
+const RANK_BLOCK: u64 = 512;
+/// Decompressed pages kept (8 MiB of 4 KiB pages).
+const CACHE_PAGES: usize = 2048;
+
+/// The bytes of the logical kdump file: the mapped file itself, or a flattened stream.
+pub(crate) enum Image {
+    Plain,
+    Flat(FlatMap),
+}
+
+impl Image {
+    fn slice<'a>(&self, data: &'a [u8], offset: u64, len: u64) -> Option<&'a [u8]> {
+        match self {
+            Image::Plain => slice(data, offset, len),
+            Image::Flat(flat) => flat.slice(data, offset, len),
+        }
+    }
+
+    /// Copy bytes; on failure, the first offset not in the file.
+    fn read(&self, data: &[u8], offset: u64, buf: &mut [u8]) -> Result<(), u64> {
+        match self {
+            Image::Plain => {
+                let src = slice(data, offset, buf.len() as u64)
+                    .ok_or_else(|| offset.max(data.len() as u64))?;
+                buf.copy_from_slice(src);
+                Ok(())
+            }
+            Image::Flat(flat) => flat.read(data, offset, buf),
+        }
+    }
+
+    fn covers(&self, data: &[u8], offset: u64, len: u64) -> bool {
+        match self {
+            Image::Plain => slice(data, offset, len).is_some(),
+            Image::Flat(flat) => flat.covers(offset, len),
+        }
+    }
+
+    fn header<const N: usize>(
+        &self,
+        data: &[u8],
+        offset: u64,
+        file: &FileRef,
+        what: &str,
+    ) -> Result<[u8; N], Error> {
+        let mut buf = [0u8; N];
+        self.read(data, offset, &mut buf).map_err(|missing| {
+            file.malformed(
+                missing,
+                format!("{what} ({N} bytes at {offset:#x}) is cut off by the end of the file"),
+            )
+        })?;
+        Ok(buf)
+    }
+}
+
+/// A region of the logical file needed whole (bitmaps, notes): borrowed from the map when it is
+/// contiguous there, otherwise (flattened, split across records) copied once.
+pub(crate) struct Region {
+    /// Offset in the logical kdump file.
+    pub offset: u64,
+    bytes: RegionBytes,
+}
+
+enum RegionBytes {
+    /// `len` bytes at this position of the mapped file, resolved once at open.
+    Mapped {
+        at: u64,
+        len: u64,
+    },
+    Copied(Vec<u8>),
+}
+
+impl Region {
+    fn locate(
+        image: &Image,
+        data: &[u8],
+        file: &FileRef,
+        offset: u64,
+        len: u64,
+        what: &str,
+    ) -> Result<Region, Error> {
+        if !image.covers(data, offset, len) {
+            return Err(file.malformed(
+                offset,
+                format!("{what} ({len:#x} bytes) runs past the end of the file"),
+            ));
+        }
+        let bytes = match image.slice(data, offset, len) {
+            Some(mapped) => RegionBytes::Mapped {
+                at: mapped.as_ptr() as u64 - data.as_ptr() as u64,
+                len,
+            },
+            None => {
+                // Every byte is present (checked above), so this allocation is bounded by the file.
+                let mut buf = vec![0u8; len as usize];
+                image
+                    .read(data, offset, &mut buf)
+                    .map_err(|at| file.malformed(at, format!("{what} is cut off")))?;
+                RegionBytes::Copied(buf)
+            }
+        };
+        Ok(Region { offset, bytes })
+    }
+
+    pub fn bytes<'a>(&'a self, data: &'a [u8]) -> &'a [u8] {
+        match &self.bytes {
+            RegionBytes::Copied(copy) => copy,
+            RegionBytes::Mapped { at, len } => slice(data, *at, *len).unwrap_or_default(),
+        }
+    }
+}
+
+pub(crate) struct Kdump {
+    pub image: Image,
+    pub header_version: i32,
+    pub status: u32,
+    pub block_size: u64,
+    pub max_mapnr: u64,
+    pub nr_cpus: i32,
+    pub phys_base: u64,
+    pub dump_level: i32,
+    pub utsname_release: String,
+    pub utsname_machine: String,
+    /// First and one-past-last PFN held by this file (a part of a split dump holds a range).
+    start_pfn: u64,
+    end_pfn: u64,
+    /// Bitmap 1 (memory exists) when the file has two bitmaps.
+    bitmap1: Option<Region>,
+    /// Bitmap 2 (page dumped).
+    bitmap2: Region,
+    desc_base: u64,
+    pub notes: Option<Region>,
+    pub vmcoreinfo: Option<Region>,
+    rank: OnceLock<Vec<u64>>,
+    pages: Mutex<Pages>,
+}
+
+/// Decompression state, kept together under one lock: the page cache, a reusable inflater
+/// (allocating zlib's window per page would dominate a cold read) and a buffer for compressed
+/// pages split across flattened records.
+struct Pages {
+    cache: PageCache,
+    inflate: Decompress,
+    scratch: Vec<u8>,
+}
+
+impl Kdump {
+    pub fn parse(data: &[u8], image: Image, file: &FileRef) -> Result<Kdump, Error> {
+        let h: [u8; HEADER_SIZE] = image.header(data, 0, file, "disk_dump_header")?;
+        if array::<8>(&h, 0) != Some(*SIGNATURE) {
+            return Err(file.malformed(0, "kdump signature \"KDUMP   \" not found"));
+        }
+        let header_version = i32_le(&h, 8).unwrap_or_default();
+        let status = u32_le(&h, 424).unwrap_or_default();
+        let block_size_raw = i32_le(&h, 428).unwrap_or_default();
+        let sub_hdr_size = i32_le(&h, 432).unwrap_or_default();
+        let bitmap_blocks = u64::from(u32_le(&h, 436).unwrap_or_default());
+        let max_mapnr_32 = u64::from(u32_le(&h, 440).unwrap_or_default());
+        let nr_cpus = i32_le(&h, 460).unwrap_or_default();
+
+        let block_size = u64::try_from(block_size_raw)
+            .ok()
+            .filter(|b| b.is_power_of_two() && (1024..=1 << 16).contains(b))
+            .ok_or_else(|| file.malformed(428, format!("block_size {block_size_raw} is not a power of two between 1 KiB and 64 KiB")))?;
+        let sub_hdr_blocks = u64::try_from(sub_hdr_size)
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| {
+                file.malformed(
+                    432,
+                    format!("sub_hdr_size {sub_hdr_size} is not a positive block count"),
+                )
+            })?;
+        if bitmap_blocks == 0 {
+            return Err(file.malformed(436, "bitmap_blocks is 0"));
+        }
+
+        let s: [u8; SUB_HEADER_SIZE] = image.header(data, block_size, file, "kdump_sub_header")?;
+        let sub = |off: u64| u64_le(&s, off).unwrap_or_default();
+        let phys_base = sub(0);
+        let dump_level = i32_le(&s, 8).unwrap_or_default();
+        let split = header_version >= 2 && i32_le(&s, 12).unwrap_or_default() != 0;
+        let (start_pfn, end_pfn, max_mapnr) = if header_version >= 6 {
+            (sub(80), sub(88), sub(96))
+        } else {
+            (sub(16), sub(24), max_mapnr_32)
+        };
+
+        // The bitmaps come right after the sub-header blocks; check them against the file
+        // before trusting max_mapnr or sizing anything by it.
+        let bitmap_start = (1 + sub_hdr_blocks)
+            .checked_mul(block_size)
+            .ok_or_else(|| file.malformed(432, "sub_hdr_size overflows"))?;
+        let bitmaps_len = bitmap_blocks
+            .checked_mul(block_size)
+            .ok_or_else(|| file.malformed(436, "bitmap_blocks overflows"))?;
+        let desc_base = bitmap_start
+            .checked_add(bitmaps_len)
+            .ok_or_else(|| file.malformed(436, "bitmap_blocks overflows"))?;
+        let one_bitmap = max_mapnr.div_ceil(8).div_ceil(block_size) * block_size;
+        let two_bitmaps = bitmap_blocks * block_size >= 2 * one_bitmap;
+        let bitmap_len = if two_bitmaps {
+            bitmaps_len / 2
+        } else {
+            bitmaps_len
+        };
+        if max_mapnr > bitmap_len * 8 {
+            let at = if header_version >= 6 {
+                block_size + 96
+            } else {
+                440
+            };
+            return Err(file.malformed(
+                at,
+                format!("max_mapnr {max_mapnr:#x} needs more bitmap than the {bitmap_blocks} bitmap blocks hold"),
+            ));
+        }
+        let (bitmap1, bitmap2) = if two_bitmaps {
+            (
+                Some(Region::locate(
+                    &image,
+                    data,
+                    file,
+                    bitmap_start,
+                    bitmap_len,
+                    "bitmap 1",
+                )?),
+                Region::locate(
+                    &image,
+                    data,
+                    file,
+                    bitmap_start + bitmap_len,
+                    bitmap_len,
+                    "bitmap 2",
+                )?,
+            )
+        } else {
+            (
+                None,
+                Region::locate(&image, data, file, bitmap_start, bitmap_len, "bitmap")?,
+            )
+        };
+        let (start_pfn, end_pfn) = if split {
+            if start_pfn > end_pfn || end_pfn > max_mapnr {
+                return Err(file.malformed(block_size + 80, format!("split range [{start_pfn:#x}, {end_pfn:#x}) is outside max_mapnr {max_mapnr:#x}")));
+            }
+            (start_pfn, end_pfn)
+        } else {
+            (0, max_mapnr)
+        };
+
+        let optional_region =
+            |min_version: i32, field: u64, what: &str| -> Result<Option<Region>, Error> {
+                if header_version < min_version {
+                    return Ok(None);
+                }
+                let offset = i64_le(&s, field).unwrap_or_default();
+                let size = sub(field + 8);
+                if offset <= 0 || size == 0 {
+                    return Ok(None);
+                }
+                Region::locate(&image, data, file, offset as u64, size, what).map(Some)
+            };
+        let vmcoreinfo = optional_region(3, 32, "VMCOREINFO")?;
+        let notes = optional_region(4, 48, "note area")?;
+
+        Ok(Kdump {
+            header_version,
+            status,
+            block_size,
+            max_mapnr,
+            nr_cpus,
+            phys_base,
+            dump_level,
+            utsname_release: c_string(&h[12 + 2 * 65..12 + 3 * 65]),
+            utsname_machine: c_string(&h[12 + 4 * 65..12 + 5 * 65]),
+            start_pfn,
+            end_pfn,
+            bitmap1,
+            bitmap2,
+            desc_base,
+            notes,
+            vmcoreinfo,
+            rank: OnceLock::new(),
+            pages: Mutex::new(Pages {
+                cache: PageCache::new(block_size as usize, CACHE_PAGES),
+                inflate: Decompress::new(true),
+                scratch: vec![0; block_size as usize],
+            }),
+            image,
+        })
+    }
+
+    fn lock_pages(&self) -> std::sync::MutexGuard<'_, Pages> {
+        // A panic elsewhere cannot leave the cache inconsistent (slots are filled before use).
+        self.pages
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn incomplete(&self) -> bool {
+        self.status & DUMP_DH_COMPRESSED_INCOMPLETE != 0
+    }
+
+    /// Whether the page is dumped; also whether it exists at all when it is not.
+    pub fn page_state(&self, data: &[u8], pfn: u64) -> Result<(), MissingReason> {
+        if pfn < self.start_pfn || pfn >= self.end_pfn {
+            return Err(MissingReason::Unmapped);
+        }
+        if bit(self.bitmap2.bytes(data), pfn) {
+            return Ok(());
+        }
+        match &self.bitmap1 {
+            Some(b1) if bit(b1.bytes(data), pfn) => Err(MissingReason::Excluded),
+            _ => Err(MissingReason::Unmapped),
+        }
+    }
+
+    /// Read `out.len()` bytes at offset `within` of page `pfn` (the caller keeps it in one page).
+    pub fn read_page(
+        &self,
+        data: &[u8],
+        pfn: u64,
+        within: usize,
+        out: &mut [u8],
+    ) -> Result<(), MissingReason> {
+        if let Some(page) = self.lock_pages().cache.get(pfn) {
+            out.copy_from_slice(&page[within..within + out.len()]);
+            return Ok(());
+        }
+        self.page_state(data, pfn)?;
+        let bitmap2 = self.bitmap2.bytes(data);
+        let rank = self.rank.get_or_init(|| rank_index(bitmap2));
+        let index = rank_of(bitmap2, rank, pfn) - rank_of(bitmap2, rank, self.start_pfn);
+        let desc_at = self.desc_base + index * DESC_SIZE;
+        let mut desc = [0u8; DESC_SIZE as usize];
+        self.image
+            .read(data, desc_at, &mut desc)
+            .map_err(truncated)?;
+        let offset = i64_le(&desc, 0).unwrap_or_default();
+        let size = u64::from(u32_le(&desc, 8).unwrap_or_default());
+        let flags = u32_le(&desc, 12).unwrap_or_default();
+        let corrupt = |detail: String| MissingReason::Corrupt {
+            offset: desc_at,
+            detail,
+        };
+        let offset = match u64::try_from(offset) {
+            Ok(o) if o != 0 => o,
+            _ => {
+                return Err(corrupt(format!(
+                "page descriptor for PFN {pfn:#x} has data offset {offset} (page never written?)"
+            )))
+            }
+        };
+        let page_size = self.block_size;
+        let unsupported = |compression| MissingReason::Unsupported {
+            offset,
+            compression,
+        };
+        if flags & DUMP_DH_COMPRESSED_ZLIB != 0 {
+            self.read_zlib(data, pfn, offset, size, within, out)
+        } else if flags & DUMP_DH_COMPRESSED_LZO != 0 {
+            Err(unsupported("lzo"))
+        } else if flags & DUMP_DH_COMPRESSED_SNAPPY != 0 {
+            Err(unsupported("snappy"))
+        } else if flags & DUMP_DH_COMPRESSED_ZSTD != 0 {
+            Err(unsupported("zstd"))
+        } else if size != self.block_size {
+            Err(corrupt(format!("uncompressed page for PFN {pfn:#x} has size {size}, not the block size {page_size}")))
+        } else {
+            match self
+                .image
+                .slice(data, offset + within as u64, out.len() as u64)
+            {
+                Some(src) => {
+                    out.copy_from_slice(src);
+                    Ok(())
+                }
+                None => self
+                    .image
+                    .read(data, offset + within as u64, out)
+                    .map_err(truncated),
+            }
+        }
+    }
+
+    fn read_zlib(
+        &self,
+        data: &[u8],
+        pfn: u64,
+        offset: u64,
+        size: u64,
+        within: usize,
+        out: &mut [u8],
+    ) -> Result<(), MissingReason> {
+        let page_size = self.block_size as usize;
+        let mut guard = self.lock_pages();
+        let Pages {
+            cache,
+            inflate,
+            scratch,
+        } = &mut *guard;
+        // Another thread may have decompressed it since the caller looked.
+        if let Some(page) = cache.get(pfn) {
+            out.copy_from_slice(&page[within..within + out.len()]);
+            return Ok(());
+        }
+        // Writers store a page raw when compression does not shrink it, so a larger "compressed"
+        // size is corruption; checking it bounds the copy below.
+        if size > self.block_size {
+            return Err(MissingReason::Corrupt {
+                offset,
+                detail: format!(
+                    "zlib page for PFN {pfn:#x} claims {size} compressed bytes, more than a page"
+                ),
+            });
+        }
+        let compressed = match self.image.slice(data, offset, size) {
+            Some(src) => src,
+            None => {
+                let buf = &mut scratch[..size as usize];
+                self.image.read(data, offset, buf).map_err(truncated)?;
+                buf
+            }
+        };
+        let page = cache.insert(pfn);
+        inflate.reset(true);
+        let result = inflate.decompress(compressed, page, FlushDecompress::Finish);
+        let problem = match result {
+            Ok(Status::StreamEnd) if inflate.total_out() == page_size as u64 => None,
+            Ok(_) => Some(format!(
+                "zlib page for PFN {pfn:#x} inflates to {} bytes, not a whole page of {page_size}",
+                inflate.total_out()
+            )),
+            Err(e) => Some(format!("zlib page for PFN {pfn:#x}: {e}")),
+        };
+        if let Some(detail) = problem {
+            cache.forget(pfn);
+            return Err(MissingReason::Corrupt { offset, detail });
+        }
+        out.copy_from_slice(&page[within..within + out.len()]);
+        Ok(())
+    }
+}
+
+fn truncated(offset: u64) -> MissingReason {
+    MissingReason::Truncated {
+        offset,
+        incomplete_flag: false,
+    }
+}
+
+fn word(bitmap: &[u8], index: u64) -> u64 {
+    let start = index.saturating_mul(8);
+    match array::<8>(bitmap, start) {
+        Some(bytes) => u64::from_le_bytes(bytes),
+        None => {
+            // The last, partial word.
+            let mut bytes = [0u8; 8];
+            if let Some(tail) = usize::try_from(start).ok().and_then(|s| bitmap.get(s..)) {
+                bytes[..tail.len().min(8)].copy_from_slice(&tail[..tail.len().min(8)]);
+            }
+            u64::from_le_bytes(bytes)
+        }
+    }
+}
+
+fn bit(bitmap: &[u8], pfn: u64) -> bool {
+    usize::try_from(pfn >> 3)
+        .ok()
+        .and_then(|i| bitmap.get(i))
+        .is_some_and(|byte| byte & (1 << (pfn & 7)) != 0)
+}
+
+/// Set bits before each RANK_BLOCK-PFN block: one pass over bitmap 2, done once.
+fn rank_index(bitmap: &[u8]) -> Vec<u64> {
+    let words_per_block = RANK_BLOCK / 64;
+    let blocks = (bitmap.len() as u64 * 8).div_ceil(RANK_BLOCK);
+    let mut index = Vec::with_capacity(blocks as usize);
+    let mut total = 0u64;
+    for block in 0..blocks {
+        index.push(total);
+        for w in 0..words_per_block {
+            total += u64::from(word(bitmap, block * words_per_block + w).count_ones());
+        }
+    }
+    index
+}
+
+/// Set bits for PFNs `0..pfn`.
+fn rank_of(bitmap: &[u8], index: &[u64], pfn: u64) -> u64 {
+    let block = pfn / RANK_BLOCK;
+    let Some(&before) = usize::try_from(block).ok().and_then(|b| index.get(b)) else {
+        return index.last().copied().unwrap_or_default();
+    };
+    let first_word = block * (RANK_BLOCK / 64);
+    let last_word = pfn / 64;
+    let mut count = before;
+    for w in first_word..last_word {
+        count += u64::from(word(bitmap, w).count_ones());
+    }
+    let partial = word(bitmap, last_word) & ((1u64 << (pfn % 64)) - 1);
+    count + u64::from(partial.count_ones())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_counts_bits_below_pfn() {
+        let mut bitmap = vec![0u8; 256];
+        let set = [0u64, 3, 63, 64, 511, 512, 700, 2047];
+        for &p in &set {
+            bitmap[(p / 8) as usize] |= 1 << (p % 8);
+        }
+        let index = rank_index(&bitmap);
+        for pfn in 0..2048 {
+            let expected = set.iter().filter(|&&p| p < pfn).count() as u64;
+            assert_eq!(rank_of(&bitmap, &index, pfn), expected, "pfn {pfn}");
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! dumpfmt opens crash dumps read-only and answers: what physical and virtual memory they hold,
+//! what their notes say, and the bytes at an address.
+//!
+//! Formats, detected by content: ELF64 cores (QEMU `dump-guest-memory`, /proc/vmcore copies,
+//! Linux and gdb process cores), kdump-compressed files (plain and makedumpfile-flattened, zlib
+//! pages), and either of those compressed whole with gzip.
+//!
+//! ```no_run
+//! use dumpfmt::{AddressSpace, Dump};
+//!
+//! let dump = Dump::open("vmcore")?;
+//! let mut page = [0u8; 4096];
+//! dump.read_phys(0x100000, &mut page)?;
+//! if let Some(info) = dump.vmcoreinfo()? {
+//!     println!("kernel {:?}", info.osrelease());
+//! }
+//! let space = AddressSpace::from_dump(&dump)?;
+//! let word = space.read_u64(0xffff_ffff_8100_0000);
+//! # Ok::<(), dumpfmt::Error>(())
+//! ```
+
+mod bytes;
+mod cache;
+mod elf;
+mod error;
+mod flat;
+mod kdump;
+pub mod notes;
+mod range_map;
+mod storage;
+pub mod translate;
+mod vmcoreinfo;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use elf::Segment;
+pub use error::{Error, MissingReason, VirtReason};
+pub use notes::{Note, Notes, PrStatus, QemuCpuState};
+pub use translate::{AddressSpace, LinearMap, PhysMemory, Source};
+pub use vmcoreinfo::VmcoreInfo;
+
+use elf::ElfCore;
+use error::FileRef;
+use flat::FlatMap;
+use kdump::{Image, Kdump};
+use storage::Storage;
+
+/// The container format of a dump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// ELF64 core file.
+    Elf,
+    /// kdump-compressed (diskdump) file.
+    Kdump,
+    /// kdump-compressed in makedumpfile's flattened stream form.
+    KdumpFlattened,
+}
+
+/// Facts from a kdump file's headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KdumpHeader {
+    pub header_version: i32,
+    pub status: u32,
+    pub block_size: u64,
+    pub max_mapnr: u64,
+    pub nr_cpus: i32,
+    /// As written by the dumper. QEMU parses the kernel's decimal value as hex: prefer
+    /// VMCOREINFO's `NUMBER(phys_base)`.
+    pub phys_base: u64,
+    pub dump_level: i32,
+    pub release: String,
+    pub machine: String,
+}
+
+enum Inner {
+    Elf(ElfCore),
+    Kdump(Box<Kdump>),
+}
+
+/// An open dump.
+pub struct Dump {
+    file: FileRef,
+    storage: Storage,
+    format: Format,
+    inner: Inner,
+}
+
+impl std::fmt::Debug for Dump {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dump")
+            .field("path", &self.file.0)
+            .field("format", &self.format)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dump {
+    /// Open and identify a dump. Only headers are parsed here.
+    pub fn open(path: impl AsRef<Path>) -> Result<Dump, Error> {
+        let file = FileRef(Arc::from(path.as_ref()));
+        let storage = Storage::open(&file)?;
+        let data = storage.bytes();
+        let (format, inner) = if data.starts_with(elf::MAGIC) {
+            (Format::Elf, Inner::Elf(ElfCore::parse(data, &file)?))
+        } else if data.starts_with(kdump::SIGNATURE) {
+            let k = Kdump::parse(data, Image::Plain, &file)?;
+            (Format::Kdump, Inner::Kdump(Box::new(k)))
+        } else if data.starts_with(flat::SIGNATURE) && data.get(12) == Some(&0) {
+            let map = FlatMap::scan(data, &file)?;
+            let k = Kdump::parse(data, Image::Flat(map), &file)?;
+            (Format::KdumpFlattened, Inner::Kdump(Box::new(k)))
+        } else if data.starts_with(b"DISKDUMP") {
+            return Err(file.malformed(0, "old diskdump format (\"DISKDUMP\") is not supported"));
+        } else {
+            let head = &data[..data.len().min(8)];
+            return Err(file.malformed(
+                0,
+                format!("not a recognised dump: first bytes {head:02x?} are no ELF, kdump, flattened or gzip signature"),
+            ));
+        };
+        Ok(Dump {
+            file,
+            storage,
+            format,
+            inner,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.file.0
+    }
+
+    pub(crate) fn file_ref(&self) -> &FileRef {
+        &self.file
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The file was gzip-compressed and has been decompressed to a temporary file.
+    pub fn was_gzipped(&self) -> bool {
+        self.storage.gunzipped()
+    }
+
+    /// The dumper marked the dump incomplete (kdump status 0x8, ELF e_flags 0x1), or a
+    /// flattened stream ends before its end marker.
+    pub fn is_incomplete(&self) -> bool {
+        match &self.inner {
+            Inner::Elf(e) => e.incomplete,
+            Inner::Kdump(k) => k.incomplete() || matches!(&k.image, Image::Flat(f) if f.truncated),
+        }
+    }
+
+    /// A user-space process core (no physical addresses; read it through its virtual mappings).
+    pub fn is_process_core(&self) -> bool {
+        matches!(&self.inner, Inner::Elf(e) if e.process_core)
+    }
+
+    /// ELF e_machine: 62 (x86_64), or 3 when QEMU dumped a vCPU not in long mode (its
+    /// NT_PRSTATUS then has the i386 layout). None for kdump files.
+    pub fn elf_machine(&self) -> Option<u16> {
+        match &self.inner {
+            Inner::Elf(e) => Some(e.machine),
+            Inner::Kdump(_) => None,
+        }
+    }
+
+    /// ELF PT_LOAD segments (empty for kdump files).
+    pub fn segments(&self) -> &[Segment] {
+        match &self.inner {
+            Inner::Elf(e) => e.segments(),
+            Inner::Kdump(_) => &[],
+        }
+    }
+
+    /// kdump header facts (None for ELF).
+    pub fn kdump_header(&self) -> Option<KdumpHeader> {
+        let Inner::Kdump(k) = &self.inner else {
+            return None;
+        };
+        Some(KdumpHeader {
+            header_version: k.header_version,
+            status: k.status,
+            block_size: k.block_size,
+            max_mapnr: k.max_mapnr,
+            nr_cpus: k.nr_cpus,
+            phys_base: k.phys_base,
+            dump_level: k.dump_level,
+            release: k.utsname_release.clone(),
+            machine: k.utsname_machine.clone(),
+        })
+    }
+
+    /// Whether the dump carries virtual mappings of its own (ELF p_vaddr that is not just a
+    /// copy of p_paddr).
+    pub fn has_virtual_mappings(&self) -> bool {
+        matches!(&self.inner, Inner::Elf(e) if e.has_virtual_mappings())
+    }
+
+    /// Read physical memory. On failure the error names the first address that could not be
+    /// read and why.
+    pub fn read_phys(&self, paddr: u64, buf: &mut [u8]) -> Result<(), Error> {
+        let data = self.storage.bytes();
+        let result = match &self.inner {
+            Inner::Elf(e) => e.read_phys(&self.storage, &self.file, paddr, buf),
+            Inner::Kdump(k) => self.read_kdump(k, data, paddr, buf),
+        };
+        result.map_err(|e| self.mark_incomplete(e))
+    }
+
+    fn read_kdump(&self, k: &Kdump, data: &[u8], paddr: u64, buf: &mut [u8]) -> Result<(), Error> {
+        let mut done = 0;
+        while done < buf.len() {
+            let addr = paddr.wrapping_add(done as u64);
+            let pfn = addr / k.block_size;
+            let within = (addr % k.block_size) as usize;
+            let n = (k.block_size as usize - within).min(buf.len() - done);
+            k.read_page(data, pfn, within, &mut buf[done..done + n])
+                .map_err(|reason| self.file.phys(addr, reason))?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn mark_incomplete(&self, mut e: Error) -> Error {
+        if let Error::Phys {
+            reason: MissingReason::Truncated {
+                incomplete_flag, ..
+            },
+            ..
+        } = &mut e
+        {
+            *incomplete_flag = self.is_incomplete();
+        }
+        e
+    }
+
+    /// Read through the dump's own virtual mappings only. Returns how many bytes from the start
+    /// of `buf` were covered (0 when `vaddr` is not in one).
+    pub fn read_dump_mapping(&self, vaddr: u64, buf: &mut [u8]) -> Result<usize, Error> {
+        let Inner::Elf(e) = &self.inner else {
+            return Ok(0);
+        };
+        e.read_virt_prefix(&self.storage, vaddr, buf)
+            .map_err(|(addr, mut reason)| {
+                if let MissingReason::Truncated {
+                    incomplete_flag, ..
+                } = &mut reason
+                {
+                    *incomplete_flag = self.is_incomplete();
+                }
+                self.file.virt(addr, VirtReason::Mapping { reason })
+            })
+    }
+
+    /// All notes: ELF PT_NOTE segments, or the kdump note area.
+    pub fn notes(&self) -> Notes<'_> {
+        let data = self.storage.bytes();
+        let areas = match &self.inner {
+            Inner::Elf(e) => e
+                .note_areas()
+                .iter()
+                .filter_map(|&(offset, size)| Some((bytes::slice(data, offset, size)?, offset)))
+                .collect(),
+            Inner::Kdump(k) => k.notes.iter().map(|r| (r.bytes(data), r.offset)).collect(),
+        };
+        Notes::new(&self.file, areas)
+    }
+
+    /// NT_PRSTATUS notes, one per CPU (kernel dumps) or thread (process cores).
+    pub fn prstatus(&self) -> impl Iterator<Item = Result<PrStatus, Error>> + '_ {
+        self.notes_of("CORE", notes::NT_PRSTATUS, |n| n.prstatus())
+    }
+
+    /// QEMU CPU-state notes, one per vCPU.
+    pub fn qemu_cpu_states(&self) -> impl Iterator<Item = Result<QemuCpuState, Error>> + '_ {
+        self.notes_of("QEMU", 0, |n| n.qemu_cpu_state())
+    }
+
+    fn notes_of<T: 'static>(
+        &self,
+        name: &'static str,
+        n_type: u32,
+        parse: impl Fn(&Note<'_>) -> Result<T, Error> + 'static,
+    ) -> impl Iterator<Item = Result<T, Error>> + '_ {
+        self.notes().filter_map(move |n| match n {
+            Ok(n) if n.is(name, n_type) => Some(parse(&n)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
+    }
+
+    /// VMCOREINFO: kdump's own copy if present, else the VMCOREINFO note.
+    pub fn vmcoreinfo(&self) -> Result<Option<VmcoreInfo<'_>>, Error> {
+        if let Inner::Kdump(k) = &self.inner {
+            if let Some(r) = &k.vmcoreinfo {
+                let text = r.bytes(self.storage.bytes());
+                return Ok(Some(VmcoreInfo::new(text, r.offset, &self.file)));
+            }
+        }
+        for note in self.notes() {
+            let note = note?;
+            if note.is("VMCOREINFO", 0) {
+                return Ok(Some(VmcoreInfo::new(
+                    note.desc,
+                    note.desc_offset,
+                    &self.file,
+                )));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl PhysMemory for Dump {
+    fn read_phys(&self, paddr: u64, buf: &mut [u8]) -> Result<(), Error> {
+        Dump::read_phys(self, paddr, buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// kcrash may read one dump from several threads.
+    #[test]
+    fn dump_and_address_space_are_shareable_across_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<super::Dump>();
+        shareable::<super::AddressSpace<'static>>();
+    }
+}
