@@ -1,0 +1,87 @@
+//! `ptype FILE NAME`: looks up global variable (or, failing that, type) NAME in ELF FILE and
+//! prints its address and full type with member offsets, like gdb's `ptype /o`. Also the
+//! program the README's speed figures are measured with.
+
+use std::process::ExitCode;
+
+use symbols::{Image, TypeId, TypeKind};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [file, name] = args.as_slice() else {
+        eprintln!("usage: ptype FILE NAME");
+        return ExitCode::from(2);
+    };
+    match run(file, name) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("{name}: no such variable or type in {file}");
+            ExitCode::FAILURE
+        }
+        Err(error) => {
+            eprintln!("ptype: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(file: &str, name: &str) -> symbols::Result<bool> {
+    let image = Image::open(file)?;
+    let ty = if let Some(variable) = image.variable(name)? {
+        match variable.address {
+            Some(address) => println!("{name} at {address:#x}"),
+            None => println!("{name} (no fixed address)"),
+        }
+        variable.ty
+    } else if let Some(ty) = image.type_by_name(name)? {
+        Some(ty)
+    } else {
+        return Ok(false);
+    };
+    match ty {
+        Some(ty) => print_type(&image, ty, 0, 0)?,
+        None => println!("type = void"),
+    }
+    Ok(true)
+}
+
+/// Prints `id` and, for structs and unions (also behind typedefs and arrays), each member with
+/// its absolute offset and size, nested.
+fn print_type(image: &Image, id: TypeId, base: u64, indent: usize) -> symbols::Result<()> {
+    let pad = "    ".repeat(indent);
+    let size = image.size_of(id)?.map_or("?".into(), |s| s.to_string());
+    println!("{pad}type = {} (size {size})", image.type_name(id)?);
+    let mut shown = image.value_type(id)?;
+    while let TypeKind::Array(array) = &image.type_(shown)?.kind {
+        match array.element {
+            Some(element) => shown = image.value_type(element)?,
+            None => return Ok(()),
+        }
+    }
+    let ty = image.type_(shown)?;
+    match &ty.kind {
+        TypeKind::Struct(members) | TypeKind::Union(members) => {
+            for member in members {
+                let name = member.name.as_deref().unwrap_or("<anonymous>");
+                match member.bit_field {
+                    Some(bits) => println!(
+                        "{pad}  /* bit {:>5}: {:>2} */ {name}",
+                        base * 8 + bits.bit_offset,
+                        bits.bit_size
+                    ),
+                    None => println!("{pad}  /* {:>#6x} */ {name}", base + member.offset),
+                }
+                if let Some(member_ty) = member.ty {
+                    print_type(image, member_ty, base + member.offset, indent + 1)?;
+                }
+            }
+        }
+        TypeKind::Enum(e) => {
+            for enumerator in &e.enumerators {
+                println!("{pad}  {} = {}", enumerator.name, enumerator.value);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
