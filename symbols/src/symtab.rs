@@ -65,10 +65,13 @@ impl SymbolTable {
     pub(crate) fn read(file: &object::File<'_>) -> SymbolTable {
         use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable};
 
-        let section_names = file
-            .sections()
-            .map(|section| section.name().unwrap_or("").to_owned())
-            .collect();
+        // By ELF section index; the iterator leaves out the null section 0.
+        let mut section_names = vec![String::new()];
+        for section in file.sections() {
+            if section_names.len() == section.index().0 {
+                section_names.push(section.name().unwrap_or("").to_owned());
+            }
+        }
         let table = file.symbol_table().or_else(|| file.dynamic_symbol_table());
         let mut by_address: Vec<Entry> = table
             .into_iter()
