@@ -67,6 +67,21 @@ impl Bytes {
     }
 }
 
+impl Bytes {
+    /// Asks the kernel to map all these bytes now, if they are file-backed: one call instead of
+    /// a page fault every few pages when a parser walks through them. Only a hint; failure
+    /// (an old kernel) changes nothing but speed.
+    pub(crate) fn prefault(&self) {
+        if let Buffer::Map(map) = &*self.buffer {
+            let _ = map.advise_range(
+                memmap2::Advice::PopulateRead,
+                self.range.start,
+                self.range.len(),
+            );
+        }
+    }
+}
+
 impl Deref for Bytes {
     type Target = [u8];
 

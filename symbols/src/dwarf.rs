@@ -10,7 +10,7 @@ use gimli::AttributeValue;
 
 use crate::bytes::Reader;
 use crate::error::{Error, Result};
-use crate::index::{string, NameIndex};
+use crate::index::{last_segment, string, NameIndex};
 use crate::sections::Sections;
 use crate::types::{
     Array, BitField, Encoding, Enum, Enumerator, Member, Qualifier, Type, TypeId, TypeKind,
@@ -72,17 +72,28 @@ impl DebugInfo {
     }
 
     pub(crate) fn variable(&self, name: &str) -> Result<Option<RawVariable>> {
-        match self.index().variable(name) {
-            Some(candidate) => self.read_variable(candidate.die).map(Some),
-            None => self.not_found(),
+        let segment = last_segment(name);
+        for candidate in self.index().variables(name) {
+            let variable = self.read_variable(candidate.die)?;
+            let named = variable.name.as_deref() == Some(segment)
+                || variable.linkage_name.as_deref() == Some(name);
+            if named {
+                return Ok(Some(variable));
+            }
         }
+        self.not_found()
     }
 
     pub(crate) fn type_by_name(&self, name: &str) -> Result<Option<TypeId>> {
-        match self.index().type_(name.trim()) {
-            Some(candidate) => Ok(Some(TypeId(candidate.die))),
-            None => self.not_found(),
+        let name = name.trim();
+        let segment = last_segment(name);
+        for candidate in self.index().types(name) {
+            let id = TypeId(candidate.die);
+            if self.type_(id)?.name.as_deref() == Some(segment) {
+                return Ok(Some(id));
+            }
         }
+        self.not_found()
     }
 
     pub(crate) fn malformed(&self, offset: u64, what: impl Into<String>) -> Error {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use object::{CompressedFileRange, Object, ObjectSection};
 
@@ -19,7 +19,8 @@ pub(crate) struct ElfFile {
     pub(crate) path: PathBuf,
     pub(crate) data: Bytes,
     pub(crate) little_endian: bool,
-    pub(crate) symbols: SymbolTable,
+    /// Read on first use: opening for DWARF alone need not read every symbol.
+    symbols: OnceLock<SymbolTable>,
     /// `.debug_*` sections (also when stored as GNU `.zdebug_*`), by their `.debug_` name.
     debug_sections: HashMap<String, CompressedFileRange>,
     pub(crate) build_id: Option<Vec<u8>>,
@@ -73,16 +74,24 @@ impl ElfFile {
             .gnu_debuglink()
             .map_err(|e| elf_error(format!(".gnu_debuglink: {e}")))?
             .map(|(name, crc)| (String::from_utf8_lossy(name).into_owned(), crc));
-        let symbols = SymbolTable::read(&file);
         let little_endian = file.is_little_endian();
         Ok(ElfFile {
             path,
             data,
             little_endian,
-            symbols,
+            symbols: OnceLock::new(),
             debug_sections,
             build_id,
             debuglink,
+        })
+    }
+
+    pub(crate) fn symbols(&self) -> &SymbolTable {
+        self.symbols.get_or_init(|| {
+            // The file parsed when it was opened, and its bytes have not changed since.
+            object::File::parse(&*self.data)
+                .map(|file| SymbolTable::read(&file))
+                .unwrap_or_default()
         })
     }
 

@@ -127,20 +127,20 @@ impl Image {
     /// none (a fully stripped program with its symbols kept in the debug file).
     fn symbol_file(&self) -> &ElfFile {
         match &self.debug_file {
-            Some(debug) if self.file.symbols.is_empty() => debug,
+            Some(debug) if self.file.symbols().is_empty() => debug,
             _ => &self.file,
         }
     }
 
     /// The ELF symbol `name` (as stored, so mangled for Rust and C++).
     pub fn symbol(&self, name: &str) -> Option<Symbol> {
-        self.symbol_file().symbols.by_name(name, self.bias)
+        self.symbol_file().symbols().by_name(name, self.bias)
     }
 
     /// The ELF symbol containing run-time `address`, and the offset of `address` in it.
     pub fn symbolize(&self, address: u64) -> Option<(Symbol, u64)> {
         self.symbol_file()
-            .symbols
+            .symbols()
             .containing(address.wrapping_sub(self.bias), self.bias)
     }
 

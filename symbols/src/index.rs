@@ -5,8 +5,11 @@
 //! A variable is indexed under its plain name, its namespace path (`crate::module::NAME`, for
 //! Rust) and its linkage name. A type is indexed under its name, its namespace path, and for C
 //! also as `struct NAME`, `union NAME` or `enum NAME`.
+//!
+//! Names are not copied: the index holds a 64-bit hash of each, computed straight from the
+//! string section (paths are hashed segment by segment as the namespaces open), sorted for
+//! binary search. A hit is confirmed against the DIE's own name when it is read.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use gimli::constants as dw;
@@ -25,11 +28,107 @@ pub(crate) struct Candidate {
     pub(crate) defined: bool,
 }
 
-/// Names of global variables and types, to the DIEs that carry them.
+/// A 64-bit hash of a name, built a `::`-separated segment at a time so that a path can be
+/// hashed as its namespaces open, without building the string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct NameHash(u64);
+
+const K: u64 = 0x517c_c1b7_2722_0a95;
+
+impl NameHash {
+    /// The hash of a looked-up name: its segments split at `::` outside angle brackets, as
+    /// the index hashed the namespaces and the name of each DIE.
+    pub(crate) fn of(name: &str) -> NameHash {
+        if let Some(name) = name.strip_prefix("struct ") {
+            return NameHash::keyword(b"struct ", name.as_bytes());
+        }
+        if let Some(name) = name.strip_prefix("union ") {
+            return NameHash::keyword(b"union ", name.as_bytes());
+        }
+        if let Some(name) = name.strip_prefix("enum ") {
+            return NameHash::keyword(b"enum ", name.as_bytes());
+        }
+        let mut hash = None;
+        let mut rest = name;
+        while let Some(end) = path_separator(rest) {
+            hash = Some(NameHash::child(hash, &rest.as_bytes()[..end]));
+            rest = &rest[end + 2..];
+        }
+        NameHash::child(hash, rest.as_bytes())
+    }
+
+    /// `prefix::name`, or `name` at the top level.
+    fn child(prefix: Option<NameHash>, name: &[u8]) -> NameHash {
+        let segment = segment(name);
+        NameHash(match prefix {
+            Some(prefix) => mix(prefix.0, segment),
+            None => segment,
+        })
+    }
+
+    /// C's `struct NAME` and the like.
+    fn keyword(keyword: &[u8], name: &[u8]) -> NameHash {
+        NameHash(mix(segment(keyword), segment(name)))
+    }
+}
+
+/// The first `::` outside angle brackets in `name`.
+fn path_separator(name: &str) -> Option<usize> {
+    let bytes = name.as_bytes();
+    let mut depth = 0i32;
+    for (i, &byte) in bytes.iter().enumerate() {
+        match byte {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn mix(hash: u64, word: u64) -> u64 {
+    (hash.rotate_left(5) ^ word).wrapping_mul(K)
+}
+
+/// Hash of one segment, eight bytes at a step.
+fn segment(bytes: &[u8]) -> u64 {
+    let mut hash = (bytes.len() as u64).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        hash = mix(hash, u64::from_le_bytes(word));
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        let mut word = [0u8; 8];
+        word[..tail.len()].copy_from_slice(tail);
+        hash = mix(hash, u64::from_le_bytes(word));
+    }
+    hash
+}
+
+impl Candidate {
+    /// One word: the offset with the `defined` flag in its top bit (no section is 2^63 long).
+    fn pack(self) -> u64 {
+        self.die | (u64::from(self.defined) << 63)
+    }
+
+    fn unpack(word: u64) -> Candidate {
+        Candidate {
+            die: word & !(1 << 63),
+            defined: word >> 63 == 1,
+        }
+    }
+}
+
+/// Name hashes of global variables and types, to the DIEs that carry them.
 #[derive(Debug, Default)]
 pub(crate) struct NameIndex {
-    variables: HashMap<Box<str>, Vec<Candidate>>,
-    types: HashMap<Box<str>, Vec<Candidate>>,
+    /// Sorted by hash, then DIE offset.
+    variables: Vec<(NameHash, u64)>,
+    types: Vec<(NameHash, u64)>,
     /// Units that could not be read: a name not found may have been in them.
     pub(crate) errors: Vec<Error>,
 }
@@ -48,61 +147,78 @@ impl NameIndex {
         for names in scanned {
             match names {
                 Ok(names) => {
-                    for (name, candidate) in names.variables {
-                        index.variables.entry(name).or_default().push(candidate);
-                    }
-                    for (name, candidate) in names.types {
-                        index.types.entry(name).or_default().push(candidate);
-                    }
+                    index.variables.extend(names.variables);
+                    index.types.extend(names.types);
                 }
                 Err(error) => index.errors.push(error),
             }
         }
+        index.variables.par_sort_unstable();
+        index.types.par_sort_unstable();
         index
     }
 
-    /// The best DIE for variable `name`: the first definition, else the first declaration.
-    pub(crate) fn variable(&self, name: &str) -> Option<Candidate> {
-        best(self.variables.get(name)?)
+    /// DIEs that may be variable `name`, definitions first, each group in section order.
+    pub(crate) fn variables(&self, name: &str) -> Vec<Candidate> {
+        matching(&self.variables, name)
     }
 
-    /// The best DIE for type `name`: the first complete type, else the first declaration.
-    pub(crate) fn type_(&self, name: &str) -> Option<Candidate> {
-        best(self.types.get(name)?)
+    /// DIEs that may be type `name`, complete types first, each group in section order.
+    pub(crate) fn types(&self, name: &str) -> Vec<Candidate> {
+        matching(&self.types, name)
     }
 }
 
-fn best(candidates: &[Candidate]) -> Option<Candidate> {
-    candidates
+fn matching(sorted: &[(NameHash, u64)], name: &str) -> Vec<Candidate> {
+    let hash = NameHash::of(name);
+    let start = sorted.partition_point(|(h, _)| *h < hash);
+    let mut found: Vec<Candidate> = sorted
+        .get(start..)
+        .unwrap_or_default()
         .iter()
-        .find(|c| c.defined)
-        .or_else(|| candidates.first())
-        .copied()
+        .take_while(|(h, _)| *h == hash)
+        .map(|&(_, candidate)| Candidate::unpack(candidate))
+        .collect();
+    found.sort_by_key(|c| !c.defined);
+    found
+}
+
+/// The part of a looked-up name the DIE itself must carry: after the last `::` outside angle
+/// brackets, without a C `struct `/`union `/`enum ` keyword.
+pub(crate) fn last_segment(name: &str) -> &str {
+    let mut rest = ["struct ", "union ", "enum "]
+        .iter()
+        .find_map(|keyword| name.strip_prefix(keyword))
+        .unwrap_or(name);
+    while let Some(end) = path_separator(rest) {
+        rest = &rest[end + 2..];
+    }
+    rest
 }
 
 /// What one unit contributes to the index.
 #[derive(Default)]
 struct UnitNames {
-    variables: Vec<(Box<str>, Candidate)>,
-    types: Vec<(Box<str>, Candidate)>,
+    variables: Vec<(NameHash, u64)>,
+    types: Vec<(NameHash, u64)>,
 }
 
 /// What an open DIE with children makes of the DIEs under it.
 #[derive(Clone, Copy, PartialEq)]
 enum Scope {
-    /// A namespace: its name is on the path of everything inside.
-    Namespace { path_len: usize },
+    /// A namespace: everything inside has its path under this one.
+    Namespace(NameHash),
     /// A function, type or other DIE whose children are not global names.
     Local,
     /// The unit itself.
     Unit,
 }
 
-/// The named attributes of one DIE that the index looks at.
+/// The naming attributes of one DIE, as raw string bytes.
 #[derive(Default)]
 struct Names {
-    name: Option<Box<str>>,
-    linkage_name: Option<Box<str>>,
+    name: Option<Reader>,
+    linkage_name: Option<Reader>,
     has_location: bool,
     declaration: bool,
     specification: Option<gimli::UnitOffset<usize>>,
@@ -124,7 +240,6 @@ fn scan(
     let mut names = UnitNames::default();
     let mut scopes: Vec<(isize, Scope)> = Vec::new();
     let mut locals = 0usize;
-    let mut prefix = String::new();
     let mut entries = unit
         .entries_raw(None)
         .map_err(|e| error_at(gimli::UnitOffset(0), e))?;
@@ -141,12 +256,16 @@ fn scan(
                 break;
             }
             scopes.pop();
-            match scope {
-                Scope::Namespace { path_len } => prefix.truncate(path_len),
-                Scope::Local => locals -= 1,
-                Scope::Unit => {}
+            if scope == Scope::Local {
+                locals -= 1;
             }
         }
+        // Names are only recorded outside local scopes, where the innermost scope is the unit
+        // or the innermost namespace.
+        let prefix = match scopes.last() {
+            Some(&(_, Scope::Namespace(hash))) => Some(hash),
+            _ => None,
+        };
         let tag = abbrev.tag();
         let interesting = locals == 0
             && matches!(
@@ -167,9 +286,9 @@ fn scan(
                     .read_attribute(*spec)
                     .map_err(|e| error_at(offset, e))?;
                 match attr.name() {
-                    dw::DW_AT_name => die.name = string(dwarf, unit, attr.value()),
+                    dw::DW_AT_name => die.name = dwarf.attr_string(unit, attr.value()).ok(),
                     dw::DW_AT_linkage_name | dw::DW_AT_MIPS_linkage_name => {
-                        die.linkage_name = string(dwarf, unit, attr.value())
+                        die.linkage_name = dwarf.attr_string(unit, attr.value()).ok()
                     }
                     dw::DW_AT_location => die.has_location = true,
                     dw::DW_AT_declaration => die.declaration = true,
@@ -195,12 +314,8 @@ fn scan(
         if interesting {
             match tag {
                 dw::DW_TAG_namespace => {
-                    let path_len = prefix.len();
-                    if !prefix.is_empty() {
-                        prefix.push_str("::");
-                    }
-                    prefix.push_str(die.name.as_deref().unwrap_or("{anonymous}"));
-                    scope = Scope::Namespace { path_len };
+                    let name = die.name.as_ref().map_or(&b"{anonymous}"[..], |n| n.bytes());
+                    scope = Scope::Namespace(NameHash::child(prefix, name));
                 }
                 dw::DW_TAG_variable => {
                     if die.name.is_none() {
@@ -212,21 +327,21 @@ fn scan(
                         die: die_offset,
                         defined: die.has_location,
                     };
-                    add(&mut names.variables, &prefix, None, &die, candidate);
+                    add(&mut names.variables, prefix, None, &die, candidate);
                 }
                 _ => {
                     let keyword = match tag {
                         _ if parsed.is_rust() => None,
-                        dw::DW_TAG_structure_type | dw::DW_TAG_class_type => Some("struct "),
-                        dw::DW_TAG_union_type => Some("union "),
-                        dw::DW_TAG_enumeration_type => Some("enum "),
+                        dw::DW_TAG_structure_type | dw::DW_TAG_class_type => Some(&b"struct "[..]),
+                        dw::DW_TAG_union_type => Some(&b"union "[..]),
+                        dw::DW_TAG_enumeration_type => Some(&b"enum "[..]),
                         _ => None,
                     };
                     let candidate = Candidate {
                         die: die_offset,
                         defined: !die.declaration,
                     };
-                    add(&mut names.types, &prefix, keyword, &die, candidate);
+                    add(&mut names.types, prefix, keyword, &die, candidate);
                 }
             }
         }
@@ -240,27 +355,29 @@ fn scan(
     Ok(names)
 }
 
-/// Adds `die` under its name, its path in `prefix`, its `keyword`-prefixed C name, and its
+/// Adds `die` under its name, its path under `prefix`, its `keyword`-prefixed C name, and its
 /// linkage name.
 fn add(
-    to: &mut Vec<(Box<str>, Candidate)>,
-    prefix: &str,
-    keyword: Option<&str>,
+    to: &mut Vec<(NameHash, u64)>,
+    prefix: Option<NameHash>,
+    keyword: Option<&[u8]>,
     die: &Names,
     candidate: Candidate,
 ) {
-    if let Some(name) = &die.name {
-        if !prefix.is_empty() {
-            to.push((format!("{prefix}::{name}").into(), candidate));
+    let candidate = candidate.pack();
+    let name = die.name.as_ref().map(|n| n.bytes());
+    if let Some(name) = name {
+        if prefix.is_some() {
+            to.push((NameHash::child(prefix, name), candidate));
         }
         if let Some(keyword) = keyword {
-            to.push((format!("{keyword}{name}").into(), candidate));
+            to.push((NameHash::keyword(keyword, name), candidate));
         }
-        to.push((name.clone(), candidate));
+        to.push((NameHash::child(None, name), candidate));
     }
-    if let Some(linkage) = &die.linkage_name {
-        if die.name.as_ref() != Some(linkage) {
-            to.push((linkage.clone(), candidate));
+    if let Some(linkage) = die.linkage_name.as_ref().map(|n| n.bytes()) {
+        if name != Some(linkage) {
+            to.push((NameHash::child(None, linkage), candidate));
         }
     }
 }
@@ -270,9 +387,11 @@ fn specification_name(
     dwarf: &gimli::Dwarf<Reader>,
     unit: &gimli::Unit<Reader>,
     target: gimli::UnitOffset<usize>,
-) -> Option<Box<str>> {
+) -> Option<Reader> {
     let entry = unit.entry(target).ok()?;
-    string(dwarf, unit, entry.attr_value(dw::DW_AT_name).ok()??)
+    dwarf
+        .attr_string(unit, entry.attr_value(dw::DW_AT_name).ok()??)
+        .ok()
 }
 
 /// A string attribute's value; `None` when it is not a string or points outside its section.

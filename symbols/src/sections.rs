@@ -101,6 +101,7 @@ impl Sections {
                 ))
             })?;
         if range.format == CompressionFormat::None {
+            stored.prefault();
             return Ok(stored);
         }
         if range.uncompressed_size > range.compressed_size.saturating_mul(MAX_EXPANSION) {

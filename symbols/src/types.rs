@@ -113,6 +113,23 @@ pub struct Array {
 }
 
 impl Type {
+    /// The types this one refers to directly: member, element, target and underlying types.
+    pub fn references(&self) -> Vec<TypeId> {
+        match &self.kind {
+            TypeKind::Struct(members) | TypeKind::Union(members) => {
+                members.iter().filter_map(|m| m.ty).collect()
+            }
+            TypeKind::Pointer(target)
+            | TypeKind::Typedef(target)
+            | TypeKind::Qualified(_, target) => target.iter().copied().collect(),
+            TypeKind::Array(array) => array.element.iter().copied().collect(),
+            TypeKind::Enum(e) => e.underlying.iter().copied().collect(),
+            TypeKind::Base(_) | TypeKind::Void | TypeKind::Function | TypeKind::Other(_) => {
+                Vec::new()
+            }
+        }
+    }
+
     /// For a struct or union: the member called `name`.
     pub fn member(&self, name: &str) -> Option<&Member> {
         match &self.kind {

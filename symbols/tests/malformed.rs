@@ -9,7 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
 use object::{Object, ObjectSection};
-use symbols::{Error, Image, TypeId, TypeKind};
+use symbols::{Error, Image, TypeId};
 
 /// A small deterministic generator, so a failure can be replayed from its iteration number.
 struct XorShift(u64);
@@ -97,18 +97,7 @@ fn walk(image: &Image, id: TypeId, seen: &mut usize) -> Result<(), Error> {
     image.type_name(id)?;
     image.size_of(id)?;
     image.value_type(id)?;
-    let ty = image.type_(id)?;
-    let refs: Vec<TypeId> = match &ty.kind {
-        TypeKind::Struct(members) | TypeKind::Union(members) => {
-            members.iter().filter_map(|m| m.ty).collect()
-        }
-        TypeKind::Pointer(t) | TypeKind::Typedef(t) | TypeKind::Qualified(_, t) => {
-            t.iter().copied().collect()
-        }
-        TypeKind::Array(a) => a.element.iter().copied().collect(),
-        TypeKind::Enum(e) => e.underlying.iter().copied().collect(),
-        _ => Vec::new(),
-    };
+    let refs = image.type_(id)?.references();
     for target in refs {
         walk(image, target, seen)?;
     }
