@@ -10,7 +10,7 @@ use gimli::AttributeValue;
 
 use crate::bytes::Reader;
 use crate::error::{Error, Result};
-use crate::index::{last_segment, string, NameIndex};
+use crate::index::{last_segment, string, Kind, NameIndex};
 use crate::sections::Sections;
 use crate::types::{
     Array, BitField, Encoding, Enum, Enumerator, Member, Qualifier, Type, TypeId, TypeKind,
@@ -38,7 +38,8 @@ pub(crate) struct DebugInfo {
     pub(crate) sections: Sections,
     dwarf: gimli::Dwarf<Reader>,
     units: Units,
-    index: OnceLock<NameIndex>,
+    variables: OnceLock<NameIndex>,
+    types_index: OnceLock<NameIndex>,
     types: RwLock<HashMap<TypeId, Arc<Type>>>,
 }
 
@@ -52,20 +53,24 @@ impl DebugInfo {
             sections,
             dwarf,
             units,
-            index: OnceLock::new(),
+            variables: OnceLock::new(),
+            types_index: OnceLock::new(),
             types: RwLock::default(),
         })
     }
 
-    fn index(&self) -> &NameIndex {
-        self.index
-            .get_or_init(|| NameIndex::build(&self.path, &self.dwarf, &self.units))
+    fn index(&self, kind: Kind) -> &NameIndex {
+        let slot = match kind {
+            Kind::Variables => &self.variables,
+            Kind::Types => &self.types_index,
+        };
+        slot.get_or_init(|| NameIndex::build(kind, &self.path, &self.dwarf, &self.units))
     }
 
     /// `Ok(None)` for a name not found, unless some unit could not be read: then the name may
     /// have been there, and that unit's error is returned.
-    fn not_found<T>(&self) -> Result<Option<T>> {
-        match self.index().errors.first() {
+    fn not_found<T>(&self, kind: Kind) -> Result<Option<T>> {
+        match self.index(kind).errors.first() {
             Some(error) => Err(error.clone()),
             None => Ok(None),
         }
@@ -73,7 +78,7 @@ impl DebugInfo {
 
     pub(crate) fn variable(&self, name: &str) -> Result<Option<RawVariable>> {
         let segment = last_segment(name);
-        for candidate in self.index().variables(name) {
+        for candidate in self.index(Kind::Variables).lookup(name) {
             let variable = self.read_variable(candidate.die)?;
             let named = variable.name.as_deref() == Some(segment)
                 || variable.linkage_name.as_deref() == Some(name);
@@ -81,19 +86,19 @@ impl DebugInfo {
                 return Ok(Some(variable));
             }
         }
-        self.not_found()
+        self.not_found(Kind::Variables)
     }
 
     pub(crate) fn type_by_name(&self, name: &str) -> Result<Option<TypeId>> {
         let name = name.trim();
         let segment = last_segment(name);
-        for candidate in self.index().types(name) {
+        for candidate in self.index(Kind::Types).lookup(name) {
             let id = TypeId(candidate.die);
             if self.type_(id)?.name.as_deref() == Some(segment) {
                 return Ok(Some(id));
             }
         }
-        self.not_found()
+        self.not_found(Kind::Types)
     }
 
     pub(crate) fn malformed(&self, offset: u64, what: impl Into<String>) -> Error {

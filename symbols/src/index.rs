@@ -123,64 +123,68 @@ impl Candidate {
     }
 }
 
-/// Name hashes of global variables and types, to the DIEs that carry them.
+/// Which names an index holds. Each is built by its own scan on the first lookup of its kind,
+/// so finding a variable never pays for indexing every type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Global variables (outside any function or type).
+    Variables,
+    /// Named structs, classes, unions, enums, typedefs and base types.
+    Types,
+}
+
+/// Name hashes of one kind of name, to the DIEs that carry them.
 #[derive(Debug, Default)]
 pub(crate) struct NameIndex {
-    /// Sorted by hash, then DIE offset.
-    variables: Vec<(NameHash, u64)>,
-    types: Vec<(NameHash, u64)>,
+    /// Sorted by hash, then packed candidate.
+    entries: Vec<(NameHash, u64)>,
     /// Units that could not be read: a name not found may have been in them.
     pub(crate) errors: Vec<Error>,
 }
 
 impl NameIndex {
-    pub(crate) fn build(path: &Path, dwarf: &gimli::Dwarf<Reader>, units: &Units) -> NameIndex {
-        let scanned: Vec<Result<UnitNames>> = (0..units.len())
+    pub(crate) fn build(
+        kind: Kind,
+        path: &Path,
+        dwarf: &gimli::Dwarf<Reader>,
+        units: &Units,
+    ) -> NameIndex {
+        let scanned: Vec<Result<Vec<(NameHash, u64)>>> = (0..units.len())
             .into_par_iter()
             .map(|i| {
                 let unit = units.parsed(dwarf, i)?;
-                scan(path, dwarf, &unit, units.offset(i))
+                scan(kind, path, dwarf, &unit, units.offset(i))
             })
             .collect();
         let mut index = NameIndex::default();
         index.errors.extend(units.header_error().cloned());
+        let total = scanned.iter().flatten().map(Vec::len).sum();
+        index.entries.reserve_exact(total);
         for names in scanned {
             match names {
-                Ok(names) => {
-                    index.variables.extend(names.variables);
-                    index.types.extend(names.types);
-                }
+                Ok(names) => index.entries.extend(names),
                 Err(error) => index.errors.push(error),
             }
         }
-        index.variables.par_sort_unstable();
-        index.types.par_sort_unstable();
+        index.entries.par_sort_unstable();
         index
     }
 
-    /// DIEs that may be variable `name`, definitions first, each group in section order.
-    pub(crate) fn variables(&self, name: &str) -> Vec<Candidate> {
-        matching(&self.variables, name)
+    /// DIEs that may carry `name`, definitions first, each group in section order.
+    pub(crate) fn lookup(&self, name: &str) -> Vec<Candidate> {
+        let hash = NameHash::of(name);
+        let start = self.entries.partition_point(|(h, _)| *h < hash);
+        let mut found: Vec<Candidate> = self
+            .entries
+            .get(start..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|(h, _)| *h == hash)
+            .map(|&(_, candidate)| Candidate::unpack(candidate))
+            .collect();
+        found.sort_by_key(|c| !c.defined);
+        found
     }
-
-    /// DIEs that may be type `name`, complete types first, each group in section order.
-    pub(crate) fn types(&self, name: &str) -> Vec<Candidate> {
-        matching(&self.types, name)
-    }
-}
-
-fn matching(sorted: &[(NameHash, u64)], name: &str) -> Vec<Candidate> {
-    let hash = NameHash::of(name);
-    let start = sorted.partition_point(|(h, _)| *h < hash);
-    let mut found: Vec<Candidate> = sorted
-        .get(start..)
-        .unwrap_or_default()
-        .iter()
-        .take_while(|(h, _)| *h == hash)
-        .map(|&(_, candidate)| Candidate::unpack(candidate))
-        .collect();
-    found.sort_by_key(|c| !c.defined);
-    found
 }
 
 /// The part of a looked-up name the DIE itself must carry: after the last `::` outside angle
@@ -194,13 +198,6 @@ pub(crate) fn last_segment(name: &str) -> &str {
         rest = &rest[end + 2..];
     }
     rest
-}
-
-/// What one unit contributes to the index.
-#[derive(Default)]
-struct UnitNames {
-    variables: Vec<(NameHash, u64)>,
-    types: Vec<(NameHash, u64)>,
 }
 
 /// What an open DIE with children makes of the DIEs under it.
@@ -225,11 +222,12 @@ struct Names {
 }
 
 fn scan(
+    kind: Kind,
     path: &Path,
     dwarf: &gimli::Dwarf<Reader>,
     parsed: &ParsedUnit,
     unit_offset: u64,
-) -> Result<UnitNames> {
+) -> Result<Vec<(NameHash, u64)>> {
     let unit = &parsed.unit;
     let error_at = |offset: gimli::UnitOffset<usize>, source| Error::Dwarf {
         path: path.to_owned(),
@@ -237,7 +235,7 @@ fn scan(
         offset: unit_offset + offset.0 as u64,
         source,
     };
-    let mut names = UnitNames::default();
+    let mut names = Vec::new();
     let mut scopes: Vec<(isize, Scope)> = Vec::new();
     let mut locals = 0usize;
     let mut entries = unit
@@ -268,17 +266,19 @@ fn scan(
         };
         let tag = abbrev.tag();
         let interesting = locals == 0
-            && matches!(
-                tag,
-                dw::DW_TAG_variable
-                    | dw::DW_TAG_namespace
-                    | dw::DW_TAG_structure_type
-                    | dw::DW_TAG_class_type
-                    | dw::DW_TAG_union_type
-                    | dw::DW_TAG_enumeration_type
-                    | dw::DW_TAG_typedef
-                    | dw::DW_TAG_base_type
-            );
+            && match kind {
+                Kind::Variables => matches!(tag, dw::DW_TAG_variable | dw::DW_TAG_namespace),
+                Kind::Types => matches!(
+                    tag,
+                    dw::DW_TAG_namespace
+                        | dw::DW_TAG_structure_type
+                        | dw::DW_TAG_class_type
+                        | dw::DW_TAG_union_type
+                        | dw::DW_TAG_enumeration_type
+                        | dw::DW_TAG_typedef
+                        | dw::DW_TAG_base_type
+                ),
+            };
         let mut die = Names::default();
         if interesting {
             for spec in abbrev.attributes() {
@@ -286,9 +286,9 @@ fn scan(
                     .read_attribute(*spec)
                     .map_err(|e| error_at(offset, e))?;
                 match attr.name() {
-                    dw::DW_AT_name => die.name = dwarf.attr_string(unit, attr.value()).ok(),
+                    dw::DW_AT_name => die.name = raw_string(dwarf, unit, attr.value()),
                     dw::DW_AT_linkage_name | dw::DW_AT_MIPS_linkage_name => {
-                        die.linkage_name = dwarf.attr_string(unit, attr.value()).ok()
+                        die.linkage_name = raw_string(dwarf, unit, attr.value())
                     }
                     dw::DW_AT_location => die.has_location = true,
                     dw::DW_AT_declaration => die.declaration = true,
@@ -327,7 +327,7 @@ fn scan(
                         die: die_offset,
                         defined: die.has_location,
                     };
-                    add(&mut names.variables, prefix, None, &die, candidate);
+                    add(&mut names, prefix, None, &die, candidate);
                 }
                 _ => {
                     let keyword = match tag {
@@ -341,7 +341,7 @@ fn scan(
                         die: die_offset,
                         defined: !die.declaration,
                     };
-                    add(&mut names.types, prefix, keyword, &die, candidate);
+                    add(&mut names, prefix, keyword, &die, candidate);
                 }
             }
         }
@@ -389,9 +389,26 @@ fn specification_name(
     target: gimli::UnitOffset<usize>,
 ) -> Option<Reader> {
     let entry = unit.entry(target).ok()?;
-    dwarf
-        .attr_string(unit, entry.attr_value(dw::DW_AT_name).ok()??)
-        .ok()
+    raw_string(dwarf, unit, entry.attr_value(dw::DW_AT_name).ok()??)
+}
+
+/// A string attribute's bytes. The common `DW_FORM_strp` is found with `memchr` (through
+/// `CStr`) rather than gimli's byte-at-a-time search: the scan reads a great many names.
+fn raw_string(
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &gimli::Unit<Reader>,
+    value: gimli::AttributeValue<Reader>,
+) -> Option<Reader> {
+    use gimli::Section;
+    if let gimli::AttributeValue::DebugStrRef(offset) = value {
+        let section = dwarf.debug_str.reader();
+        let tail = section.bytes().get(offset.0..)?;
+        let len = std::ffi::CStr::from_bytes_until_nul(tail)
+            .ok()?
+            .count_bytes();
+        return Some(section.range(offset.0..offset.0 + len));
+    }
+    dwarf.attr_string(unit, value).ok()
 }
 
 /// A string attribute's value; `None` when it is not a string or points outside its section.
