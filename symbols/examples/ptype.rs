@@ -2,9 +2,12 @@
 //! prints its address and full type with member offsets, like gdb's `ptype /o`. Also the
 //! program the README's speed figures are measured with.
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use symbols::{Image, TypeId, TypeKind};
+
+type Failure = Box<dyn std::error::Error>;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -12,12 +15,16 @@ fn main() -> ExitCode {
         eprintln!("usage: ptype FILE NAME");
         return ExitCode::from(2);
     };
-    match run(file, name) {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let result = run(&mut out, file, name).and_then(|found| Ok(out.flush().map(|()| found)?));
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             eprintln!("{name}: no such variable or type in {file}");
             ExitCode::FAILURE
         }
+        // A closed pipe (`ptype ... | head`) is not worth a message.
+        Err(error) if error.downcast_ref::<io::Error>().is_some() => ExitCode::FAILURE,
         Err(error) => {
             eprintln!("ptype: {error}");
             ExitCode::FAILURE
@@ -25,12 +32,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(file: &str, name: &str) -> symbols::Result<bool> {
+fn run(out: &mut impl Write, file: &str, name: &str) -> Result<bool, Failure> {
     let image = Image::open(file)?;
     let ty = if let Some(variable) = image.variable(name)? {
         match variable.address {
-            Some(address) => println!("{name} at {address:#x}"),
-            None => println!("{name} (no fixed address)"),
+            Some(address) => writeln!(out, "{name} at {address:#x}")?,
+            None => writeln!(out, "{name} (no fixed address)")?,
         }
         variable.ty
     } else if let Some(ty) = image.type_by_name(name)? {
@@ -39,18 +46,24 @@ fn run(file: &str, name: &str) -> symbols::Result<bool> {
         return Ok(false);
     };
     match ty {
-        Some(ty) => print_type(&image, ty, 0, 0)?,
-        None => println!("type = void"),
+        Some(ty) => print_type(out, &image, ty, 0, 0)?,
+        None => writeln!(out, "type = void")?,
     }
     Ok(true)
 }
 
 /// Prints `id` and, for structs and unions (also behind typedefs and arrays), each member with
 /// its absolute offset and size, nested.
-fn print_type(image: &Image, id: TypeId, base: u64, indent: usize) -> symbols::Result<()> {
+fn print_type(
+    out: &mut impl Write,
+    image: &Image,
+    id: TypeId,
+    base: u64,
+    indent: usize,
+) -> Result<(), Failure> {
     let pad = "    ".repeat(indent);
     let size = image.size_of(id)?.map_or("?".into(), |s| s.to_string());
-    println!("{pad}type = {} (size {size})", image.type_name(id)?);
+    writeln!(out, "{pad}type = {} (size {size})", image.type_name(id)?)?;
     let mut shown = image.value_type(id)?;
     while let TypeKind::Array(array) = &image.type_(shown)?.kind {
         match array.element {
@@ -64,21 +77,22 @@ fn print_type(image: &Image, id: TypeId, base: u64, indent: usize) -> symbols::R
             for member in members {
                 let name = member.name.as_deref().unwrap_or("<anonymous>");
                 match member.bit_field {
-                    Some(bits) => println!(
+                    Some(bits) => writeln!(
+                        out,
                         "{pad}  /* bit {:>5}: {:>2} */ {name}",
                         base * 8 + bits.bit_offset,
                         bits.bit_size
-                    ),
-                    None => println!("{pad}  /* {:>#6x} */ {name}", base + member.offset),
+                    )?,
+                    None => writeln!(out, "{pad}  /* {:>#6x} */ {name}", base + member.offset)?,
                 }
                 if let Some(member_ty) = member.ty {
-                    print_type(image, member_ty, base + member.offset, indent + 1)?;
+                    print_type(out, image, member_ty, base + member.offset, indent + 1)?;
                 }
             }
         }
         TypeKind::Enum(e) => {
             for enumerator in &e.enumerators {
-                println!("{pad}  {} = {}", enumerator.name, enumerator.value);
+                writeln!(out, "{pad}  {} = {}", enumerator.name, enumerator.value)?;
             }
         }
         _ => {}
