@@ -351,3 +351,54 @@ fn stripped_image_still_has_elf_symbols() {
         other => panic!("expected NoDebugInfo, got {other:?}"),
     }
 }
+
+/// Every address of an optimised `main` (with `klog_reserve` inlined into it): the same frames,
+/// innermost first, with the same function, file and line as binutils `addr2line -i`.
+#[test]
+fn inlined_frames_match_binutils() {
+    if !have("gcc") || !have("addr2line") || !have("nm") {
+        return;
+    }
+    let dir = temp();
+    let program = gcc(dir.path(), "klog", &["-g", "-O2"]);
+    let image = Image::open(&program).unwrap();
+    let main = image.symbol("main").unwrap();
+    let addresses: Vec<String> = (main.address..main.address + main.size)
+        .map(|a| format!("{a:#x}"))
+        .collect();
+    let expected = run(Command::new("addr2line")
+        .args(["-a", "-f", "-i", "-e"])
+        .arg(&program)
+        .args(&addresses));
+    let mut lines = expected.lines().peekable();
+    let mut inlined = 0;
+    while let Some(address) = lines.next() {
+        let address = u64::from_str_radix(address.trim_start_matches("0x"), 16).unwrap();
+        let mut want = Vec::new();
+        while let Some(function) = lines.next_if(|l| !l.starts_with("0x")) {
+            let place = lines.next().unwrap();
+            let place = place.split(" (discriminator").next().unwrap();
+            let (file, line) = place.rsplit_once(':').unwrap();
+            want.push((
+                function.to_owned(),
+                file.to_owned(),
+                line.parse::<u32>().ok(),
+            ));
+        }
+        let got: Vec<_> = image
+            .frames(address)
+            .unwrap()
+            .into_iter()
+            .map(|f| {
+                (
+                    f.function.unwrap_or_default(),
+                    f.file.unwrap_or_default(),
+                    f.line,
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "at {address:#x}");
+        inlined += usize::from(got.len() > 1);
+    }
+    assert!(inlined > 0, "gcc -O2 inlined nothing into main");
+}

@@ -65,6 +65,14 @@ int klogLevel = 2;
 struct klog_chunk *klog_chunks;
 Dbg_Id klog_last_id = DBG_VM;
 
+/* Inlined into main at -O2, so line lookups there have an inlined frame. */
+static inline int64_t klog_reserve(KLog *log, int64_t words)
+{
+    int64_t at = log->next_write;
+    log->next_write = (at + words) % (log->buffer_size_1 + 1);
+    return at;
+}
+
 #define FIELD(type, member) \
     printf("offsetof %s %s %zu\n", #type, #member, offsetof(type, member))
 
@@ -122,6 +130,7 @@ int main(void)
     printf("enum DBG_MAX %d\n", DBG_MAX);
     KLogs[DBG_FS].num_recs = klogLevel + (int)klog_last_id + (klog_chunks != NULL);
     DebugFlags[DBG_FS].d_klog = 1;
-    KLogBuffer[0] = KLogs[DBG_FS].num_recs;
+    KLogs[DBG_FS].buffer_size_1 = KLOG_BUFFER_WORDS - 1;
+    KLogBuffer[klog_reserve(&KLogs[DBG_FS], 8)] = KLogs[DBG_FS].num_recs;
     return 0;
 }
