@@ -9,8 +9,9 @@ use gimli::constants as dw;
 use gimli::AttributeValue;
 
 use crate::bytes::Reader;
+use crate::debug_names::{DebugNames, Target};
 use crate::error::{Error, Result};
-use crate::index::{last_segment, string, Kind, NameIndex};
+use crate::index::{in_unit, last_segment, string, Candidate, Kind, NameIndex};
 use crate::sections::Sections;
 use crate::types::{
     Array, BitField, Encoding, Enum, Enumerator, Member, Qualifier, Type, TypeId, TypeKind,
@@ -40,6 +41,8 @@ pub(crate) struct DebugInfo {
     units: Units,
     variables: OnceLock<NameIndex>,
     types_index: OnceLock<NameIndex>,
+    /// `.debug_names`, if present and readable.
+    debug_names: OnceLock<Option<DebugNames>>,
     types: RwLock<HashMap<TypeId, Arc<Type>>>,
 }
 
@@ -55,6 +58,7 @@ impl DebugInfo {
             units,
             variables: OnceLock::new(),
             types_index: OnceLock::new(),
+            debug_names: OnceLock::new(),
             types: RwLock::default(),
         })
     }
@@ -65,6 +69,43 @@ impl DebugInfo {
             Kind::Types => &self.types_index,
         };
         slot.get_or_init(|| NameIndex::build(kind, &self.path, &self.dwarf, &self.units))
+    }
+
+    /// The DIEs that may carry `name`: from `.debug_names` when it has the name, else from the
+    /// index built by scanning.
+    fn candidates(&self, kind: Kind, name: &str) -> Result<Vec<Candidate>> {
+        if let Some(names) = self.debug_names() {
+            let mut found = Vec::new();
+            for target in names.lookup(kind, name) {
+                match target {
+                    Target::Die(die) => found.push(Candidate { die, defined: true }),
+                    Target::Unit(offset) => {
+                        let index = self.units.starting_at(offset)?;
+                        let unit = self.units.parsed(&self.dwarf, index)?;
+                        let start = self.units.offset(index);
+                        found.extend(in_unit(kind, &self.path, &self.dwarf, &unit, start, name)?);
+                    }
+                }
+            }
+            if !found.is_empty() {
+                found.sort_by_key(|c| !c.defined);
+                return Ok(found);
+            }
+        }
+        Ok(self.index(kind).lookup(name))
+    }
+
+    /// `.debug_names`, read on first use. One that cannot be read is not used: every lookup
+    /// then scans, which gives the same answers, only slower.
+    fn debug_names(&self) -> Option<&DebugNames> {
+        self.debug_names
+            .get_or_init(|| {
+                use gimli::Section;
+                let bytes = self.sections.debug_names()?.ok()?;
+                let section = gimli::EndianReader::new(bytes, self.sections.endian());
+                DebugNames::read(&self.path, section, self.dwarf.debug_str.reader()).ok()
+            })
+            .as_ref()
     }
 
     /// `Ok(None)` for a name not found, unless some unit could not be read: then the name may
@@ -78,7 +119,7 @@ impl DebugInfo {
 
     pub(crate) fn variable(&self, name: &str) -> Result<Option<RawVariable>> {
         let segment = last_segment(name);
-        for candidate in self.index(Kind::Variables).lookup(name) {
+        for candidate in self.candidates(Kind::Variables, name)? {
             let variable = self.read_variable(candidate.die)?;
             let named = variable.name.as_deref() == Some(segment)
                 || variable.linkage_name.as_deref() == Some(name);
@@ -92,7 +133,7 @@ impl DebugInfo {
     pub(crate) fn type_by_name(&self, name: &str) -> Result<Option<TypeId>> {
         let name = name.trim();
         let segment = last_segment(name);
-        for candidate in self.index(Kind::Types).lookup(name) {
+        for candidate in self.candidates(Kind::Types, name)? {
             let id = TypeId(candidate.die);
             if self.type_(id)?.name.as_deref() == Some(segment) {
                 return Ok(Some(id));

@@ -187,6 +187,23 @@ impl NameIndex {
     }
 }
 
+/// The DIEs in one unit that may carry `name` (for a name index that only names the unit).
+pub(crate) fn in_unit(
+    kind: Kind,
+    path: &Path,
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &ParsedUnit,
+    unit_offset: u64,
+    name: &str,
+) -> Result<Vec<Candidate>> {
+    let hash = NameHash::of(name);
+    Ok(scan(kind, path, dwarf, unit, unit_offset)?
+        .into_iter()
+        .filter(|(h, _)| *h == hash)
+        .map(|(_, candidate)| Candidate::unpack(candidate))
+        .collect())
+}
+
 /// The part of a looked-up name the DIE itself must carry: after the last `::` outside angle
 /// brackets, without a C `struct `/`union `/`enum ` keyword.
 pub(crate) fn last_segment(name: &str) -> &str {

@@ -13,6 +13,7 @@
 
 mod bytes;
 mod debug_file;
+mod debug_names;
 mod dwarf;
 mod elf;
 mod error;

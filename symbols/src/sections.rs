@@ -53,13 +53,23 @@ const FOR_TYPES: [SectionId; 8] = [
 pub(crate) struct Sections {
     file: Arc<ElfFile>,
     loaded: [OnceLock<Result<Bytes>>; ALL.len()],
+    debug_names: OnceLock<Result<Bytes>>,
 }
 
 impl Sections {
+    pub(crate) fn endian(&self) -> RunTimeEndian {
+        if self.file.little_endian {
+            RunTimeEndian::Little
+        } else {
+            RunTimeEndian::Big
+        }
+    }
+
     pub(crate) fn new(file: Arc<ElfFile>) -> Sections {
         Sections {
             file,
             loaded: Default::default(),
+            debug_names: OnceLock::new(),
         }
     }
 
@@ -76,11 +86,17 @@ impl Sections {
         else {
             return Ok(Bytes::empty());
         };
-        slot.get_or_init(|| self.load(id)).clone()
+        slot.get_or_init(|| self.load(id.name())).clone()
     }
 
-    fn load(&self, id: SectionId) -> Result<Bytes> {
-        let name = id.name();
+    /// `.debug_names` (which gimli has no `SectionId` for), read once, if the file has it.
+    pub(crate) fn debug_names(&self) -> Option<Result<Bytes>> {
+        const NAME: &str = ".debug_names";
+        self.file.debug_section(NAME)?;
+        Some(self.debug_names.get_or_init(|| self.load(NAME)).clone())
+    }
+
+    fn load(&self, name: &'static str) -> Result<Bytes> {
         let Some(range) = self.file.debug_section(name) else {
             return Ok(Bytes::empty());
         };
@@ -119,11 +135,7 @@ impl Sections {
 
     /// A `Dwarf` over the sections in `wanted` (the others empty).
     fn dwarf(&self, wanted: &[SectionId]) -> Result<gimli::Dwarf<Reader>> {
-        let endian = if self.file.little_endian {
-            RunTimeEndian::Little
-        } else {
-            RunTimeEndian::Big
-        };
+        let endian = self.endian();
         gimli::Dwarf::load(|id| -> Result<Reader> {
             let bytes = if wanted.contains(&id) {
                 self.section(id)?

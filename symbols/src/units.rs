@@ -128,6 +128,19 @@ impl Units {
             .clone()
     }
 
+    /// The unit whose header is at `offset` in `.debug_info`.
+    pub(crate) fn starting_at(&self, offset: u64) -> Result<usize> {
+        usize::try_from(offset)
+            .ok()
+            .and_then(|offset| self.slots.binary_search_by_key(&offset, |s| s.offset).ok())
+            .ok_or_else(|| Error::Malformed {
+                path: self.path.clone(),
+                section: ".debug_info",
+                offset,
+                what: "no unit starts at this offset".into(),
+            })
+    }
+
     /// The unit holding the DIE at `offset` in `.debug_info`, and the DIE's offset in it.
     pub(crate) fn locate(&self, offset: u64) -> Result<(usize, UnitOffset<usize>)> {
         let found = usize::try_from(offset).ok().and_then(|offset| {

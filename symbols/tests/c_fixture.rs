@@ -402,3 +402,21 @@ fn inlined_frames_match_binutils() {
     }
     assert!(inlined > 0, "gcc -O2 inlined nothing into main");
 }
+
+/// With a `.debug_names` index (gdb-add-index writes one that names each name's unit), every
+/// answer is the same.
+#[test]
+fn with_debug_names_from_gdb_add_index() {
+    if !have("gcc") || !have("gdb-add-index") || !have("readelf") {
+        return;
+    }
+    let dir = temp();
+    let program = gcc(dir.path(), "klog", &["-g"]);
+    run(Command::new("gdb-add-index").arg("-dwarf-5").arg(&program));
+    let sections = run(Command::new("readelf").arg("-SW").arg(&program));
+    assert!(
+        sections.contains(".debug_names"),
+        "gdb-add-index wrote no .debug_names"
+    );
+    check_image(&Image::open(&program).unwrap(), &program);
+}

@@ -172,6 +172,16 @@ fn mutated_gcc_dwarf_gives_errors_not_panics() {
     ] {
         let program = common::gcc(dir.path(), name, flags);
         let errors = mutate(&program, 1500, C_VARIABLES, C_TYPES);
+        // The same with a .debug_names index to corrupt too.
+        if name == "dwarf5" && common::have("gdb-add-index") {
+            common::run(
+                std::process::Command::new("gdb-add-index")
+                    .arg("-dwarf-5")
+                    .arg(&program),
+            );
+            let errors = mutate(&program, 1500, C_VARIABLES, C_TYPES);
+            assert!(errors > 100, "with .debug_names: only {errors} errors");
+        }
         // The mutations must actually reach the parser, or this test proves nothing.
         assert!(
             errors > 100,

@@ -13,7 +13,27 @@ fn rust_statics_types_and_atomics() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    check(&rustc(dir.path(), "klog_fixture"));
+}
+
+/// gdb-add-index's `.debug_names` holds Rust names as full paths, to their unit.
+#[test]
+fn rust_with_debug_names_from_gdb_add_index() {
+    if !have("rustc") || !have("nm") || !have("gdb-add-index") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
     let program = rustc(dir.path(), "klog_fixture");
+    common::run(
+        std::process::Command::new("gdb-add-index")
+            .arg("-dwarf-5")
+            .arg(&program),
+    );
+    check(&program);
+}
+
+fn check(program: &std::path::Path) {
+    let program = program.to_owned();
     let facts = Facts::of(&program);
     let nm = nm(&program);
     let image = Image::open(&program).unwrap();

@@ -16,10 +16,8 @@ pub fn data(name: &str) -> PathBuf {
 /// Whether `tool` can be run. When it cannot, the test says so and passes, unless
 /// `KCRASH_REQUIRE_TOOLS=1`, which makes a missing tool a failure.
 pub fn have(tool: &str) -> bool {
-    let ok = Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
+    // Started at all is enough: some tools (gdb-add-index) reject `--version`.
+    let ok = Command::new(tool).arg("--version").output().is_ok();
     if !ok {
         assert!(
             std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() != Ok("1"),
