@@ -29,6 +29,9 @@ fn name(debug: &DebugInfo, id: Option<TypeId>, budget: usize) -> Result<String> 
         return Ok(format!("{keyword}{name}"));
     }
     Ok(match &ty.kind {
+        // rustc names the pointer types of a program; the unnamed ones it makes up (a slice's
+        // data pointer) do not say `*const` or `*mut`: shown as `*mut`, as gdb does.
+        TypeKind::Pointer(target) if ty.rust => format!("*mut {}", name(debug, *target, budget)?),
         TypeKind::Pointer(target) => pointer_to(name(debug, *target, budget)?),
         TypeKind::Qualified(qualifier, target) => {
             let word = match qualifier {
