@@ -19,6 +19,8 @@ pub(crate) struct ElfFile {
     pub(crate) path: PathBuf,
     pub(crate) data: Bytes,
     pub(crate) little_endian: bool,
+    /// A relocatable object (`.o`, a kernel module): its DWARF is only right once relocated.
+    pub(crate) relocatable: bool,
     /// Read on first use: opening for DWARF alone need not read every symbol.
     symbols: OnceLock<SymbolTable>,
     /// `.debug_*` sections (also when stored as GNU `.zdebug_*`), by their `.debug_` name.
@@ -75,10 +77,12 @@ impl ElfFile {
             .map_err(|e| elf_error(format!(".gnu_debuglink: {e}")))?
             .map(|(name, crc)| (String::from_utf8_lossy(name).into_owned(), crc));
         let little_endian = file.is_little_endian();
+        let relocatable = file.kind() == object::ObjectKind::Relocatable;
         Ok(ElfFile {
             path,
             data,
             little_endian,
+            relocatable,
             symbols: OnceLock::new(),
             debug_sections,
             build_id,

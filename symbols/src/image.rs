@@ -147,6 +147,12 @@ impl Image {
     fn debug(&self) -> Result<&DebugInfo> {
         self.debug
             .get_or_init(|| match &self.debug_file {
+                Some(file) if file.relocatable => Err(Error::Elf {
+                    path: file.path.clone(),
+                    what: "relocatable object: its DWARF needs relocations applied, which this \
+                           crate does not do"
+                        .into(),
+                }),
                 Some(file) => DebugInfo::new(Sections::new(Arc::clone(file))),
                 None => Err(Error::NoDebugInfo {
                     path: self.file.path.clone(),

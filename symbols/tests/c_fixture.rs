@@ -420,3 +420,19 @@ fn with_debug_names_from_gdb_add_index() {
     );
     check_image(&Image::open(&program).unwrap(), &program);
 }
+
+/// A relocatable object's DWARF is wrong until relocated: refused, while its symbols work.
+#[test]
+fn relocatable_object_is_refused() {
+    if !have("gcc") {
+        return;
+    }
+    let dir = temp();
+    let object = gcc(dir.path(), "klog.o", &["-g", "-c"]);
+    let image = Image::open(&object).unwrap();
+    assert_eq!(image.symbol("KLogs").unwrap().size, 320);
+    match image.variable("KLogs") {
+        Err(Error::Elf { what, .. }) => assert!(what.contains("relocat"), "{what}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
