@@ -117,7 +117,10 @@ impl Sections {
                 ))
             })?;
         if range.format == CompressionFormat::None {
-            stored.prefault();
+            // The name scan walks all of .debug_info; other sections are read here and there.
+            if name == ".debug_info" {
+                stored.prefault();
+            }
             return Ok(stored);
         }
         if range.uncompressed_size > range.compressed_size.saturating_mul(MAX_EXPANSION) {
