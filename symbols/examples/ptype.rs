@@ -61,6 +61,10 @@ fn print_type(
     base: u64,
     indent: usize,
 ) -> Result<(), Failure> {
+    // Real types nest a few levels; corrupt DWARF can make a struct contain itself.
+    if indent > 32 {
+        return Err("types nest more than 32 levels deep".into());
+    }
     let pad = "    ".repeat(indent);
     let size = image.size_of(id)?.map_or("?".into(), |s| s.to_string());
     writeln!(out, "{pad}type = {} (size {size})", image.type_name(id)?)?;
@@ -76,17 +80,18 @@ fn print_type(
         TypeKind::Struct(members) | TypeKind::Union(members) => {
             for member in members {
                 let name = member.name.as_deref().unwrap_or("<anonymous>");
+                let at = base.saturating_add(member.offset);
                 match member.bit_field {
                     Some(bits) => writeln!(
                         out,
                         "{pad}  /* bit {:>5}: {:>2} */ {name}",
-                        base * 8 + bits.bit_offset,
+                        base.saturating_mul(8).saturating_add(bits.bit_offset),
                         bits.bit_size
                     )?,
-                    None => writeln!(out, "{pad}  /* {:>#6x} */ {name}", base + member.offset)?,
+                    None => writeln!(out, "{pad}  /* {at:>#6x} */ {name}")?,
                 }
                 if let Some(member_ty) = member.ty {
-                    print_type(out, image, member_ty, base + member.offset, indent + 1)?;
+                    print_type(out, image, member_ty, at, indent + 1)?;
                 }
             }
         }

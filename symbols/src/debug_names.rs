@@ -107,9 +107,10 @@ fn read_table(input: &mut Reader, debug_str: &Reader, names: &mut DebugNames) ->
 
     let unit_offset = |index: u64| -> gimli::Result<u64> {
         let mut at = units.clone();
-        at.skip(
-            usize::try_from(index).map_err(|_| gimli::Error::OffsetOutOfBounds)? * offset_size,
-        )?;
+        at.skip(bytes(
+            usize::try_from(index).map_err(|_| gimli::Error::OffsetOutOfBounds)?,
+            offset_size,
+        )?)?;
         Ok(at.read_offset(format)? as u64)
     };
     for _ in 0..name_count {
