@@ -38,6 +38,11 @@ impl Lines {
 
     /// The frames at link-time address `address`; empty when no unit covers it.
     pub(crate) fn frames(&self, sections: &Sections, address: u64) -> Result<Vec<Frame>> {
+        // No unit's range [low, high) can hold the last address, and addr2line 0.25 overflows
+        // computing `address + 1` for it.
+        if address == u64::MAX {
+            return Ok(Vec::new());
+        }
         let path = &sections.file().path;
         let error = |source| Error::Lines {
             path: path.clone(),
