@@ -227,3 +227,13 @@ impl Image {
             .frames(&debug.sections, address.wrapping_sub(self.bias))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// kcrash may share one image between threads (plugins, a pager).
+    #[test]
+    fn image_is_send_and_sync() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<super::Image>();
+    }
+}
