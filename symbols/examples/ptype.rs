@@ -95,6 +95,23 @@ fn print_type(
                 }
             }
         }
+        TypeKind::Variants(variants) => {
+            if let Some(discriminant) = &variants.discriminant {
+                let at = base.saturating_add(discriminant.offset);
+                writeln!(out, "{pad}  /* {at:>#6x} */ <discriminant>")?;
+            }
+            for variant in &variants.variants {
+                let name = variant.member.name.as_deref().unwrap_or("<anonymous>");
+                match variant.discr_value {
+                    Some(value) => writeln!(out, "{pad}  variant {name} (discriminant {value})")?,
+                    None => writeln!(out, "{pad}  variant {name} (otherwise)")?,
+                }
+                if let Some(ty) = variant.member.ty {
+                    let at = base.saturating_add(variant.member.offset);
+                    print_type(out, image, ty, at, indent + 1)?;
+                }
+            }
+        }
         TypeKind::Enum(e) => {
             for enumerator in &e.enumerators {
                 writeln!(out, "{pad}  {} = {}", enumerator.name, enumerator.value)?;

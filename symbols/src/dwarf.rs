@@ -15,6 +15,7 @@ use crate::index::{in_unit, last_segment, string, Candidate, Kind, NameIndex};
 use crate::sections::Sections;
 use crate::types::{
     Array, BitField, Encoding, Enum, Enumerator, Member, Qualifier, Type, TypeId, TypeKind,
+    Variant, Variants,
 };
 use crate::units::{ParsedUnit, Units};
 
@@ -322,16 +323,19 @@ impl DebugInfo {
             dw::DW_TAG_subroutine_type => TypeKind::Function,
             dw::DW_TAG_structure_type | dw::DW_TAG_class_type | dw::DW_TAG_union_type => {
                 let mut members = Vec::new();
+                let mut variants = None;
                 let mut children = root.children();
                 while let Some(child) = children.next().map_err(&error)? {
-                    if child.entry().tag() == dw::DW_TAG_member {
-                        members.push(self.member(&unit, child.entry())?);
+                    match child.entry().tag() {
+                        dw::DW_TAG_member => members.push(self.member(&unit, child.entry())?),
+                        dw::DW_TAG_variant_part => variants = Some(self.variants(&unit, child)?),
+                        _ => {}
                     }
                 }
-                if tag == dw::DW_TAG_union_type {
-                    TypeKind::Union(members)
-                } else {
-                    TypeKind::Struct(members)
+                match variants {
+                    Some(variants) => TypeKind::Variants(variants),
+                    None if tag == dw::DW_TAG_union_type => TypeKind::Union(members),
+                    None => TypeKind::Struct(members),
                 }
             }
             dw::DW_TAG_enumeration_type => {
@@ -469,6 +473,57 @@ impl DebugInfo {
             bit_size,
         });
         Ok(member)
+    }
+
+    /// A Rust enum's `DW_TAG_variant_part`: its discriminant member and its variants.
+    fn variants(
+        &self,
+        unit: &ParsedUnit,
+        part: gimli::EntriesTreeNode<'_, '_, '_, Reader>,
+    ) -> Result<Variants> {
+        let at = unit_die(unit, part.entry().offset());
+        let error = self.gimli_error(at);
+        let discr = match part.entry().attr_value(dw::DW_AT_discr).map_err(&error)? {
+            Some(gimli::AttributeValue::UnitRef(offset)) => Some(offset),
+            _ => None,
+        };
+        let mut variants = Variants {
+            discriminant: None,
+            discriminant_size: None,
+            variants: Vec::new(),
+        };
+        let mut children = part.children();
+        while let Some(child) = children.next().map_err(&error)? {
+            let entry = child.entry();
+            match entry.tag() {
+                dw::DW_TAG_member if Some(entry.offset()) == discr => {
+                    let member = self.member(unit, entry)?;
+                    variants.discriminant_size =
+                        member.ty.map(|ty| self.size_of(ty)).transpose()?.flatten();
+                    variants.discriminant = Some(member);
+                }
+                dw::DW_TAG_variant => {
+                    let discr_value =
+                        match entry.attr_value(dw::DW_AT_discr_value).map_err(&error)? {
+                            Some(AttributeValue::Sdata(v)) => Some(v as u64),
+                            Some(v) => v.udata_value(),
+                            None => None,
+                        };
+                    let mut fields = child.children();
+                    while let Some(field) = fields.next().map_err(&error)? {
+                        if field.entry().tag() == dw::DW_TAG_member {
+                            let member = self.member(unit, field.entry())?;
+                            variants.variants.push(Variant {
+                                discr_value,
+                                member,
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(variants)
     }
 
     /// `DW_AT_data_member_location`: a constant, or (DWARF 2) `DW_OP_plus_uconst N`.

@@ -32,4 +32,5 @@ pub use lines::Frame;
 pub use symtab::{Symbol, SymbolKind};
 pub use types::{
     Array, BitField, Encoding, Enum, Enumerator, Member, Qualifier, Type, TypeId, TypeKind,
+    Variant, Variants,
 };

@@ -75,6 +75,7 @@ fn name(debug: &DebugInfo, id: Option<TypeId>, budget: usize) -> Result<String> 
         }
         TypeKind::Typedef(target) => name(debug, *target, budget)?,
         TypeKind::Struct(_) | TypeKind::Union(_) | TypeKind::Enum(_) => format!("{keyword}{{...}}"),
+        TypeKind::Variants(_) => "enum {...}".into(),
         TypeKind::Void => "void".into(),
         TypeKind::Function => "function".into(),
         TypeKind::Base(_) => "<unnamed base type>".into(),

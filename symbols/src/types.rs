@@ -33,6 +33,8 @@ pub enum TypeKind {
     Pointer(Option<TypeId>),
     Struct(Vec<Member>),
     Union(Vec<Member>),
+    /// A Rust enum: one of several variants, chosen by a discriminant.
+    Variants(Variants),
     Enum(Enum),
     Array(Array),
     /// A typedef of `target` (`None`: of `void`).
@@ -88,6 +90,46 @@ pub struct BitField {
     pub bit_size: u64,
 }
 
+/// A Rust enum's variants (DWARF's `DW_TAG_variant_part`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variants {
+    /// The field whose value says which variant a value holds; `None` for an enum with a single
+    /// variant.
+    pub discriminant: Option<Member>,
+    /// The discriminant's size in bytes.
+    pub discriminant_size: Option<u64>,
+    pub variants: Vec<Variant>,
+}
+
+/// One variant of a Rust enum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// The discriminant value that selects this variant, as the discriminant's bits; `None` for
+    /// the variant taken when no other matches (the one holding data in a niche-filled enum).
+    pub discr_value: Option<u64>,
+    /// The variant as a member: named as the variant, typed as a struct of its fields.
+    pub member: Member,
+}
+
+impl Variants {
+    /// The variant a value whose discriminant field holds `discriminant` (read as an unsigned
+    /// integer of `discriminant_size` bytes) is.
+    pub fn select(&self, discriminant: u64) -> Option<&Variant> {
+        let mask = match self.discriminant_size {
+            Some(size @ 1..=7) => (1u64 << (size * 8)) - 1,
+            _ => u64::MAX,
+        };
+        let matches = |v: &&Variant| {
+            v.discr_value
+                .is_some_and(|d| (d ^ discriminant) & mask == 0)
+        };
+        self.variants
+            .iter()
+            .find(matches)
+            .or_else(|| self.variants.iter().find(|v| v.discr_value.is_none()))
+    }
+}
+
 /// An enumeration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Enum {
@@ -119,6 +161,12 @@ impl Type {
             TypeKind::Struct(members) | TypeKind::Union(members) => {
                 members.iter().filter_map(|m| m.ty).collect()
             }
+            TypeKind::Variants(variants) => variants
+                .discriminant
+                .iter()
+                .chain(variants.variants.iter().map(|v| &v.member))
+                .filter_map(|m| m.ty)
+                .collect(),
             TypeKind::Pointer(target)
             | TypeKind::Typedef(target)
             | TypeKind::Qualified(_, target) => target.iter().copied().collect(),

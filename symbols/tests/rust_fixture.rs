@@ -5,6 +5,7 @@
 mod common;
 
 use common::{have, nm, rustc, Facts};
+use object::{Object, ObjectSection};
 use symbols::{Encoding, Image, TypeKind};
 
 #[test]
@@ -133,4 +134,68 @@ fn load_bias_of_a_running_pie() {
     let outer = frames.last().expect("line information for main");
     assert_eq!(outer.function.as_deref(), Some("klog_fixture::main"));
     assert!(outer.file.as_deref().unwrap().ends_with("rust_fixture.rs"));
+}
+
+/// `size` bytes at link-time `address`, from the section that holds them in the file.
+fn initial_bytes(file: &object::File<'_>, address: u64, size: u64) -> Vec<u8> {
+    let section = file
+        .sections()
+        .find(|s| s.address() <= address && address + size <= s.address() + s.size())
+        .expect("a section holds the static");
+    let data = section.data().unwrap();
+    let start = (address - section.address()) as usize;
+    data[start..start + size as usize].to_vec()
+}
+
+fn le(bytes: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    word[..bytes.len()].copy_from_slice(bytes);
+    u64::from_le_bytes(word)
+}
+
+/// Rust enums: the variant their discriminant selects, read from the statics' initial bytes
+/// with the model, is the one the program's own `Debug` names; and the fields are right.
+#[test]
+fn rust_enums_select_the_variant_the_program_holds() {
+    if !have("rustc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = rustc(dir.path(), "klog_fixture");
+    let facts = Facts::of(&program);
+    let elf = std::fs::read(&program).unwrap();
+    let file = object::File::parse(&*elf).unwrap();
+    let image = Image::open(&program).unwrap();
+    for name in ["MODE", "STOPPED", "MAYBE", "NICHE"] {
+        let var = image
+            .variable(&format!("klog_fixture::state::{name}"))
+            .unwrap()
+            .unwrap();
+        let ty = var.ty.unwrap();
+        let size = image.size_of(ty).unwrap().unwrap();
+        let bytes = initial_bytes(&file, var.address.unwrap(), size);
+        let TypeKind::Variants(variants) = &image.type_(ty).unwrap().kind else {
+            panic!("{name} is not a Rust enum")
+        };
+        let discriminant = variants.discriminant.as_ref().expect("a discriminant");
+        let at = discriminant.offset as usize;
+        let width = variants.discriminant_size.unwrap() as usize;
+        let variant = variants.select(le(&bytes[at..at + width])).unwrap();
+        let expected = facts.text(&format!("variant {name}"));
+        assert_eq!(variant.member.name.as_deref(), Some(expected), "{name}");
+
+        // The held fields: Busy(5) and Stopped { code: -3 }.
+        let fields = image.type_(variant.member.ty.unwrap()).unwrap();
+        let field = |field: &str, width: usize| {
+            let member = fields.member(field).unwrap();
+            let at = (variant.member.offset + member.offset) as usize;
+            le(&bytes[at..at + width])
+        };
+        match name {
+            "MODE" => assert_eq!(field("__0", 8), 5),
+            "STOPPED" => assert_eq!(field("code", 4) as u32 as i32, -3),
+            "MAYBE" => assert_eq!(field("__0", 4), 7),
+            _ => {}
+        }
+    }
 }

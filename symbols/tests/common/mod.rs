@@ -89,6 +89,12 @@ impl Facts {
         )
     }
 
+    pub fn text(&self, key: &str) -> &str {
+        self.0
+            .get(key)
+            .unwrap_or_else(|| panic!("fixture did not print {key:?}"))
+    }
+
     pub fn get(&self, key: &str) -> u64 {
         let value = self
             .0

@@ -2,7 +2,8 @@
 //! atomic and raw-pointer fields, and a static inside a module path. Built with rustc by the
 //! symbols tests; when run it prints the layout as the compiler knows it (`offset_of!`,
 //! `size_of`) and the run-time addresses of the statics, which the tests compare with what the
-//! symbols crate reads from the DWARF and the ELF symbol table.
+//! symbols crate reads from the DWARF and the ELF symbol table. Its enum statics print the
+//! variant they hold.
 
 pub mod layout {
     use std::ffi::c_char;
@@ -35,6 +36,21 @@ pub mod registry {
     pub static EVENTS_SEEN: AtomicU64 = AtomicU64::new(7);
 }
 
+pub mod state {
+    /// Rust enums: a tagged one, a small `Option`, and one whose `None` is a niche.
+    #[derive(Debug)]
+    pub enum Mode {
+        Idle,
+        Busy(u64),
+        Stopped { code: i32 },
+    }
+
+    pub static MODE: Mode = Mode::Busy(5);
+    pub static STOPPED: Mode = Mode::Stopped { code: -3 };
+    pub static MAYBE: Option<u32> = Some(7);
+    pub static NICHE: Option<&u8> = None;
+}
+
 #[no_mangle]
 pub static KLOGS: [layout::KLog; 5] = [layout::EMPTY; 5];
 
@@ -57,6 +73,16 @@ fn main() {
         std::ptr::addr_of!(registry::EVENTS_SEEN) as usize
     );
     println!("address main {:#x}", main as fn() as usize);
+    // The variant each enum static holds, as Debug names it.
+    for (name, debug) in [
+        ("MODE", format!("{:?}", state::MODE)),
+        ("STOPPED", format!("{:?}", state::STOPPED)),
+        ("MAYBE", format!("{:?}", state::MAYBE)),
+        ("NICHE", format!("{:?}", state::NICHE)),
+    ] {
+        let variant: String = debug.chars().take_while(|c| c.is_alphanumeric()).collect();
+        println!("variant {name} {variant}");
+    }
     KLOGS[2].next_write.fetch_add(1, Ordering::Relaxed);
     registry::EVENTS_SEEN.fetch_add(1, Ordering::Relaxed);
 }
