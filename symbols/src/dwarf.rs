@@ -394,7 +394,15 @@ impl DebugInfo {
             TypeKind::Struct(members) if unit.is_rust() => rust_wrapper(name.as_deref(), members),
             _ => None,
         };
+        let path = match (
+            &name,
+            unit.namespace_of(&self.dwarf, in_unit).map_err(&error)?,
+        ) {
+            (Some(name), Some(namespace)) => Some(format!("{namespace}::{name}")),
+            _ => None,
+        };
         Ok(Type {
+            path,
             name,
             byte_size,
             kind,

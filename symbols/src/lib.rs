@@ -21,6 +21,7 @@ mod image;
 mod index;
 mod lines;
 mod names;
+mod namespaces;
 mod sections;
 mod symtab;
 mod types;

@@ -25,7 +25,7 @@ fn name(debug: &DebugInfo, id: Option<TypeId>, budget: usize) -> Result<String> 
         TypeKind::Enum(_) => "enum ",
         _ => "",
     };
-    if let Some(name) = &ty.name {
+    if let Some(name) = ty.path.as_ref().or(ty.name.as_ref()) {
         return Ok(format!("{keyword}{name}"));
     }
     Ok(match &ty.kind {

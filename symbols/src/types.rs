@@ -11,6 +11,9 @@ pub struct TypeId(pub u64);
 pub struct Type {
     /// The name as the producer gave it (`_KLog`, `u64`, `*const i8`); `None` when anonymous.
     pub name: Option<String>,
+    /// The name with the namespaces it is in, for a type in a namespace (Rust):
+    /// `core::sync::atomic::AtomicU64`.
+    pub path: Option<String>,
     /// `DW_AT_byte_size`, when given. Use [`crate::Image::size_of`] for the size of any type.
     pub byte_size: Option<u64>,
     pub kind: TypeKind,

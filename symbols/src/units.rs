@@ -9,17 +9,38 @@ use gimli::{DebugInfoOffset, UnitHeader, UnitOffset};
 
 use crate::bytes::Reader;
 use crate::error::{Error, Result};
+use crate::namespaces::Namespaces;
 
 /// A unit, parsed.
 #[derive(Debug)]
 pub(crate) struct ParsedUnit {
     pub(crate) unit: gimli::Unit<Reader>,
     pub(crate) language: Option<gimli::DwLang>,
+    /// Read on first use, for Rust units only.
+    namespaces: OnceLock<gimli::Result<Namespaces>>,
 }
 
 impl ParsedUnit {
     pub(crate) fn is_rust(&self) -> bool {
         self.language == Some(gimli::DW_LANG_Rust)
+    }
+
+    /// The namespace path of the DIE at unit offset `offset`, in a Rust unit.
+    pub(crate) fn namespace_of(
+        &self,
+        dwarf: &gimli::Dwarf<Reader>,
+        offset: UnitOffset<usize>,
+    ) -> gimli::Result<Option<&str>> {
+        if !self.is_rust() {
+            return Ok(None);
+        }
+        match self
+            .namespaces
+            .get_or_init(|| Namespaces::read(dwarf, &self.unit))
+        {
+            Ok(namespaces) => Ok(namespaces.path_of(offset.0)),
+            Err(error) => Err(*error),
+        }
     }
 }
 
@@ -123,7 +144,11 @@ impl Units {
                         _ => None,
                     }
                 };
-                Ok(Arc::new(ParsedUnit { unit, language }))
+                Ok(Arc::new(ParsedUnit {
+                    unit,
+                    language,
+                    namespaces: OnceLock::new(),
+                }))
             })
             .clone()
     }

@@ -42,7 +42,10 @@ fn check(program: &std::path::Path) {
     let klogs = image.variable("KLOGS").unwrap().unwrap();
     assert_eq!(klogs.address, Some(nm["KLOGS"]));
     let array = klogs.ty.unwrap();
-    assert_eq!(image.type_name(array).unwrap(), "[KLog; 5]");
+    assert_eq!(
+        image.type_name(array).unwrap(),
+        "[klog_fixture::layout::KLog; 5]"
+    );
     assert_eq!(
         image.size_of(array).unwrap(),
         Some(facts.get("sizeof KLOGS"))
@@ -55,6 +58,10 @@ fn check(program: &std::path::Path) {
         .unwrap();
     assert_eq!(image.size_of(klog).unwrap(), Some(facts.get("sizeof KLog")));
     let klog = image.type_(klog).unwrap();
+    assert_eq!(
+        (klog.name.as_deref(), klog.path.as_deref()),
+        (Some("KLog"), Some("klog_fixture::layout::KLog"))
+    );
     for member in ["subsystem", "name", "buffer", "next_write", "flags"] {
         assert_eq!(
             klog.member(member).unwrap().offset,
@@ -65,7 +72,10 @@ fn check(program: &std::path::Path) {
 
     // AtomicU64 prints as its u64, AtomicPtr<u64> as its pointer.
     let subsystem = klog.member("subsystem").unwrap().ty.unwrap();
-    assert_eq!(image.type_name(subsystem).unwrap(), "AtomicU64");
+    assert_eq!(
+        image.type_name(subsystem).unwrap(),
+        "core::sync::atomic::AtomicU64"
+    );
     let value = image.type_(image.value_type(subsystem).unwrap()).unwrap();
     assert_eq!(value.kind, TypeKind::Base(Encoding::Unsigned));
     assert_eq!(
