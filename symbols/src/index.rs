@@ -17,6 +17,7 @@ use rayon::prelude::*;
 
 use crate::bytes::Reader;
 use crate::error::{Error, Result};
+use crate::skim::Skim;
 use crate::units::{ParsedUnit, Units};
 
 /// A DIE that may be what a name lookup wants.
@@ -187,6 +188,28 @@ impl NameIndex {
     }
 }
 
+/// A fast cursor over the entries of `unit`, which starts at `unit_offset` in `.debug_info`;
+/// `None` if the unit's extent is not inside the section.
+fn skim_unit<'a>(
+    dwarf: &'a gimli::Dwarf<Reader>,
+    unit: &'a gimli::Unit<Reader>,
+    unit_offset: u64,
+) -> Option<Skim<'a>> {
+    use gimli::{Endianity, Reader as _, Section};
+    let section = dwarf.debug_info.reader();
+    let start = usize::try_from(unit_offset).ok()?;
+    let header_size = unit.header.header_size();
+    let end = start.checked_add(unit.header.length_including_self())?;
+    let entries = section.bytes().get(start.checked_add(header_size)?..end)?;
+    Some(Skim::new(
+        entries,
+        header_size,
+        &unit.abbreviations,
+        unit.encoding(),
+        section.endian().is_big_endian(),
+    ))
+}
+
 /// The DIEs in one unit that may carry `name` (for a name index that only names the unit).
 pub(crate) fn in_unit(
     kind: Kind,
@@ -255,17 +278,10 @@ fn scan(
     let mut names = Vec::new();
     let mut scopes: Vec<(isize, Scope)> = Vec::new();
     let mut locals = 0usize;
-    let mut entries = unit
-        .entries_raw(None)
-        .map_err(|e| error_at(gimli::UnitOffset(0), e))?;
-    while !entries.is_empty() {
-        let depth = entries.next_depth();
-        let offset = entries.next_offset();
-        let abbrev = match entries.read_abbreviation() {
-            Ok(Some(abbrev)) => abbrev,
-            Ok(None) => continue,
-            Err(e) => return Err(error_at(offset, e)),
-        };
+    let mut skim = skim_unit(dwarf, unit, unit_offset)
+        .ok_or_else(|| error_at(gimli::UnitOffset(0), gimli::Error::OffsetOutOfBounds))?;
+    while let Some(die) = skim.next().map_err(|e| error_at(skim.offset(), e))? {
+        let (depth, offset, abbrev) = (die.depth, die.offset, die.abbreviation);
         while let Some(&(open_depth, scope)) = scopes.last() {
             if open_depth < depth {
                 break;
@@ -298,10 +314,9 @@ fn scan(
             };
         let mut die = Names::default();
         if interesting {
-            for spec in abbrev.attributes() {
-                let attr = entries
-                    .read_attribute(*spec)
-                    .map_err(|e| error_at(offset, e))?;
+            let entry = unit.entry(offset).map_err(|e| error_at(offset, e))?;
+            let mut attrs = entry.attrs();
+            while let Some(attr) = attrs.next().map_err(|e| error_at(offset, e))? {
                 match attr.name() {
                     dw::DW_AT_name => die.name = raw_string(dwarf, unit, attr.value()),
                     dw::DW_AT_linkage_name | dw::DW_AT_MIPS_linkage_name => {
@@ -317,10 +332,6 @@ fn scan(
                     _ => {}
                 }
             }
-        } else {
-            entries
-                .skip_attributes(abbrev.attributes())
-                .map_err(|e| error_at(offset, e))?;
         }
         let die_offset = unit_offset + offset.0 as u64;
         let mut scope = if depth == 0 {

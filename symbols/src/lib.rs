@@ -23,6 +23,7 @@ mod lines;
 mod names;
 mod namespaces;
 mod sections;
+mod skim;
 mod symtab;
 mod types;
 mod units;
