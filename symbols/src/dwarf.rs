@@ -24,13 +24,12 @@ use crate::units::{ParsedUnit, Units};
 pub(crate) const MAX_CHAIN: usize = 64;
 
 /// A global variable as DWARF describes it. Addresses are link-time here; `Image` adds the bias.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub(crate) struct RawVariable {
     pub(crate) name: Option<String>,
     pub(crate) linkage_name: Option<String>,
     pub(crate) address: Option<u64>,
     pub(crate) ty: Option<TypeId>,
-    pub(crate) die: u64,
 }
 
 /// The DWARF of one file, read on demand.
@@ -194,7 +193,6 @@ impl DebugInfo {
             linkage_name: None,
             address: None,
             ty: None,
-            die,
         };
         // A definition may carry only its location and point to its declaration for the rest.
         let mut next = Some(die);
