@@ -243,6 +243,44 @@ fn compressed_sections() {
     check_image(&Image::open(&program).unwrap(), &program);
 }
 
+/// The old GNU form: sections renamed `.zdebug_*`, each starting with "ZLIB" and its size.
+#[test]
+fn gnu_zdebug_sections() {
+    if !have("gcc") || !have("readelf") {
+        return;
+    }
+    let dir = temp();
+    let program = gcc(dir.path(), "klog", &["-g", "-gz=zlib-gnu"]);
+    let sections = run(Command::new("readelf").arg("-SW").arg(&program));
+    assert!(
+        sections.contains(".zdebug_info"),
+        "gcc wrote no .zdebug_info"
+    );
+    check_image(&Image::open(&program).unwrap(), &program);
+}
+
+/// zstd-compressed sections (ELFCOMPRESS_ZSTD), as `objcopy --compress-debug-sections=zstd`
+/// writes them (and as distribution kernels ship).
+#[test]
+fn zstd_compressed_sections() {
+    if !have("gcc") || !have("objcopy") || !have("readelf") {
+        return;
+    }
+    let dir = temp();
+    let program = gcc(dir.path(), "klog", &["-g"]);
+    let compressed = dir.path().join("klog.zstd");
+    run(Command::new("objcopy")
+        .arg("--compress-debug-sections=zstd")
+        .arg(&program)
+        .arg(&compressed));
+    let details = run(Command::new("readelf").arg("-t").arg(&compressed));
+    assert!(
+        details.contains("ZSTD"),
+        "objcopy did not compress with zstd"
+    );
+    check_image(&Image::open(&compressed).unwrap(), &program);
+}
+
 #[test]
 fn load_bias_moves_every_address() {
     if !have("gcc") {

@@ -172,7 +172,18 @@ fn mutated_gcc_dwarf_gives_errors_not_panics() {
     ] {
         let program = common::gcc(dir.path(), name, flags);
         let errors = mutate(&program, 1500, C_VARIABLES, C_TYPES);
-        // The same with a .debug_names index to corrupt too.
+        // The same recompressed with zstd, and with a .debug_names index to corrupt too.
+        if name == "dwarf5" && common::have("objcopy") {
+            let zstd = dir.path().join("zstd");
+            common::run(
+                std::process::Command::new("objcopy")
+                    .arg("--compress-debug-sections=zstd")
+                    .arg(&program)
+                    .arg(&zstd),
+            );
+            let errors = mutate(&zstd, 1500, C_VARIABLES, C_TYPES);
+            assert!(errors > 100, "zstd: only {errors} errors");
+        }
         if name == "dwarf5" && common::have("gdb-add-index") {
             common::run(
                 std::process::Command::new("gdb-add-index")
