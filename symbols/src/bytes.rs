@@ -1,0 +1,111 @@
+//! Shared, immutable byte buffers that gimli can read without copying.
+//!
+//! A section's bytes live either in the file's memory map or, for a compressed section, in the
+//! buffer it was decompressed into. [`Bytes`] is a cheap handle on a sub-range of one of those
+//! buffers; gimli's `EndianReader` over it gives zero-copy parsing with no lifetime tied to the
+//! [`crate::Image`].
+
+use std::fmt;
+use std::ops::{Deref, Range};
+use std::sync::Arc;
+
+use memmap2::Mmap;
+
+/// Where bytes live.
+pub(crate) enum Buffer {
+    /// A read-only memory map of a file.
+    Map(Mmap),
+    /// Bytes owned in memory (a decompressed section, or an image given as bytes).
+    Owned(Vec<u8>),
+}
+
+impl Buffer {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Buffer::Map(map) => map,
+            Buffer::Owned(vec) => vec,
+        }
+    }
+}
+
+/// A sub-range of a shared [`Buffer`].
+#[derive(Clone)]
+pub(crate) struct Bytes {
+    buffer: Arc<Buffer>,
+    range: Range<usize>,
+}
+
+impl Bytes {
+    /// All of `buffer`.
+    pub(crate) fn new(buffer: Buffer) -> Bytes {
+        let len = buffer.as_slice().len();
+        Bytes {
+            buffer: Arc::new(buffer),
+            range: 0..len,
+        }
+    }
+
+    /// The empty buffer, for absent sections.
+    pub(crate) fn empty() -> Bytes {
+        Bytes::new(Buffer::Owned(Vec::new()))
+    }
+
+    /// `len` bytes at `offset` within these bytes, or `None` if that is out of range.
+    pub(crate) fn slice(&self, offset: u64, len: u64) -> Option<Bytes> {
+        let start = self
+            .range
+            .start
+            .checked_add(usize::try_from(offset).ok()?)?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        if end > self.range.end {
+            return None;
+        }
+        Some(Bytes {
+            buffer: Arc::clone(&self.buffer),
+            range: start..end,
+        })
+    }
+}
+
+impl Bytes {
+    /// Asks the kernel to map all these bytes now, if they are file-backed: one call instead of
+    /// a page fault every few pages when a parser walks through them. Only a hint; failure
+    /// (an old kernel) changes nothing but speed.
+    pub(crate) fn prefault(&self) {
+        if let Buffer::Map(map) = &*self.buffer {
+            let _ = map.advise_range(
+                memmap2::Advice::PopulateRead,
+                self.range.start,
+                self.range.len(),
+            );
+        }
+    }
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // The range was checked against the buffer when this handle was made.
+        self.buffer
+            .as_slice()
+            .get(self.range.clone())
+            .unwrap_or(&[])
+    }
+}
+
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Bytes({:#x}..{:#x})", self.range.start, self.range.end)
+    }
+}
+
+// SAFETY: the bytes are owned by the `Arc`ed buffer (a memory map or a heap vector), which never
+// moves or changes while any handle exists, so the address `deref` returns is the same for a
+// handle, its moves and its clones.
+unsafe impl stable_deref_trait::StableDeref for Bytes {}
+// SAFETY: as above; a clone shares the same buffer and range.
+unsafe impl stable_deref_trait::CloneStableDeref for Bytes {}
+
+/// The reader all DWARF parsing in this crate uses.
+pub(crate) type Reader = gimli::EndianReader<gimli::RunTimeEndian, Bytes>;

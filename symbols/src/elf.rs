@@ -1,0 +1,110 @@
+//! One ELF file, parsed once on open: its symbols, where its debug sections are, and what names
+//! a separate debug file for it would have. The `object::File` itself is not kept: everything
+//! later is read from the memory map by file range.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use object::{CompressedFileRange, Object, ObjectSection};
+
+use crate::bytes::{Buffer, Bytes};
+use crate::error::{Error, Result};
+use crate::symtab::SymbolTable;
+
+/// An opened ELF file.
+#[derive(Debug)]
+pub(crate) struct ElfFile {
+    pub(crate) path: PathBuf,
+    pub(crate) data: Bytes,
+    pub(crate) little_endian: bool,
+    /// A relocatable object (`.o`, a kernel module): its DWARF is only right once relocated.
+    pub(crate) relocatable: bool,
+    /// Read on first use: opening for DWARF alone need not read every symbol.
+    symbols: OnceLock<SymbolTable>,
+    /// `.debug_*` sections (also when stored as GNU `.zdebug_*`), by their `.debug_` name.
+    debug_sections: HashMap<String, CompressedFileRange>,
+    pub(crate) build_id: Option<Vec<u8>>,
+    /// File name and CRC-32 from `.gnu_debuglink`.
+    pub(crate) debuglink: Option<(String, u32)>,
+}
+
+impl ElfFile {
+    /// Maps `path` read-only and parses its headers.
+    pub(crate) fn open(path: &Path) -> Result<ElfFile> {
+        let io_error = |source| Error::Io {
+            path: path.to_owned(),
+            source: Arc::new(source),
+        };
+        let file = File::open(path).map_err(io_error)?;
+        // SAFETY: the map is read-only. Like every tool that maps its input, we rely on nobody
+        // truncating the file while it is open; all parsing is bounds-checked against the
+        // length seen at map time.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_error)?;
+        ElfFile::parse(path.to_owned(), Bytes::new(Buffer::Map(map)))
+    }
+
+    /// Parses an ELF image held in memory; `path` is only used to name it in errors.
+    pub(crate) fn parse(path: PathBuf, data: Bytes) -> Result<ElfFile> {
+        let elf_error = |what: String| Error::Elf {
+            path: path.clone(),
+            what,
+        };
+        let file = object::File::parse(&*data).map_err(|e| elf_error(e.to_string()))?;
+        if file.format() != object::BinaryFormat::Elf {
+            return Err(elf_error(format!("{:?} file, not ELF", file.format())));
+        }
+        let mut debug_sections = HashMap::new();
+        for section in file.sections() {
+            let Ok(name) = section.name() else { continue };
+            let name = match name.strip_prefix(".zdebug_") {
+                Some(rest) => format!(".debug_{rest}"),
+                None if name.starts_with(".debug_") => name.to_owned(),
+                None => continue,
+            };
+            let range = section
+                .compressed_file_range()
+                .map_err(|e| elf_error(format!("section {name}: {e}")))?;
+            debug_sections.entry(name).or_insert(range);
+        }
+        let build_id = file
+            .build_id()
+            .map_err(|e| elf_error(format!("build-id note: {e}")))?
+            .map(<[u8]>::to_vec);
+        let debuglink = file
+            .gnu_debuglink()
+            .map_err(|e| elf_error(format!(".gnu_debuglink: {e}")))?
+            .map(|(name, crc)| (String::from_utf8_lossy(name).into_owned(), crc));
+        let little_endian = file.is_little_endian();
+        let relocatable = file.kind() == object::ObjectKind::Relocatable;
+        Ok(ElfFile {
+            path,
+            data,
+            little_endian,
+            relocatable,
+            symbols: OnceLock::new(),
+            debug_sections,
+            build_id,
+            debuglink,
+        })
+    }
+
+    pub(crate) fn symbols(&self) -> &SymbolTable {
+        self.symbols.get_or_init(|| {
+            // The file parsed when it was opened, and its bytes have not changed since.
+            object::File::parse(&*self.data)
+                .map(|file| SymbolTable::read(&file))
+                .unwrap_or_default()
+        })
+    }
+
+    pub(crate) fn has_debug_info(&self) -> bool {
+        self.debug_sections.contains_key(".debug_info")
+    }
+
+    /// Where section `name` is in the file, and whether it is compressed.
+    pub(crate) fn debug_section(&self, name: &str) -> Option<CompressedFileRange> {
+        self.debug_sections.get(name).copied()
+    }
+}

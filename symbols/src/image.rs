@@ -1,0 +1,239 @@
+//! [`Image`]: one ELF image with its symbols and debug information, and the load bias that moves
+//! its link-time addresses to where they are at run time.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use crate::bytes::{Buffer, Bytes};
+use crate::debug_file;
+use crate::dwarf::{DebugInfo, MAX_CHAIN};
+use crate::elf::ElfFile;
+use crate::error::{Error, Result};
+use crate::lines::{Frame, Lines};
+use crate::names;
+use crate::sections::Sections;
+use crate::symtab::Symbol;
+use crate::types::{Type, TypeId, TypeKind};
+
+/// Where to look for separate debug files.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Directories searched for `.build-id/xx/yyyy.debug` and for debuglink files under the
+    /// image's own path, as gdb's `debug-file-directory`. Default: `/usr/lib/debug`.
+    pub debug_dirs: Vec<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+        }
+    }
+}
+
+/// A global variable, with its run-time address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variable {
+    pub name: Option<String>,
+    pub linkage_name: Option<String>,
+    /// Link-time address plus the load bias; `None` for a declaration, a thread-local or a
+    /// variable the compiler did not give a fixed address.
+    pub address: Option<u64>,
+    pub ty: Option<TypeId>,
+}
+
+/// An ELF image (kernel, program, library) and what its symbols and DWARF say.
+///
+/// Opening reads only the ELF headers and symbol table. DWARF is read on the first question
+/// that needs it, and then only as much as that question needs.
+#[derive(Debug)]
+pub struct Image {
+    file: Arc<ElfFile>,
+    /// The file the DWARF comes from: the image, or its separate debug file.
+    debug_file: Option<Arc<ElfFile>>,
+    bias: u64,
+    debug: OnceLock<Result<DebugInfo>>,
+    lines: Lines,
+}
+
+impl Image {
+    /// Opens `path`, looking for a separate debug file in `/usr/lib/debug` if it has no DWARF.
+    pub fn open(path: impl AsRef<Path>) -> Result<Image> {
+        Image::open_with(path, &Options::default())
+    }
+
+    /// Opens `path` with `options`.
+    pub fn open_with(path: impl AsRef<Path>, options: &Options) -> Result<Image> {
+        let file = ElfFile::open(path.as_ref())?;
+        let debug_file = if file.has_debug_info() {
+            None
+        } else {
+            debug_file::find(&file, &options.debug_dirs)
+        };
+        Ok(Image::new(file, debug_file))
+    }
+
+    /// An image held in memory (no separate debug file is looked for); `name` names it in
+    /// errors.
+    pub fn from_bytes(name: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<Image> {
+        let file = ElfFile::parse(name.into(), Bytes::new(Buffer::Owned(bytes)))?;
+        Ok(Image::new(file, None))
+    }
+
+    fn new(file: ElfFile, separate: Option<ElfFile>) -> Image {
+        let file = Arc::new(file);
+        let debug_file = match separate {
+            Some(debug) => Some(Arc::new(debug)),
+            None if file.has_debug_info() => Some(Arc::clone(&file)),
+            None => None,
+        };
+        Image {
+            file,
+            debug_file,
+            bias: 0,
+            debug: OnceLock::new(),
+            lines: Lines::new(),
+        }
+    }
+
+    /// The image's path.
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    /// The file DWARF is read from: the image itself or its separate debug file.
+    pub fn debug_path(&self) -> Option<&Path> {
+        self.debug_file.as_ref().map(|f| f.path.as_path())
+    }
+
+    /// The GNU build-id note, if the image has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.file.build_id.as_deref()
+    }
+
+    /// The load bias: run-time address minus link-time address. Added to every address this
+    /// image reports, subtracted from every address it is asked about. A PIE program's load
+    /// base, or a kernel's KASLR offset. Addresses wrap modulo 2^64, so a bias below the link
+    /// address is given as its two's complement.
+    pub fn load_bias(&self) -> u64 {
+        self.bias
+    }
+
+    pub fn set_load_bias(&mut self, bias: u64) {
+        self.bias = bias;
+    }
+
+    /// The ELF symbol table in use: the image's own, or the debug file's if the image has
+    /// none (a fully stripped program with its symbols kept in the debug file).
+    fn symbol_file(&self) -> &ElfFile {
+        match &self.debug_file {
+            Some(debug) if self.file.symbols().is_empty() => debug,
+            _ => &self.file,
+        }
+    }
+
+    /// The ELF symbol `name` (as stored, so mangled for Rust and C++).
+    pub fn symbol(&self, name: &str) -> Option<Symbol> {
+        self.symbol_file().symbols().by_name(name, self.bias)
+    }
+
+    /// The ELF symbol containing run-time `address`, and the offset of `address` in it.
+    pub fn symbolize(&self, address: u64) -> Option<(Symbol, u64)> {
+        self.symbol_file()
+            .symbols()
+            .containing(address.wrapping_sub(self.bias), self.bias)
+    }
+
+    fn debug(&self) -> Result<&DebugInfo> {
+        self.debug
+            .get_or_init(|| match &self.debug_file {
+                Some(file) if file.relocatable => Err(Error::Elf {
+                    path: file.path.clone(),
+                    what: "relocatable object: its DWARF needs relocations applied, which this \
+                           crate does not do"
+                        .into(),
+                }),
+                Some(file) => DebugInfo::new(Sections::new(Arc::clone(file))),
+                None => Err(Error::NoDebugInfo {
+                    path: self.file.path.clone(),
+                }),
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The global variable called `name`: a plain name (`KLogs`), a Rust path
+    /// (`klog_runtime::layout::KLOGS`) or a linkage name. A definition is preferred to a
+    /// declaration. `Ok(None)` when no unit has it.
+    pub fn variable(&self, name: &str) -> Result<Option<Variable>> {
+        let Some(raw) = self.debug()?.variable(name)? else {
+            return Ok(None);
+        };
+        Ok(Some(Variable {
+            name: raw.name,
+            linkage_name: raw.linkage_name,
+            address: raw.address.map(|a| a.wrapping_add(self.bias)),
+            ty: raw.ty,
+        }))
+    }
+
+    /// The type called `name`: `struct _KLog`, `KLog` (a typedef), `int`, or a Rust path
+    /// (`klog_runtime::layout::KLog`). A complete type is preferred to a declaration.
+    pub fn type_by_name(&self, name: &str) -> Result<Option<TypeId>> {
+        self.debug()?.type_by_name(name)
+    }
+
+    /// The type `id`.
+    pub fn type_(&self, id: TypeId) -> Result<Arc<Type>> {
+        self.debug()?.type_(id)
+    }
+
+    /// `sizeof`: the size in bytes of `id`. `None` for `void`, functions and arrays of unknown
+    /// length.
+    pub fn size_of(&self, id: TypeId) -> Result<Option<u64>> {
+        self.debug()?.size_of(id)
+    }
+
+    /// The type `id` is to be printed as: typedefs and qualifiers removed, and Rust's
+    /// transparent wrappers (`AtomicU64`, `UnsafeCell<T>`, ...) replaced by what they hold.
+    pub fn value_type(&self, id: TypeId) -> Result<TypeId> {
+        let debug = self.debug()?;
+        let mut id = id;
+        for _ in 0..MAX_CHAIN {
+            let ty = debug.type_(id)?;
+            let next = match (&ty.kind, ty.transparent) {
+                (_, Some(inner)) => Some(inner),
+                (TypeKind::Typedef(target) | TypeKind::Qualified(_, target), _) => *target,
+                _ => None,
+            };
+            match next {
+                Some(next) => id = next,
+                None => return Ok(id),
+            }
+        }
+        Err(debug.malformed(id.0, "type references form a cycle"))
+    }
+
+    /// The name of type `id` as C (or Rust) writes it: `struct _KLog`, `int64_t *`, `KLog [5]`.
+    pub fn type_name(&self, id: TypeId) -> Result<String> {
+        names::type_name(self.debug()?, Some(id))
+    }
+
+    /// Function, file and line at run-time `address`, innermost inlined frame first. Empty when
+    /// the DWARF has no line information for it.
+    pub fn frames(&self, address: u64) -> Result<Vec<Frame>> {
+        let debug = self.debug()?;
+        self.lines
+            .frames(&debug.sections, address.wrapping_sub(self.bias))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// kcrash may share one image between threads (plugins, a pager).
+    #[test]
+    fn image_is_send_and_sync() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<super::Image>();
+    }
+}

@@ -1,0 +1,451 @@
+//! The name index: which DIEs define a global variable or a type of a given name. Built on the
+//! first lookup by walking every unit's DIEs (in parallel over units) and reading only the
+//! attributes that name things; nothing else is parsed.
+//!
+//! A variable is indexed under its plain name, its namespace path (`crate::module::NAME`, for
+//! Rust) and its linkage name. A type is indexed under its name, its namespace path, and for C
+//! also as `struct NAME`, `union NAME` or `enum NAME`.
+//!
+//! Names are not copied: the index holds a 64-bit hash of each, computed straight from the
+//! string section (paths are hashed segment by segment as the namespaces open), sorted for
+//! binary search. A hit is confirmed against the DIE's own name when it is read.
+
+use std::path::Path;
+
+use gimli::constants as dw;
+use rayon::prelude::*;
+
+use crate::bytes::Reader;
+use crate::error::{Error, Result};
+use crate::skim::Skim;
+use crate::units::{ParsedUnit, Units};
+
+/// A DIE that may be what a name lookup wants.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Candidate {
+    /// Offset of the DIE in `.debug_info`.
+    pub(crate) die: u64,
+    /// A definition (a variable with a location, a complete type) rather than a declaration.
+    pub(crate) defined: bool,
+}
+
+/// A 64-bit hash of a name, built a `::`-separated segment at a time so that a path can be
+/// hashed as its namespaces open, without building the string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct NameHash(u64);
+
+const K: u64 = 0x517c_c1b7_2722_0a95;
+
+impl NameHash {
+    /// The hash of a looked-up name: its segments split at `::` outside angle brackets, as
+    /// the index hashed the namespaces and the name of each DIE.
+    pub(crate) fn of(name: &str) -> NameHash {
+        if let Some(name) = name.strip_prefix("struct ") {
+            return NameHash::keyword(b"struct ", name.as_bytes());
+        }
+        if let Some(name) = name.strip_prefix("union ") {
+            return NameHash::keyword(b"union ", name.as_bytes());
+        }
+        if let Some(name) = name.strip_prefix("enum ") {
+            return NameHash::keyword(b"enum ", name.as_bytes());
+        }
+        let mut hash = None;
+        let mut rest = name;
+        while let Some(end) = path_separator(rest) {
+            hash = Some(NameHash::child(hash, &rest.as_bytes()[..end]));
+            rest = &rest[end + 2..];
+        }
+        NameHash::child(hash, rest.as_bytes())
+    }
+
+    /// `prefix::name`, or `name` at the top level.
+    fn child(prefix: Option<NameHash>, name: &[u8]) -> NameHash {
+        let segment = segment(name);
+        NameHash(match prefix {
+            Some(prefix) => mix(prefix.0, segment),
+            None => segment,
+        })
+    }
+
+    /// C's `struct NAME` and the like.
+    fn keyword(keyword: &[u8], name: &[u8]) -> NameHash {
+        NameHash(mix(segment(keyword), segment(name)))
+    }
+}
+
+/// The first `::` outside angle brackets in `name`.
+fn path_separator(name: &str) -> Option<usize> {
+    let bytes = name.as_bytes();
+    let mut depth = 0i32;
+    for (i, &byte) in bytes.iter().enumerate() {
+        match byte {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn mix(hash: u64, word: u64) -> u64 {
+    (hash.rotate_left(5) ^ word).wrapping_mul(K)
+}
+
+/// Hash of one segment, eight bytes at a step.
+fn segment(bytes: &[u8]) -> u64 {
+    let mut hash = (bytes.len() as u64).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        hash = mix(hash, u64::from_le_bytes(word));
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        let mut word = [0u8; 8];
+        word[..tail.len()].copy_from_slice(tail);
+        hash = mix(hash, u64::from_le_bytes(word));
+    }
+    hash
+}
+
+impl Candidate {
+    /// One word: the offset with the `defined` flag in its top bit (no section is 2^63 long).
+    fn pack(self) -> u64 {
+        self.die | (u64::from(self.defined) << 63)
+    }
+
+    fn unpack(word: u64) -> Candidate {
+        Candidate {
+            die: word & !(1 << 63),
+            defined: word >> 63 == 1,
+        }
+    }
+}
+
+/// Which names an index holds. Each is built by its own scan on the first lookup of its kind,
+/// so finding a variable never pays for indexing every type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Global variables (outside any function or type).
+    Variables,
+    /// Named structs, classes, unions, enums, typedefs and base types.
+    Types,
+}
+
+/// Name hashes of one kind of name, to the DIEs that carry them.
+#[derive(Debug, Default)]
+pub(crate) struct NameIndex {
+    /// Sorted by hash, then packed candidate.
+    entries: Vec<(NameHash, u64)>,
+    /// Units that could not be read: a name not found may have been in them.
+    pub(crate) errors: Vec<Error>,
+}
+
+impl NameIndex {
+    pub(crate) fn build(
+        kind: Kind,
+        path: &Path,
+        dwarf: &gimli::Dwarf<Reader>,
+        units: &Units,
+    ) -> NameIndex {
+        let scanned: Vec<Result<Vec<(NameHash, u64)>>> = (0..units.len())
+            .into_par_iter()
+            .map(|i| {
+                let unit = units.parsed(dwarf, i)?;
+                scan(kind, path, dwarf, &unit, units.offset(i))
+            })
+            .collect();
+        let mut index = NameIndex::default();
+        index.errors.extend(units.header_error().cloned());
+        let total = scanned.iter().flatten().map(Vec::len).sum();
+        index.entries.reserve_exact(total);
+        for names in scanned {
+            match names {
+                Ok(names) => index.entries.extend(names),
+                Err(error) => index.errors.push(error),
+            }
+        }
+        index.entries.par_sort_unstable();
+        index
+    }
+
+    /// DIEs that may carry `name`, definitions first, each group in section order.
+    pub(crate) fn lookup(&self, name: &str) -> Vec<Candidate> {
+        let hash = NameHash::of(name);
+        let start = self.entries.partition_point(|(h, _)| *h < hash);
+        let mut found: Vec<Candidate> = self
+            .entries
+            .get(start..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|(h, _)| *h == hash)
+            .map(|&(_, candidate)| Candidate::unpack(candidate))
+            .collect();
+        found.sort_by_key(|c| !c.defined);
+        found
+    }
+}
+
+/// A fast cursor over the entries of `unit`, which starts at `unit_offset` in `.debug_info`;
+/// `None` if the unit's extent is not inside the section.
+fn skim_unit<'a>(
+    dwarf: &'a gimli::Dwarf<Reader>,
+    unit: &'a gimli::Unit<Reader>,
+    unit_offset: u64,
+) -> Option<Skim<'a>> {
+    use gimli::{Endianity, Reader as _, Section};
+    let section = dwarf.debug_info.reader();
+    let start = usize::try_from(unit_offset).ok()?;
+    let header_size = unit.header.header_size();
+    let end = start.checked_add(unit.header.length_including_self())?;
+    let entries = section.bytes().get(start.checked_add(header_size)?..end)?;
+    Some(Skim::new(
+        entries,
+        header_size,
+        &unit.abbreviations,
+        unit.encoding(),
+        section.endian().is_big_endian(),
+    ))
+}
+
+/// The DIEs in one unit that may carry `name` (for a name index that only names the unit).
+pub(crate) fn in_unit(
+    kind: Kind,
+    path: &Path,
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &ParsedUnit,
+    unit_offset: u64,
+    name: &str,
+) -> Result<Vec<Candidate>> {
+    let hash = NameHash::of(name);
+    Ok(scan(kind, path, dwarf, unit, unit_offset)?
+        .into_iter()
+        .filter(|(h, _)| *h == hash)
+        .map(|(_, candidate)| Candidate::unpack(candidate))
+        .collect())
+}
+
+/// The part of a looked-up name the DIE itself must carry: after the last `::` outside angle
+/// brackets, without a C `struct `/`union `/`enum ` keyword.
+pub(crate) fn last_segment(name: &str) -> &str {
+    let mut rest = ["struct ", "union ", "enum "]
+        .iter()
+        .find_map(|keyword| name.strip_prefix(keyword))
+        .unwrap_or(name);
+    while let Some(end) = path_separator(rest) {
+        rest = &rest[end + 2..];
+    }
+    rest
+}
+
+/// What an open DIE with children makes of the DIEs under it.
+#[derive(Clone, Copy, PartialEq)]
+enum Scope {
+    /// A namespace: everything inside has its path under this one.
+    Namespace(NameHash),
+    /// A function, type or other DIE whose children are not global names.
+    Local,
+    /// The unit itself.
+    Unit,
+}
+
+/// The naming attributes of one DIE, as raw string bytes.
+#[derive(Default)]
+struct Names {
+    name: Option<Reader>,
+    linkage_name: Option<Reader>,
+    has_location: bool,
+    declaration: bool,
+    specification: Option<gimli::UnitOffset<usize>>,
+}
+
+fn scan(
+    kind: Kind,
+    path: &Path,
+    dwarf: &gimli::Dwarf<Reader>,
+    parsed: &ParsedUnit,
+    unit_offset: u64,
+) -> Result<Vec<(NameHash, u64)>> {
+    let unit = &parsed.unit;
+    let error_at = |offset: gimli::UnitOffset<usize>, source| Error::Dwarf {
+        path: path.to_owned(),
+        section: ".debug_info",
+        offset: unit_offset + offset.0 as u64,
+        source,
+    };
+    let mut names = Vec::new();
+    let mut scopes: Vec<(isize, Scope)> = Vec::new();
+    let mut locals = 0usize;
+    let mut skim = skim_unit(dwarf, unit, unit_offset)
+        .ok_or_else(|| error_at(gimli::UnitOffset(0), gimli::Error::OffsetOutOfBounds))?;
+    while let Some(die) = skim.next().map_err(|e| error_at(skim.offset(), e))? {
+        let (depth, offset, abbrev) = (die.depth, die.offset, die.abbreviation);
+        while let Some(&(open_depth, scope)) = scopes.last() {
+            if open_depth < depth {
+                break;
+            }
+            scopes.pop();
+            if scope == Scope::Local {
+                locals -= 1;
+            }
+        }
+        // Names are only recorded outside local scopes, where the innermost scope is the unit
+        // or the innermost namespace.
+        let prefix = match scopes.last() {
+            Some(&(_, Scope::Namespace(hash))) => Some(hash),
+            _ => None,
+        };
+        let tag = abbrev.tag();
+        let interesting = locals == 0
+            && match kind {
+                Kind::Variables => matches!(tag, dw::DW_TAG_variable | dw::DW_TAG_namespace),
+                Kind::Types => matches!(
+                    tag,
+                    dw::DW_TAG_namespace
+                        | dw::DW_TAG_structure_type
+                        | dw::DW_TAG_class_type
+                        | dw::DW_TAG_union_type
+                        | dw::DW_TAG_enumeration_type
+                        | dw::DW_TAG_typedef
+                        | dw::DW_TAG_base_type
+                ),
+            };
+        let mut die = Names::default();
+        if interesting {
+            let entry = unit.entry(offset).map_err(|e| error_at(offset, e))?;
+            let mut attrs = entry.attrs();
+            while let Some(attr) = attrs.next().map_err(|e| error_at(offset, e))? {
+                match attr.name() {
+                    dw::DW_AT_name => die.name = raw_string(dwarf, unit, attr.value()),
+                    dw::DW_AT_linkage_name | dw::DW_AT_MIPS_linkage_name => {
+                        die.linkage_name = raw_string(dwarf, unit, attr.value())
+                    }
+                    dw::DW_AT_location => die.has_location = true,
+                    dw::DW_AT_declaration => die.declaration = true,
+                    dw::DW_AT_specification => {
+                        if let gimli::AttributeValue::UnitRef(target) = attr.value() {
+                            die.specification = Some(target);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let die_offset = unit_offset + offset.0 as u64;
+        let mut scope = if depth == 0 {
+            Scope::Unit
+        } else {
+            Scope::Local
+        };
+        if interesting {
+            match tag {
+                dw::DW_TAG_namespace => {
+                    let name = die.name.as_ref().map_or(&b"{anonymous}"[..], |n| n.bytes());
+                    scope = Scope::Namespace(NameHash::child(prefix, name));
+                }
+                dw::DW_TAG_variable => {
+                    if die.name.is_none() {
+                        if let Some(target) = die.specification {
+                            die.name = specification_name(dwarf, unit, target);
+                        }
+                    }
+                    let candidate = Candidate {
+                        die: die_offset,
+                        defined: die.has_location,
+                    };
+                    add(&mut names, prefix, None, &die, candidate);
+                }
+                _ => {
+                    let keyword = match tag {
+                        _ if parsed.is_rust() => None,
+                        dw::DW_TAG_structure_type | dw::DW_TAG_class_type => Some(&b"struct "[..]),
+                        dw::DW_TAG_union_type => Some(&b"union "[..]),
+                        dw::DW_TAG_enumeration_type => Some(&b"enum "[..]),
+                        _ => None,
+                    };
+                    let candidate = Candidate {
+                        die: die_offset,
+                        defined: !die.declaration,
+                    };
+                    add(&mut names, prefix, keyword, &die, candidate);
+                }
+            }
+        }
+        if abbrev.has_children() {
+            if scope == Scope::Local {
+                locals += 1;
+            }
+            scopes.push((depth, scope));
+        }
+    }
+    Ok(names)
+}
+
+/// Adds `die` under its name, its path under `prefix`, its `keyword`-prefixed C name, and its
+/// linkage name.
+fn add(
+    to: &mut Vec<(NameHash, u64)>,
+    prefix: Option<NameHash>,
+    keyword: Option<&[u8]>,
+    die: &Names,
+    candidate: Candidate,
+) {
+    let candidate = candidate.pack();
+    let name = die.name.as_ref().map(|n| n.bytes());
+    if let Some(name) = name {
+        if prefix.is_some() {
+            to.push((NameHash::child(prefix, name), candidate));
+        }
+        if let Some(keyword) = keyword {
+            to.push((NameHash::keyword(keyword, name), candidate));
+        }
+        to.push((NameHash::child(None, name), candidate));
+    }
+    if let Some(linkage) = die.linkage_name.as_ref().map(|n| n.bytes()) {
+        if name != Some(linkage) {
+            to.push((NameHash::child(None, linkage), candidate));
+        }
+    }
+}
+
+/// The name of the declaration a definition refers to with `DW_AT_specification`.
+fn specification_name(
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &gimli::Unit<Reader>,
+    target: gimli::UnitOffset<usize>,
+) -> Option<Reader> {
+    let entry = unit.entry(target).ok()?;
+    raw_string(dwarf, unit, entry.attr_value(dw::DW_AT_name).ok()??)
+}
+
+/// A string attribute's bytes. The common `DW_FORM_strp` is found with `memchr` (through
+/// `CStr`) rather than gimli's byte-at-a-time search: the scan reads a great many names.
+fn raw_string(
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &gimli::Unit<Reader>,
+    value: gimli::AttributeValue<Reader>,
+) -> Option<Reader> {
+    use gimli::Section;
+    if let gimli::AttributeValue::DebugStrRef(offset) = value {
+        let section = dwarf.debug_str.reader();
+        let tail = section.bytes().get(offset.0..)?;
+        let len = std::ffi::CStr::from_bytes_until_nul(tail)
+            .ok()?
+            .count_bytes();
+        return Some(section.range(offset.0..offset.0 + len));
+    }
+    dwarf.attr_string(unit, value).ok()
+}
+
+/// A string attribute's value; `None` when it is not a string or points outside its section.
+pub(crate) fn string(
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &gimli::Unit<Reader>,
+    value: gimli::AttributeValue<Reader>,
+) -> Option<Box<str>> {
+    use gimli::Reader as _;
+    let raw = dwarf.attr_string(unit, value).ok()?;
+    Some(raw.to_string_lossy().ok()?.into())
+}

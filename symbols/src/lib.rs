@@ -1,0 +1,38 @@
+//! Global variables, types, ELF symbols and source lines of an ELF image.
+//!
+//! ```no_run
+//! let image = symbols::Image::open("vmlinux")?;
+//! let klogs = image.variable("KLogs")?.expect("no KLogs in the image");
+//! let ty = klogs.ty.expect("KLogs has a type");
+//! println!("{} at {:#x?}, {} bytes", image.type_name(ty)?, klogs.address, image.size_of(ty)?.unwrap_or(0));
+//! # Ok::<(), symbols::Error>(())
+//! ```
+//!
+//! The image is memory-mapped; nothing of its DWARF is parsed until a question needs it, and
+//! then only the DIEs that answer it (through a name index built on first use).
+
+mod bytes;
+mod debug_file;
+mod debug_names;
+mod dwarf;
+mod elf;
+mod error;
+mod image;
+mod index;
+mod lines;
+mod names;
+mod namespaces;
+mod sections;
+mod skim;
+mod symtab;
+mod types;
+mod units;
+
+pub use error::{Error, Result};
+pub use image::{Image, Options, Variable};
+pub use lines::Frame;
+pub use symtab::{Symbol, SymbolKind};
+pub use types::{
+    Array, BitField, Encoding, Enum, Enumerator, Member, Qualifier, Type, TypeId, TypeKind,
+    Variant, Variants,
+};

@@ -1,0 +1,174 @@
+//! The ELF symbol table as two indexes: by name, and sorted by address for "which symbol is this
+//! address in". Works on stripped-of-DWARF images; it needs only `.symtab` or `.dynsym`.
+
+use std::collections::HashMap;
+
+/// What an ELF symbol names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SymbolKind {
+    /// Code (`STT_FUNC`).
+    Function,
+    /// A data object (`STT_OBJECT`).
+    Data,
+    /// Thread-local storage (`STT_TLS`); its address is an offset in the TLS block.
+    ThreadLocal,
+    /// Anything else with an address (`STT_NOTYPE` labels of assembly code, ...).
+    Other,
+}
+
+/// An ELF symbol, with its address already moved by the image's load bias.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    /// The name as stored in the symbol table (mangled for Rust and C++).
+    pub name: String,
+    /// Run-time address: the symbol's value plus the load bias.
+    pub address: u64,
+    /// Size in bytes; 0 when the producer did not say (common for assembly symbols).
+    pub size: u64,
+    /// Name of the section the symbol is defined in.
+    pub section: Option<String>,
+    pub kind: SymbolKind,
+    /// Visible outside its object file (`STB_GLOBAL` or `STB_WEAK`).
+    pub global: bool,
+}
+
+impl Symbol {
+    /// The name demangled if it is a Rust or C++ mangled name, as is otherwise.
+    pub fn demangled(&self) -> String {
+        addr2line::demangle_auto(self.name.as_str().into(), None).into_owned()
+    }
+}
+
+/// A symbol as stored: link-time address, section by index.
+#[derive(Debug)]
+struct Entry {
+    name: Box<str>,
+    address: u64,
+    size: u64,
+    section: Option<u32>,
+    kind: SymbolKind,
+    global: bool,
+}
+
+/// All defined symbols of one image.
+#[derive(Debug, Default)]
+pub(crate) struct SymbolTable {
+    /// Sorted by address, then best first among symbols at the same address.
+    by_address: Vec<Entry>,
+    /// Index into `by_address` of the best symbol of each name.
+    by_name: HashMap<Box<str>, usize>,
+    section_names: Vec<String>,
+}
+
+impl SymbolTable {
+    /// Reads `.symtab`, or `.dynsym` when there is no `.symtab`.
+    pub(crate) fn read(file: &object::File<'_>) -> SymbolTable {
+        use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable};
+
+        // By ELF section index; the iterator leaves out the null section 0.
+        let mut section_names = vec![String::new()];
+        for section in file.sections() {
+            if section_names.len() == section.index().0 {
+                section_names.push(section.name().unwrap_or("").to_owned());
+            }
+        }
+        let table = file.symbol_table().or_else(|| file.dynamic_symbol_table());
+        let mut by_address: Vec<Entry> = table
+            .into_iter()
+            .flat_map(|table| table.symbols())
+            .filter(|symbol| symbol.is_definition() || symbol.kind() == object::SymbolKind::Tls)
+            .filter_map(|symbol| {
+                let kind = match symbol.kind() {
+                    object::SymbolKind::Text => SymbolKind::Function,
+                    object::SymbolKind::Data => SymbolKind::Data,
+                    object::SymbolKind::Tls => SymbolKind::ThreadLocal,
+                    object::SymbolKind::Section | object::SymbolKind::File => return None,
+                    _ => SymbolKind::Other,
+                };
+                let name = symbol.name().ok().filter(|name| !name.is_empty())?;
+                Some(Entry {
+                    name: name.into(),
+                    address: symbol.address(),
+                    size: symbol.size(),
+                    section: symbol.section_index().and_then(|i| u32::try_from(i.0).ok()),
+                    kind,
+                    global: symbol.is_global(),
+                })
+            })
+            .collect();
+        by_address.sort_by(|a, b| {
+            a.address
+                .cmp(&b.address)
+                .then_with(|| rank(a).cmp(&rank(b)))
+        });
+        let mut by_name = HashMap::with_capacity(by_address.len());
+        for (i, entry) in by_address.iter().enumerate() {
+            by_name
+                .entry(entry.name.clone())
+                .and_modify(|best: &mut usize| {
+                    if rank(entry) < by_address.get(*best).map_or(NO_RANK, rank) {
+                        *best = i;
+                    }
+                })
+                .or_insert(i);
+        }
+        SymbolTable {
+            by_address,
+            by_name,
+            section_names,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_address.is_empty()
+    }
+
+    /// The symbol called `name` (the global one when a local shares its name).
+    pub(crate) fn by_name(&self, name: &str, bias: u64) -> Option<Symbol> {
+        let entry = self.by_address.get(*self.by_name.get(name)?)?;
+        Some(self.public(entry, bias))
+    }
+
+    /// The symbol containing link-time `address`, and the offset of `address` in it.
+    ///
+    /// A sized symbol contains the addresses of its extent; an unsized one (assembly labels)
+    /// is taken to run up to the next symbol.
+    pub(crate) fn containing(&self, address: u64, bias: u64) -> Option<(Symbol, u64)> {
+        let after = self.by_address.partition_point(|e| e.address <= address);
+        let last = self.by_address.get(after.checked_sub(1)?)?;
+        let group_start = self.by_address[..after].partition_point(|e| e.address < last.address);
+        let best = self.by_address.get(group_start)?;
+        let offset = address - best.address;
+        if best.size != 0 && offset >= best.size {
+            return None;
+        }
+        Some((self.public(best, bias), offset))
+    }
+
+    fn public(&self, entry: &Entry, bias: u64) -> Symbol {
+        Symbol {
+            name: entry.name.to_string(),
+            address: entry.address.wrapping_add(bias),
+            size: entry.size,
+            section: entry
+                .section
+                .and_then(|i| self.section_names.get(i as usize))
+                .cloned(),
+            kind: entry.kind,
+            global: entry.global,
+        }
+    }
+}
+
+const NO_RANK: u8 = u8::MAX;
+
+/// Which of several symbols at one address (or of one name) to show: lower is better.
+/// Global before local, sized before unsized, functions and data before labels.
+fn rank(entry: &Entry) -> u8 {
+    let kind = match entry.kind {
+        SymbolKind::Function | SymbolKind::Data => 0,
+        SymbolKind::ThreadLocal => 1,
+        SymbolKind::Other => 2,
+    };
+    u8::from(!entry.global) * 8 + u8::from(entry.size == 0) * 4 + kind
+}
