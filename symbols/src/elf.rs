@@ -28,6 +28,46 @@ pub(crate) struct ElfFile {
     pub(crate) build_id: Option<Vec<u8>>,
     /// File name and CRC-32 from `.gnu_debuglink`.
     pub(crate) debuglink: Option<(String, u32)>,
+    /// `e_entry`, link-time.
+    pub(crate) entry: u64,
+    /// ET_DYN: a PIE program or shared library, loaded at a bias.
+    pub(crate) position_independent: bool,
+    pub(crate) load_segments: Vec<LoadSegment>,
+}
+
+/// A `PT_LOAD` program header, at link-time addresses: where the loader (or a kernel's boot code)
+/// puts part of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadSegment {
+    pub vaddr: u64,
+    /// `p_paddr`: where a kernel image is loaded in physical memory.
+    pub paddr: u64,
+    pub file_offset: u64,
+    pub file_size: u64,
+    pub mem_size: u64,
+}
+
+/// The PT_LOAD headers of a 64-bit little-endian ELF file (what kcrash reads); empty for others.
+fn load_segments(data: &[u8], elf_error: impl Fn(String) -> Error) -> Result<Vec<LoadSegment>> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let Ok(header) = object::elf::FileHeader64::<object::LittleEndian>::parse(data) else {
+        return Ok(Vec::new());
+    };
+    let e = object::LittleEndian;
+    let headers = header
+        .program_headers(e, data)
+        .map_err(|err| elf_error(format!("program headers: {err}")))?;
+    Ok(headers
+        .iter()
+        .filter(|ph| ph.p_type(e) == object::elf::PT_LOAD)
+        .map(|ph| LoadSegment {
+            vaddr: ph.p_vaddr(e),
+            paddr: ph.p_paddr(e),
+            file_offset: ph.p_offset(e),
+            file_size: ph.p_filesz(e),
+            mem_size: ph.p_memsz(e),
+        })
+        .collect())
 }
 
 impl ElfFile {
@@ -78,6 +118,13 @@ impl ElfFile {
             .map(|(name, crc)| (String::from_utf8_lossy(name).into_owned(), crc));
         let little_endian = file.is_little_endian();
         let relocatable = file.kind() == object::ObjectKind::Relocatable;
+        let position_independent = file.kind() == object::ObjectKind::Dynamic;
+        let entry = file.entry();
+        let load_segments = if little_endian && file.is_64() {
+            load_segments(&data, elf_error)?
+        } else {
+            Vec::new()
+        };
         Ok(ElfFile {
             path,
             data,
@@ -87,6 +134,9 @@ impl ElfFile {
             debug_sections,
             build_id,
             debuglink,
+            entry,
+            position_independent,
+            load_segments,
         })
     }
 

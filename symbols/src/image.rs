@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use crate::bytes::{Buffer, Bytes};
 use crate::debug_file;
 use crate::dwarf::{DebugInfo, MAX_CHAIN};
-use crate::elf::ElfFile;
+use crate::elf::{ElfFile, LoadSegment};
 use crate::error::{Error, Result};
 use crate::lines::{Frame, Lines};
 use crate::names;
@@ -104,6 +104,30 @@ impl Image {
     /// The file DWARF is read from: the image itself or its separate debug file.
     pub fn debug_path(&self) -> Option<&Path> {
         self.debug_file.as_ref().map(|f| f.path.as_path())
+    }
+
+    /// `e_entry`, at the link-time address (add [`Image::load_bias`] for the run-time one).
+    pub fn entry(&self) -> u64 {
+        self.file.entry
+    }
+
+    /// Whether the image is ET_DYN (a PIE program or shared library), so loaded at a bias.
+    pub fn is_position_independent(&self) -> bool {
+        self.file.position_independent
+    }
+
+    /// The image's PT_LOAD program headers, at link-time addresses.
+    pub fn load_segments(&self) -> &[LoadSegment] {
+        &self.file.load_segments
+    }
+
+    /// `len` bytes of the image file at `offset`, if the file holds them (what a loader mapped
+    /// from it: a process core leaves such read-only pages out).
+    pub fn file_bytes(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        let end = offset.checked_add(len)?;
+        self.file
+            .data
+            .get(usize::try_from(offset).ok()?..usize::try_from(end).ok()?)
     }
 
     /// The GNU build-id note, if the image has one.

@@ -28,6 +28,7 @@ mod symtab;
 mod types;
 mod units;
 
+pub use elf::LoadSegment;
 pub use error::{Error, Result};
 pub use image::{Image, Options, Variable};
 pub use lines::Frame;

@@ -476,3 +476,52 @@ fn relocatable_object_is_refused() {
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
+
+/// Entry point, ELF type and PT_LOAD headers against `readelf`, and file bytes at a segment's
+/// offset against the file itself.
+#[test]
+fn program_headers_match_readelf() {
+    if !common::have("gcc") || !common::have("readelf") {
+        return;
+    }
+    let dir = temp();
+    let program = common::gcc(dir.path(), "klog", &["-g"]);
+    let image = Image::open(&program).unwrap();
+    let header = common::run(Command::new("readelf").arg("-hW").arg(&program));
+    let entry = header
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Entry point address:"))
+        .unwrap();
+    assert_eq!(
+        image.entry(),
+        u64::from_str_radix(entry.trim().trim_start_matches("0x"), 16).unwrap()
+    );
+    assert_eq!(image.is_position_independent(), header.contains("DYN ("));
+    // readelf -lW: "LOAD 0xOFFSET 0xVADDR 0xPADDR 0xFILESZ 0xMEMSZ FLAGS ALIGN"
+    let phdrs = common::run(Command::new("readelf").arg("-lW").arg(&program));
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    let want: Vec<(u64, u64, u64, u64, u64)> = phdrs
+        .lines()
+        .filter(|l| l.trim_start().starts_with("LOAD "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (hex(f[2]), hex(f[3]), hex(f[1]), hex(f[4]), hex(f[5]))
+        })
+        .collect();
+    let got: Vec<_> = image
+        .load_segments()
+        .iter()
+        .map(|s| (s.vaddr, s.paddr, s.file_offset, s.file_size, s.mem_size))
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
+    let bytes = std::fs::read(&program).unwrap();
+    let seg = image.load_segments()[0];
+    let off = seg.file_offset as usize;
+    assert_eq!(
+        image.file_bytes(seg.file_offset, 16).unwrap(),
+        &bytes[off..off + 16]
+    );
+    assert!(image.file_bytes(bytes.len() as u64 - 1, 2).is_none());
+    assert!(image.file_bytes(u64::MAX, 2).is_none());
+}
