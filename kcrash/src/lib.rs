@@ -6,3 +6,5 @@
 pub mod commands;
 pub mod klog;
 pub mod memory;
+pub mod session;
+pub mod shell;

@@ -1,6 +1,7 @@
 //! The Tera kernel event log rebuilt from memory: every `KLogs` ring, checked, streamed, merged by
 //! clock and printed as the design's klogPrint(subsys, type) does.
 
+pub mod dwarf;
 pub mod layout;
 pub mod merge;
 pub mod render;

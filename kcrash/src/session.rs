@@ -1,0 +1,394 @@
+//! A dump opened with its image: the memory kcrash's commands read, the symbols they resolve
+//! against, and the KLog state, found once and kept.
+
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use dumpfmt::translate::{AddressSpace, LinearMap, Source};
+use dumpfmt::Dump;
+use symbols::Image;
+
+use crate::klog::layout::KLogLayout;
+use crate::klog::Klog;
+use crate::memory::{Memory, Unreadable};
+
+/// What a file given on the command line is, told by its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Dump,
+    Image,
+}
+
+/// Why a session could not be opened: one line for the user.
+#[derive(Debug)]
+pub struct OpenError(pub String);
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+fn open_err(msg: impl Into<String>) -> OpenError {
+    OpenError(msg.into())
+}
+
+/// Reads the first bytes of `path` and says whether it is a dump or an image.
+pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
+    let mut head = [0u8; 20];
+    let n = File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| open_err(format!("{}: {e}", path.display())))?;
+    let head = &head[..n];
+    if head.starts_with(b"\x7fELF") {
+        // e_type: 4 is ET_CORE; executables, shared objects and relocatables are images.
+        return match head.get(16..18).map(|b| u16::from_le_bytes([b[0], b[1]])) {
+            Some(4) => Ok(FileKind::Dump),
+            Some(1..=3) => Ok(FileKind::Image),
+            _ => Err(open_err(format!(
+                "{}: an ELF file that is neither a core dump nor an image",
+                path.display()
+            ))),
+        };
+    }
+    if head.starts_with(b"KDUMP   ")
+        || head.starts_with(b"DISKDUMP")
+        || head.starts_with(b"makedumpfile")
+        || head.starts_with(b"\x1f\x8b")
+    {
+        return Ok(FileKind::Dump);
+    }
+    Err(open_err(format!(
+        "{}: neither a dump (ELF core, kdump, flattened, gzip) nor an ELF image",
+        path.display()
+    )))
+}
+
+/// Sorts the command line's files into (dump, image), in either order.
+pub fn dump_and_image(files: &[PathBuf]) -> Result<(PathBuf, Option<PathBuf>), OpenError> {
+    let kinds = files
+        .iter()
+        .map(|f| file_kind(f).map(|k| (k, f.clone())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let dumps: Vec<&PathBuf> = kinds
+        .iter()
+        .filter(|(k, _)| *k == FileKind::Dump)
+        .map(|(_, p)| p)
+        .collect();
+    let images: Vec<&PathBuf> = kinds
+        .iter()
+        .filter(|(k, _)| *k == FileKind::Image)
+        .map(|(_, p)| p)
+        .collect();
+    match (dumps.as_slice(), images.as_slice()) {
+        ([d], []) => Ok(((*d).clone(), None)),
+        ([d], [i]) => Ok(((*d).clone(), Some((*i).clone()))),
+        ([], _) => Err(open_err("no dump given: kcrash DUMP [IMAGE]")),
+        (_, [_, _, ..]) => Err(open_err("more than one image given: kcrash DUMP [IMAGE]")),
+        _ => Err(open_err("more than one dump given: kcrash DUMP [IMAGE]")),
+    }
+}
+
+/// A range of the crashed process's memory that its core left out and a file supplies.
+#[derive(Debug)]
+pub struct FileBacked {
+    pub start: u64,
+    pub end: u64,
+    pub file_offset: u64,
+    pub path: PathBuf,
+    source: Backing,
+}
+
+#[derive(Debug)]
+enum Backing {
+    /// The session's image (the executable).
+    Image,
+    /// A shared library named by the core, mapped read-only.
+    Library(memmap2::Mmap),
+}
+
+/// An open dump with its image.
+pub struct Session<'d> {
+    pub dump: &'d Dump,
+    pub image: Option<Image>,
+    space: AddressSpace<'d>,
+    /// Process cores: memory the core does not hold, read from the files it was mapped from.
+    pub file_backed: Vec<FileBacked>,
+    /// What opening found out and did, for `sys` and for `-s`-less start-up messages.
+    pub notes: Vec<String>,
+    klog: OnceLock<Result<Klog, String>>,
+}
+
+const AT_ENTRY: u64 = 9;
+
+impl<'d> Session<'d> {
+    /// Opens a session on `dump` with `image` (or, for a process core, the executable the core
+    /// names, when it is present).
+    pub fn open(dump: &'d Dump, image: Option<PathBuf>) -> Result<Session<'d>, OpenError> {
+        let space = AddressSpace::from_dump(dump).map_err(|e| open_err(e.to_string()))?;
+        let mut s = Session {
+            dump,
+            image: None,
+            space,
+            file_backed: Vec::new(),
+            notes: Vec::new(),
+            klog: OnceLock::new(),
+        };
+        if dump.is_process_core() {
+            s.open_process(image)?;
+        } else if let Some(path) = image {
+            s.open_kernel(path)?;
+        }
+        Ok(s)
+    }
+
+    fn open_image(path: &Path) -> Result<Image, OpenError> {
+        Image::open(path).map_err(|e| open_err(e.to_string()))
+    }
+
+    /// A process core: the executable (given, or named by NT_FILE), its load bias from AT_ENTRY,
+    /// and the files whose read-only pages the core left out.
+    fn open_process(&mut self, given: Option<PathBuf>) -> Result<(), OpenError> {
+        let dump = self.dump;
+        let mut mappings = Vec::new();
+        let mut entry = None;
+        for note in dump.notes() {
+            let note = note.map_err(|e| open_err(e.to_string()))?;
+            if note.is("CORE", 0x4649_4c45) {
+                mappings = note.file_mappings().map_err(|e| open_err(e.to_string()))?;
+            }
+            if note.is("CORE", 6) {
+                entry = note.auxv().find(|&(t, _)| t == AT_ENTRY).map(|(_, v)| v);
+            }
+        }
+        let exe_path = entry
+            .and_then(|e| mappings.iter().find(|m| m.start <= e && e < m.end))
+            .map(|m| m.path.clone());
+        let path = match (given, &exe_path) {
+            (Some(p), _) => p,
+            (None, Some(p)) if Path::new(p).exists() => {
+                self.notes
+                    .push(format!("image {p}: the executable the core names"));
+                PathBuf::from(p)
+            }
+            (None, Some(p)) => {
+                self.notes.push(format!("the core's executable {p} is not here; give it on the command line for symbols"));
+                return Ok(());
+            }
+            (None, None) => return Ok(()),
+        };
+        let mut image = Self::open_image(&path)?;
+        if let Some(entry) = entry {
+            if image.is_position_independent() {
+                image.set_load_bias(entry.wrapping_sub(image.entry()));
+                self.notes.push(format!(
+                    "load bias {:#x} (AT_ENTRY {entry:#x})",
+                    image.load_bias()
+                ));
+            } else if entry != image.entry() {
+                return Err(open_err(format!(
+                    "{} does not belong to {}: the process started at {entry:#x}, the image's entry is {:#x}",
+                    path.display(),
+                    dump.path().display(),
+                    image.entry()
+                )));
+            }
+        }
+        for m in &mappings {
+            let is_exe = exe_path.as_deref() == Some(m.path.as_str());
+            let source = if is_exe {
+                Backing::Image
+            } else {
+                match File::open(&m.path).and_then(|f| unsafe { memmap2::Mmap::map(&f) }) {
+                    // SAFETY (map): read-only; as for the dump, nobody should truncate it meanwhile.
+                    Ok(map) => Backing::Library(map),
+                    Err(_) => continue,
+                }
+            };
+            self.file_backed.push(FileBacked {
+                start: m.start,
+                end: m.end,
+                file_offset: m.file_offset,
+                path: if is_exe {
+                    path.clone()
+                } else {
+                    PathBuf::from(&m.path)
+                },
+                source,
+            });
+        }
+        self.image = Some(image);
+        self.drop_mismatched_files();
+        Ok(())
+    }
+
+    /// A kernel dump: the image's program headers give a linear map (virtual = physical +
+    /// offset) after the dump's own mappings and page tables; the image must match the dump.
+    fn open_kernel(&mut self, path: PathBuf) -> Result<(), OpenError> {
+        let image = Self::open_image(&path)?;
+        for seg in image.load_segments() {
+            if seg.mem_size > 0 && seg.vaddr != seg.paddr {
+                self.space.push(Source::Linear(LinearMap {
+                    virt_start: seg.vaddr.wrapping_add(image.load_bias()),
+                    len: seg.mem_size,
+                    phys_start: seg.paddr,
+                }));
+            }
+        }
+        self.image = Some(image);
+        self.check_kernel_image(&path)
+    }
+
+    /// The image's code at its entry point must be what the dump holds there.
+    fn check_kernel_image(&mut self, path: &Path) -> Result<(), OpenError> {
+        let Some(image) = &self.image else {
+            return Ok(());
+        };
+        let entry = image.entry();
+        let Some(seg) = image
+            .load_segments()
+            .iter()
+            .find(|s| s.vaddr <= entry && entry < s.vaddr + s.file_size)
+        else {
+            return Ok(());
+        };
+        let len = (seg.vaddr + seg.file_size - entry).min(256);
+        let Some(want) = image.file_bytes(seg.file_offset + (entry - seg.vaddr), len) else {
+            return Ok(());
+        };
+        let mut got = vec![0u8; len as usize];
+        match self
+            .space
+            .read_virt(entry.wrapping_add(image.load_bias()), &mut got)
+        {
+            Ok(()) if got == want => Ok(()),
+            Ok(()) => Err(open_err(format!(
+                "{} does not belong to {}: the code at the entry point {entry:#x} differs",
+                path.display(),
+                self.dump.path().display()
+            ))),
+            Err(e) => {
+                self.notes
+                    .push(format!("could not check the image against the dump: {e}"));
+                Ok(())
+            }
+        }
+    }
+
+    /// A file whose first page differs from what the core holds for it is a different build than
+    /// the one the process ran: none of its mappings are used. Only the mapping at file offset 0 is
+    /// compared (the ELF header, which the core keeps and nothing writes); writable mappings hold
+    /// relocated data and differ by design.
+    fn drop_mismatched_files(&mut self) {
+        let mut stale: Vec<PathBuf> = Vec::new();
+        for f in self.file_backed.iter().filter(|f| f.file_offset == 0) {
+            let len = (f.end - f.start).min(64) as usize;
+            let mut in_core = vec![0u8; len];
+            if self.space.read_virt(f.start, &mut in_core).is_err() {
+                continue; // nothing in the core to compare with
+            }
+            if self.file_bytes(f, 0, len as u64) != Some(in_core.as_slice()) {
+                stale.push(f.path.clone());
+            }
+        }
+        for path in &stale {
+            self.notes.push(format!(
+                "{} is not the file the process ran: not used",
+                path.display()
+            ));
+        }
+        self.file_backed.retain(|f| !stale.contains(&f.path));
+    }
+
+    fn file_bytes<'a>(&'a self, f: &'a FileBacked, within: u64, len: u64) -> Option<&'a [u8]> {
+        let offset = f.file_offset.checked_add(within)?;
+        match &f.source {
+            Backing::Image => self.image.as_ref()?.file_bytes(offset, len),
+            Backing::Library(map) => map.get(
+                usize::try_from(offset).ok()?..usize::try_from(offset.checked_add(len)?).ok()?,
+            ),
+        }
+    }
+
+    /// Reads `buf` at `addr` from a file the core's mapping came from.
+    fn read_file_backed(&self, addr: u64, buf: &mut [u8]) -> bool {
+        let end = addr.saturating_add(buf.len() as u64);
+        let Some(f) = self
+            .file_backed
+            .iter()
+            .find(|f| f.start <= addr && end <= f.end)
+        else {
+            return false;
+        };
+        match self.file_bytes(f, addr - f.start, buf.len() as u64) {
+            Some(b) => {
+                buf.copy_from_slice(b);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The KLog state, found through the image's DWARF on first use.
+    pub fn klog(&self) -> Result<&Klog, String> {
+        self.klog
+            .get_or_init(|| {
+                let image = self.image.as_ref().ok_or(
+                    "no image: give the kernel image (vmlinux) with DWARF to read the KLog",
+                )?;
+                let layout = KLogLayout::from_image(image)
+                    .map_err(|e| format!("{}: {e}", image.path().display()))?;
+                Ok(Klog::read(self, layout))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+fn unreadable(addr: u64, e: dumpfmt::Error) -> Unreadable {
+    match e {
+        dumpfmt::Error::Virt { addr, reason, .. } => Unreadable {
+            addr,
+            reason: reason.to_string(),
+        },
+        dumpfmt::Error::Phys { addr, reason, .. } => Unreadable {
+            addr,
+            reason: reason.to_string(),
+        },
+        other => Unreadable {
+            addr,
+            reason: other.to_string(),
+        },
+    }
+}
+
+impl Memory for Session<'_> {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Unreadable> {
+        let err = match self.space.read_virt(addr, buf) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        if self.file_backed.is_empty() {
+            return Err(unreadable(addr, err));
+        }
+        // Page by page: each from the core if it has it, else from the mapped file.
+        let mut done = 0;
+        while done < buf.len() {
+            let at = addr.wrapping_add(done as u64);
+            let n = ((0x1000 - (at & 0xfff)) as usize).min(buf.len() - done);
+            let chunk = &mut buf[done..done + n];
+            if let Err(e) = self.space.read_virt(at, chunk) {
+                if !self.read_file_backed(at, chunk) {
+                    return Err(unreadable(at, e));
+                }
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
