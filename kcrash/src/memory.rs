@@ -37,15 +37,17 @@ pub trait Memory {
         Ok(u64::from_le_bytes(b))
     }
 
-    /// The NUL-terminated string at `addr` (without the NUL), at most `max` bytes, read a page at
-    /// a time so that a string ending just before unreadable memory still reads.
+    /// The NUL-terminated string at `addr` (without the NUL), at most `max` bytes. Read in small
+    /// pieces that never cross a page, so that a string ending just before unreadable memory
+    /// still reads and a short string costs a short read.
     fn read_cstring(&self, addr: u64, max: usize, out: &mut Vec<u8>) -> Result<(), Unreadable> {
+        const PIECE: usize = 128;
         out.clear();
         let mut at = addr;
         while out.len() < max {
             let page_left = (0x1000 - (at & 0xfff)) as usize;
-            let want = page_left.min(max - out.len());
-            let mut chunk = [0u8; 0x1000];
+            let want = page_left.min(max - out.len()).min(PIECE);
+            let mut chunk = [0u8; PIECE];
             self.read(at, &mut chunk[..want])?;
             if let Some(nul) = chunk[..want].iter().position(|&b| b == 0) {
                 out.extend_from_slice(&chunk[..nul]);

@@ -101,7 +101,13 @@ fn layout() -> KLogLayout {
     }
 }
 
-fn lines(klog: &Klog, mem: &dyn Memory, sel: Selection, order: Order, style: Style) -> Vec<String> {
+fn lines(
+    klog: &Klog,
+    mem: &(dyn Memory + Sync),
+    sel: Selection,
+    order: Order,
+    style: Style,
+) -> Vec<String> {
     let mut printer = Printer::new(mem, klog.names(), Clock { hz: klog.clock_hz });
     let mut out = Vec::new();
     for rec in klog.records(mem, sel, order) {

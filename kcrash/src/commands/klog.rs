@@ -1,6 +1,6 @@
 //! `klog [SUBSYS] [full|terse]`: the design's klogPrint(subsys, type) over a dump.
 
-use std::io::Write;
+use std::io::{self, Write};
 
 use anyhow::{bail, Context as _, Result};
 use clap::Parser;
@@ -9,6 +9,7 @@ use klog_runtime::{split_proc_dom, Level};
 use regex::bytes::Regex;
 use serde_json::json;
 
+use crate::klog::pipeline::render_stream;
 use crate::klog::render::{Clock, Printer, Style};
 use crate::klog::ring::{Order, Record};
 use crate::klog::{Klog, Selection};
@@ -62,6 +63,9 @@ pub struct Args {
     #[arg(long)]
     salvage: bool,
 }
+
+/// Render workers at most: beyond a few, the single-threaded merge is the limit.
+const MAX_WORKERS: usize = 4;
 
 pub fn parse_u64(s: &str) -> Result<u64, String> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
@@ -125,7 +129,7 @@ impl Filter {
 /// Runs `klog` with `argv` (without the command name).
 pub fn run(
     argv: &[String],
-    mem: &dyn Memory,
+    mem: &(dyn Memory + Sync),
     klog: &Klog,
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -152,26 +156,22 @@ pub fn run(
     }
     warn_untrusted(klog, sel, args.salvage, err)?;
     let filter = Filter::new(&args, clock)?;
-    let mut printer = Printer::new(mem, klog.names(), clock);
     let limit = args.count.unwrap_or(u64::MAX);
     let names = klog.names();
-    let mut shown = 0u64;
-    let mut emit = |rec: &Record, printer: &mut Printer<'_>, out: &mut dyn Write| -> Result<bool> {
-        if shown >= limit {
+    let json = args.json;
+    let render = |printer: &mut Printer<'_>, rec: &Record, buf: &mut Vec<u8>| -> io::Result<bool> {
+        if !filter.keeps(rec, printer) {
             return Ok(false);
         }
-        if !filter.keeps(rec, printer) {
-            return Ok(true);
-        }
-        shown += 1;
-        if args.json {
-            printer.json(out, rec, &names[rec.ring.min(names.len() - 1)])?;
+        if json {
+            printer.json(buf, rec, &names[rec.ring.min(names.len() - 1)])?;
         } else {
-            printer.text(out, rec, style)?;
+            printer.text(buf, rec, style)?;
         }
         Ok(true)
     };
     if args.salvage {
+        let mut printer = Printer::new(mem, klog.names(), clock);
         let found = klog.salvage(mem, order);
         for e in &found.unreadable {
             writeln!(err, "klog: part of KLogBuffer is unreadable: {e}")?;
@@ -183,11 +183,13 @@ pub fn run(
                 found.unknown_subsystem
             )?;
         }
+        let mut shown = 0u64;
+        let mut line = Vec::new();
         for (id, group) in found.groups.iter().enumerate() {
             if !matches!(sel, Selection::All) && sel != Selection::Subsystem(id as u16) {
                 continue;
             }
-            if !args.json && !group.is_empty() {
+            if !json && !group.is_empty() {
                 writeln!(
                     out,
                     "== {} ({} records salvaged) ==",
@@ -196,18 +198,31 @@ pub fn run(
                 )?;
             }
             for rec in group {
-                if !emit(rec, &mut printer, out)? {
+                if shown >= limit {
                     break;
+                }
+                line.clear();
+                if render(&mut printer, rec, &mut line)? {
+                    out.write_all(&line)?;
+                    shown += 1;
                 }
             }
         }
         return Ok(());
     }
-    for rec in klog.records(mem, sel, order) {
-        if !emit(&rec, &mut printer, out)? {
-            break;
-        }
-    }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_WORKERS);
+    let mut printers: Vec<Printer<'_>> = (0..workers)
+        .map(|_| Printer::new(mem, klog.names(), clock))
+        .collect();
+    render_stream(
+        klog.records(mem, sel, order),
+        &mut printers,
+        &render,
+        limit,
+        out,
+    )?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 pub mod dwarf;
 pub mod layout;
 pub mod merge;
+pub mod pipeline;
 pub mod render;
 pub mod ring;
 

@@ -2,6 +2,7 @@
 //! from dump memory, formatted by klog-runtime's printf interpreter), and the FULL, TERSE and JSON
 //! forms of a record.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -41,13 +42,29 @@ impl Clock {
 
     /// `   12.345678901` with a known frequency, `t=123456` in raw ticks otherwise.
     pub fn show(&self, ticks: u64) -> String {
+        let mut v = Vec::with_capacity(24);
+        self.write(&mut v, ticks);
+        String::from_utf8(v).unwrap_or_default()
+    }
+
+    /// [`Clock::show`] appended to `out`.
+    pub fn write(&self, out: &mut Vec<u8>, ticks: u64) {
         match self.hz.filter(|&hz| hz > 0) {
-            Some(hz) => format!(
-                "{:>5}.{:09}",
-                ticks / hz,
-                ((ticks % hz) as u128 * 1_000_000_000 / hz as u128)
-            ),
-            None => format!("t={ticks}"),
+            Some(hz) => {
+                let rem = ticks % hz;
+                // rem < hz, so rem * 10^9 fits in 64 bits for any clock below 18 GHz.
+                let nanos = match rem.checked_mul(1_000_000_000) {
+                    Some(scaled) => scaled / hz,
+                    None => (rem as u128 * 1_000_000_000 / hz as u128) as u64,
+                };
+                push_dec_padded(out, ticks / hz, 5, b' ');
+                out.push(b'.');
+                push_dec_padded(out, nanos, 9, b'0');
+            }
+            None => {
+                out.extend_from_slice(b"t=");
+                push_dec_padded(out, ticks, 0, b' ');
+            }
         }
     }
 }
@@ -63,16 +80,16 @@ pub struct Message {
 
 /// Reads format strings and `%s` arguments from dump memory and formats messages.
 pub struct Decoder<'a> {
-    mem: &'a dyn Memory,
-    descs: HashMap<u64, Result<Vec<u8>, Unreadable>>,
+    mem: &'a (dyn Memory + Sync),
+    descs: HashMap<u64, Result<Box<[u8]>, Unreadable>, AddrHash>,
     strings: DumpStrings<'a>,
 }
 
 impl<'a> Decoder<'a> {
-    pub fn new(mem: &'a dyn Memory) -> Self {
+    pub fn new(mem: &'a (dyn Memory + Sync)) -> Self {
         Decoder {
             mem,
-            descs: HashMap::new(),
+            descs: HashMap::default(),
             strings: DumpStrings {
                 mem,
                 buf: Vec::new(),
@@ -80,38 +97,72 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// The record's message. Damaged records still get one when their desc reads, since a stale
-    /// or foreign record is a real event; torn and unreadable ones do not.
-    pub fn message(&mut self, rec: &Record) -> Message {
+    /// Appends the record's message to `text` (raw bytes) and returns what formatting found.
+    /// The format string is read once per address and kept.
+    pub fn message_into(&mut self, rec: &Record, text: &mut Vec<u8>) -> Outcome {
         let desc = rec.desc();
-        if self.descs.len() >= DESC_CACHE_MAX {
+        if self.descs.len() >= DESC_CACHE_MAX && !self.descs.contains_key(&desc) {
             self.descs.clear();
         }
         let mem = self.mem;
-        let format = self
-            .descs
-            .entry(desc)
-            .or_insert_with(|| {
-                let mut s = Vec::new();
-                mem.read_cstring(desc, STRING_MAX, &mut s).map(|()| s)
-            })
-            .clone();
-        let mut text = Vec::new();
-        let outcome = match &format {
+        let format = self.descs.entry(desc).or_insert_with(|| {
+            let mut s = Vec::new();
+            mem.read_cstring(desc, STRING_MAX, &mut s)
+                .map(|()| s.into_boxed_slice())
+        });
+        match format {
             Ok(f) => {
-                let mut sink = VecSink(&mut text);
+                let mut sink = VecSink(text);
                 printf::format(&mut sink, f, &rec.data(), &mut self.strings).unwrap_or_default()
             }
             Err(e) => {
                 text.extend_from_slice(format!("<unreadable desc {e}>").as_bytes());
                 Outcome::default()
             }
+        }
+    }
+
+    /// The record's message with its format string, for callers that keep them.
+    pub fn message(&mut self, rec: &Record) -> Message {
+        let mut text = Vec::new();
+        let outcome = self.message_into(rec, &mut text);
+        let format = match &self.descs[&rec.desc()] {
+            Ok(f) => Ok(f.to_vec()),
+            Err(e) => Err(e.clone()),
         };
         Message {
             format,
             text,
             outcome,
         }
+    }
+}
+
+/// Hashes addresses by one multiplication: the desc cache is looked up once per record, and
+/// SipHash's resistance to chosen keys buys nothing for addresses read from a dump.
+#[derive(Default, Clone, Copy)]
+struct AddrHash;
+
+impl std::hash::BuildHasher for AddrHash {
+    type Hasher = AddrHasher;
+    fn build_hasher(&self) -> AddrHasher {
+        AddrHasher(0)
+    }
+}
+
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 
@@ -126,7 +177,7 @@ impl Sink for VecSink<'_> {
 
 /// `%s` arguments read from dump memory.
 struct DumpStrings<'a> {
-    mem: &'a dyn Memory,
+    mem: &'a (dyn Memory + Sync),
     buf: Vec<u8>,
 }
 
@@ -149,25 +200,81 @@ impl Strings for DumpStrings<'_> {
 /// Appends `bytes` so that a terminal shows exactly what they are: printable UTF-8 as is, `\n`,
 /// `\t`, `\\` and every other control or invalid byte as an escape.
 pub fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '\n' => out.extend_from_slice(b"\\n"),
-                '\t' => out.extend_from_slice(b"\\t"),
-                '\\' => out.extend_from_slice(b"\\\\"),
-                c if c.is_control() => {
-                    out.extend_from_slice(format!("\\x{:02x}", c as u32).as_bytes())
-                }
-                c => {
-                    let mut b = [0u8; 4];
-                    out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+    let mut i = 0;
+    while i < bytes.len() {
+        // Printable ASCII, the common case, is copied in runs.
+        let start = i;
+        while i < bytes.len() && (0x20..0x7f).contains(&bytes[i]) && bytes[i] != b'\\' {
+            i += 1;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        let Some(&b) = bytes.get(i) else { break };
+        match b {
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0..=0x7f => push_byte_escape(out, b),
+            _ => {
+                let valid = bytes[i..].utf8_chunks().next().map_or("", |c| c.valid());
+                match valid.chars().next() {
+                    Some(c) if !c.is_control() => {
+                        out.extend_from_slice(&bytes[i..i + c.len_utf8()]);
+                        i += c.len_utf8();
+                        continue;
+                    }
+                    Some(c) => {
+                        for &b in &bytes[i..i + c.len_utf8()] {
+                            push_byte_escape(out, b);
+                        }
+                        i += c.len_utf8();
+                        continue;
+                    }
+                    None => push_byte_escape(out, b),
                 }
             }
         }
-        for &b in chunk.invalid() {
-            out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+        i += 1;
+    }
+}
+
+fn push_byte_escape(out: &mut Vec<u8>, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(&[b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+}
+
+/// `v` in decimal, right-aligned to `width` with `pad`.
+fn push_dec_padded(out: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
+    let mut buf = [0u8; 20];
+    let mut n = buf.len();
+    let mut x = v;
+    loop {
+        n -= 1;
+        buf[n] = b'0' + (x % 10) as u8;
+        x /= 10;
+        if x == 0 {
+            break;
         }
     }
+    let start = n.saturating_sub(width.saturating_sub(buf.len() - n));
+    buf[start..n].fill(pad);
+    out.extend_from_slice(&buf[start..]);
+}
+
+/// `v` in lower-case hex without a prefix.
+fn push_hex(out: &mut Vec<u8>, v: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [0u8; 16];
+    let mut n = buf.len();
+    let mut x = v;
+    loop {
+        n -= 1;
+        buf[n] = HEX[(x & 15) as usize];
+        x >>= 4;
+        if x == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[n..]);
 }
 
 fn escaped(bytes: &[u8]) -> String {
@@ -225,48 +332,70 @@ pub struct Printer<'a> {
     pub names: Vec<String>,
     pub clock: Clock,
     line: Vec<u8>,
+    message: Vec<u8>,
 }
 
 impl<'a> Printer<'a> {
-    pub fn new(mem: &'a dyn Memory, names: Vec<String>, clock: Clock) -> Self {
+    pub fn new(mem: &'a (dyn Memory + Sync), names: Vec<String>, clock: Clock) -> Self {
         Printer {
             decoder: Decoder::new(mem),
             names,
             clock,
             line: Vec::with_capacity(256),
+            message: Vec::with_capacity(256),
         }
     }
 
     /// The subsystem a record belongs to: its header's, or its ring's when the header is damaged.
-    fn subsystem_of(&self, rec: &Record) -> String {
-        subsystem_name(&self.names, rec.subsystem.unwrap_or(rec.ring as u16))
+    fn subsystem_of(&self, rec: &Record) -> Cow<'_, str> {
+        let id = rec.subsystem.unwrap_or(rec.ring as u16);
+        match self.names.get(id as usize) {
+            Some(n) => Cow::Borrowed(n),
+            None => Cow::Owned(format!("SUBSYS{id}")),
+        }
     }
 
     /// One line of text for `rec`.
     pub fn text(&mut self, out: &mut dyn Write, rec: &Record, style: Style) -> io::Result<()> {
-        self.line.clear();
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
         let sub = self.subsystem_of(rec);
         if style == Style::Full {
             let (proc_, dom) = split_proc_dom(rec.proc_dom());
-            let time = self.clock.show(rec.clock());
-            write!(self.line, "[{time}] [{:x}][{proc_},{dom},{sub}] ", rec.id())?;
+            line.push(b'[');
+            self.clock.write(&mut line, rec.clock());
+            line.extend_from_slice(b"] [");
+            push_hex(&mut line, rec.id());
+            line.extend_from_slice(b"][");
+            push_dec_padded(&mut line, proc_ as u64, 0, b' ');
+            line.push(b',');
+            push_dec_padded(&mut line, dom as u64, 0, b' ');
+            line.push(b',');
+            line.extend_from_slice(sub.as_bytes());
+            line.extend_from_slice(b"] ");
         } else {
-            write!(self.line, "[{sub}] ")?;
+            line.push(b'[');
+            line.extend_from_slice(sub.as_bytes());
+            line.extend_from_slice(b"] ");
         }
+        drop(sub);
         let note = damage_note(rec, &self.names);
         let readable = !(rec.damage.torn || rec.damage.bad_header || rec.damage.unreadable);
         if readable {
-            let msg = self.decoder.message(rec);
-            escape_into(&msg.text, &mut self.line);
+            self.message.clear();
+            self.decoder.message_into(rec, &mut self.message);
+            escape_into(&self.message, &mut line);
         }
         if let Some(note) = note {
             if readable {
-                self.line.push(b' ');
+                line.push(b' ');
             }
-            self.line.extend_from_slice(note.as_bytes());
+            line.extend_from_slice(note.as_bytes());
         }
-        self.line.push(b'\n');
-        out.write_all(&self.line)
+        line.push(b'\n');
+        let r = out.write_all(&line);
+        self.line = line;
+        r
     }
 
     /// One JSON object (one line) for `rec`, with every raw word.

@@ -234,7 +234,8 @@ pub struct Record {
     pub subsystem: Option<u16>,
     pub damage: Damage,
     /// Why the slot could not be read, when it could not.
-    pub unreadable: Option<Unreadable>,
+    /// Boxed: rare, and records are moved often.
+    pub unreadable: Option<Box<Unreadable>>,
     /// Where the record goes in clock order: its clock, or for a damaged record the clock of the
     /// record before it in its ring, so that it shows where it sits.
     pub sort_clock: u64,
@@ -282,6 +283,8 @@ pub struct Cursor<'a> {
     /// Slots read ahead, `chunk_lo..chunk_lo + chunk.len()`, each with its read result.
     chunk: Vec<Result<[u64; 8], Unreadable>>,
     chunk_lo: u64,
+    /// Bytes read for the chunk, kept between fills.
+    bytes: Vec<u8>,
 }
 
 impl<'a> Cursor<'a> {
@@ -297,6 +300,7 @@ impl<'a> Cursor<'a> {
             hi,
             chunk: Vec::new(),
             chunk_lo: 0,
+            bytes: Vec::new(),
         }
     }
 
@@ -319,7 +323,8 @@ impl<'a> Cursor<'a> {
         };
         self.chunk.clear();
         self.chunk_lo = lo;
-        let mut bytes = vec![0u8; ((hi - lo) * REC_BYTES) as usize];
+        let mut bytes = std::mem::take(&mut self.bytes);
+        bytes.resize(((hi - lo) * REC_BYTES) as usize, 0);
         // Slots are contiguous except where the ring wraps; read each contiguous run at once and
         // fall back to one record at a time where memory is unreadable.
         let mut s = lo;
@@ -343,6 +348,7 @@ impl<'a> Cursor<'a> {
             }
             s = run_end;
         }
+        self.bytes = bytes;
     }
 
     fn record(&mut self, seq: u64) -> Record {
@@ -376,7 +382,7 @@ fn classify(
         Ok(w) => (w, None),
         Err(e) => {
             damage.unreadable = true;
-            ([0; 8], Some(e))
+            ([0; 8], Some(Box::new(e)))
         }
     };
     let mut subsystem = None;
