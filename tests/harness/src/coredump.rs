@@ -10,10 +10,8 @@ use object::{elf, Endianness};
 use std::io::Read;
 use std::path::Path;
 
-use crate::oracle::{Damage, Expected, ExpectedRing};
-
-/// "KLOG" in the upper half of a header word, record size 8 in bits 16..32.
-const HEADER_MAGIC_AND_SIZE: u64 = (0x4B4C_4F47 << 32) | (8 << 16);
+use crate::dump::Magic;
+use crate::expected::{Expected, Fnv1a, Ring};
 
 /// A core's file contents (decompressed if the file is gzip).
 pub fn load(path: &Path) -> Result<Vec<u8>> {
@@ -28,12 +26,6 @@ pub fn load(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The e_type of an ELF file's header, if it is a 64-bit little-endian ELF.
-pub fn elf_type(bytes: &[u8]) -> Option<u16> {
-    (bytes.len() >= 18 && bytes[..4] == *b"\x7fELF" && bytes[4] == 2 && bytes[5] == 1)
-        .then(|| u16::from_le_bytes([bytes[16], bytes[17]]))
-}
-
 /// The memory image a core holds: its PT_LOAD segments' file bytes by virtual address.
 pub struct Memory<'a> {
     segments: Vec<(u64, &'a [u8])>,
@@ -41,8 +33,8 @@ pub struct Memory<'a> {
 
 impl<'a> Memory<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Memory<'a>> {
-        if elf_type(bytes) != Some(elf::ET_CORE) {
-            bail!("not a 64-bit little-endian ELF core");
+        if Magic::identify(bytes) != Some(Magic::ElfCore) {
+            bail!("not a 64-bit little-endian x86_64 ELF core");
         }
         let file = ElfFile64::<Endianness>::parse(bytes).context("parsing the ELF core")?;
         let endian = file.endian();
@@ -90,39 +82,42 @@ pub struct Verified {
 pub fn verify(memory: &Memory, expected: &Expected) -> Result<Verified> {
     let mut verified = Verified::default();
     for ring in &expected.rings {
-        for r in &ring.records {
-            let want = [
-                HEADER_MAGIC_AND_SIZE | r.subsystem,
-                r.id,
-                r.proc_dom,
-                r.clock,
-                r.desc,
-                r.data[0],
-                r.data[1],
-                r.data[2],
-            ];
-            let got: [u64; 8] = memory.words(r.at).ok_or_else(|| {
+        for record in &ring.records {
+            let at = ring.slot_address(record.slot);
+            let got: [u64; 8] = memory.words(at).ok_or_else(|| {
                 anyhow!(
-                    "ring {}: record {} at {:#x} is not in the core",
-                    ring.name,
-                    r.seq,
-                    r.at
+                    "ring {}: record {} at {at:#x} is not in the core",
+                    ring.ring_name,
+                    record.seq
                 )
             })?;
-            if got != want {
+            let Some(event) = &record.event else {
+                // A torn reservation: header 0, the rest whatever the slot held before.
+                if got[0] != 0 {
+                    bail!(
+                        "ring {}: torn record {} at {at:#x} has header {:#x}",
+                        ring.ring_name,
+                        record.seq,
+                        got[0]
+                    );
+                }
+                verified.torn += 1;
+                continue;
+            };
+            if got != event.words {
                 bail!(
-                    "ring {}: record {} at {:#x} holds {got:x?}, the oracle says {want:x?}",
-                    ring.name,
-                    r.seq,
-                    r.at
+                    "ring {}: record {} at {at:#x} holds {got:x?}, the oracle says {:x?}",
+                    ring.ring_name,
+                    record.seq,
+                    event.words
                 );
             }
-            for unreadable in unreadable_addresses(&r.message) {
+            for &unreadable in &event.unreadable_at {
                 if memory.read(unreadable, 1).is_some() {
                     bail!(
                         "ring {}: record {}: {unreadable:#x} should be absent from the core",
-                        ring.name,
-                        r.seq
+                        ring.ring_name,
+                        record.seq
                     );
                 }
                 verified.unreadable_strings += 1;
@@ -134,22 +129,11 @@ pub fn verify(memory: &Memory, expected: &Expected) -> Result<Verified> {
             if got != digest.fnv1a {
                 bail!(
                     "ring {}: the core's records digest to {got:#x}, the oracle says {:#x}",
-                    ring.name,
+                    ring.ring_name,
                     digest.fnv1a
                 );
             }
             verified.records += digest.records as usize;
-        }
-        for damage in &ring.damage {
-            if let Damage::TornRecord { seq, at } = damage {
-                match memory.words::<1>(*at) {
-                    Some([0]) => verified.torn += 1,
-                    other => bail!(
-                        "ring {}: torn record {seq} at {at:#x} has header {other:x?}",
-                        ring.name
-                    ),
-                }
-            }
         }
     }
     Ok(verified)
@@ -157,33 +141,25 @@ pub fn verify(memory: &Memory, expected: &Expected) -> Result<Verified> {
 
 /// FNV-1a 64 over the little-endian words of the ring's last `records` records up to sequence
 /// number `last_seq`, oldest first: the big rings' digest, computed from the core.
-fn digest_in(memory: &Memory, ring: &ExpectedRing, records: u64, last_seq: u64) -> Result<u64> {
-    let first = (last_seq + 1)
-        .checked_sub(records)
-        .ok_or_else(|| anyhow!("ring {}: {records} records up to {last_seq}", ring.name))?;
-    let mask = ring.num_recs.wrapping_sub(1);
-    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+fn digest_in(memory: &Memory, ring: &Ring, records: u64, last_seq: u64) -> Result<u64> {
+    let first = (last_seq + 1).checked_sub(records).ok_or_else(|| {
+        anyhow!(
+            "ring {}: {records} records up to {last_seq}",
+            ring.ring_name
+        )
+    })?;
+    let mut hash = Fnv1a::default();
     for seq in first..=last_seq {
-        let at = ring.buffer + (seq & mask) * 64;
+        let at = ring.slot_address(seq % ring.num_recs);
         let words: [u64; 8] = memory.words(at).ok_or_else(|| {
             anyhow!(
                 "ring {}: record {seq} at {at:#x} is not in the core",
-                ring.name
+                ring.ring_name
             )
         })?;
-        for byte in words.iter().flat_map(|w| w.to_le_bytes()) {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-        }
+        hash.words(&words);
     }
-    Ok(hash)
-}
-
-/// The addresses of `<unreadable:0x...>` markers in a message.
-fn unreadable_addresses(message: &str) -> impl Iterator<Item = u64> + '_ {
-    message.split("<unreadable:0x").skip(1).filter_map(|rest| {
-        let hex = rest.split('>').next()?;
-        u64::from_str_radix(hex, 16).ok()
-    })
+    Ok(hash.finish())
 }
 
 #[cfg(test)]
@@ -191,16 +167,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unreadable_markers_are_found() {
-        let found: Vec<u64> =
-            unreadable_addresses("a <unreadable:0x7f00> b <unreadable:0x10>").collect();
-        assert_eq!(found, [0x7f00, 0x10]);
-        assert_eq!(unreadable_addresses("none").count(), 0);
-    }
-
-    #[test]
     fn non_cores_are_refused() {
-        assert!(Memory::parse(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0").is_err());
+        assert!(Memory::parse(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0\x3e\0").is_err());
         assert!(Memory::parse(b"not an elf").is_err());
     }
 }

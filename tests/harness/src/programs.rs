@@ -4,7 +4,8 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::tools;
+use crate::corpus::SCENARIOS;
+use crate::{cargo_build, repo_root, tools};
 
 /// A hosted test program build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -16,18 +17,6 @@ pub enum Program {
     /// tests/kernels/hosted-c: C, klog-runtime/include/klog.h, gcc -g.
     HostedC,
 }
-
-/// Scenarios both small programs offer (tests/hosted-harness/README.md describes each).
-pub const SCENARIOS: [&str; 8] = [
-    "rings",
-    "wrap",
-    "unfilled",
-    "preinit",
-    "strings",
-    "torn",
-    "scribbled",
-    "off",
-];
 
 impl Program {
     pub const ALL: [Program; 3] = [Program::Hosted, Program::HostedBig, Program::HostedC];
@@ -84,24 +73,10 @@ impl Program {
         let root = repo_root();
         let (mut cmd, exe) = match self {
             Program::Hosted | Program::HostedBig => {
-                let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-                let mut cmd = Command::new(cargo);
-                cmd.args([
-                    "build",
-                    "--release",
-                    "--locked",
-                    "-p",
-                    "kcrash-hosted-kernel",
-                    "--target-dir",
-                ])
-                .arg(&out)
-                // Full DWARF, so readers find the KLog types in the image.
-                .env("CARGO_PROFILE_RELEASE_DEBUG", "2")
-                // Flags of an enclosing build (e.g. cargo test's) must not leak in.
-                .env_remove("RUSTFLAGS")
-                .env_remove("CARGO_ENCODED_RUSTFLAGS")
-                .env_remove("CARGO_TARGET_DIR")
-                .env_remove("CARGO_BUILD_TARGET");
+                let mut cmd = cargo_build(&out);
+                cmd.args(["-p", "kcrash-hosted-kernel"])
+                    // Full DWARF, so readers find the KLog types in the image.
+                    .env("CARGO_PROFILE_RELEASE_DEBUG", "2");
                 if self == Program::HostedBig {
                     cmd.args(["--features", "big-rings"]);
                 }
@@ -144,13 +119,4 @@ const GCC_ARGS: [&str; 9] = [
 
 fn cargo_line(features: &str) -> String {
     format!("cargo build --release --locked -p kcrash-hosted-kernel{features}")
-}
-
-/// The repository root (this crate lives at tests/hosted-harness).
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("tests/hosted-harness has two ancestors")
-        .to_path_buf()
 }

@@ -1,25 +1,19 @@
 //! When Linux writes no core, the harness takes one with gdb's gcore. This test forbids cores in
 //! its own process (RLIMIT_CORE hard limit 0, inherited by the program), which is why it lives in
-//! a test binary of its own. Needs gdb (see pipeline.rs for what happens without it).
+//! a test binary of its own. Needs gdb (see hosted.rs for what happens without it).
 
-use kcrash_hosted_harness::capture::{self, Capture, Run};
-use kcrash_hosted_harness::programs::{self, Program};
-use kcrash_hosted_harness::tools;
-use std::io::Write;
+use kcrash_harness::capture::{self, Capture, Run};
+use kcrash_harness::corpus::{self, Kernel};
+use kcrash_harness::programs::Program;
+use kcrash_harness::tools;
 use std::time::Duration;
 
 #[test]
 fn no_kernel_core_falls_back_to_gcore() {
-    if tools::find(tools::GDB).is_none() {
-        let why =
-            "no_kernel_core_falls_back_to_gcore: NOT RUN: gdb not on PATH (apt-get install -y gdb)";
-        assert!(!tools::required(), "{why}, and {}=1", tools::REQUIRE_TOOLS);
-        let _ = writeln!(std::io::stderr(), "{why}");
+    if !tools::available_for("no_kernel_core_falls_back_to_gcore", &[tools::GDB]) {
         return;
     }
-    let image = Program::Hosted
-        .build(&programs::repo_root().join("target/hosted-programs"))
-        .unwrap();
+    let image = Kernel::Hosted(Program::Hosted).build().unwrap();
     let none = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -40,7 +34,7 @@ fn no_kernel_core_falls_back_to_gcore() {
         "{}",
         crashed.producer
     );
-    let expected = kcrash_hosted_harness::corpus::derive_file(&crashed.console).unwrap();
-    let verified = kcrash_hosted_harness::corpus::verify_core(&crashed.core, &expected).unwrap();
+    let expected = corpus::derive_file(&crashed.console).unwrap();
+    let verified = corpus::verify_core(&crashed.core, &expected).unwrap();
     assert_eq!(verified.records, 8);
 }

@@ -5,29 +5,18 @@
 //! Without gcc or gdb the tests that need them say so on stderr and pass; with
 //! KCRASH_REQUIRE_TOOLS=1 a missing tool fails them.
 
-use kcrash_hosted_harness::capture::{self, Capture};
-use kcrash_hosted_harness::corpus;
-use kcrash_hosted_harness::oracle::{Damage, Expected, ExpectedRing};
-use kcrash_hosted_harness::programs::{self, Program};
-use kcrash_hosted_harness::tools;
-use std::io::Write;
-use std::path::PathBuf;
+use kcrash_harness::capture;
+use kcrash_harness::corpus::{self, Kernel, Planned};
+use kcrash_harness::dump::Magic;
+use kcrash_harness::expected::{Expected, Ring, Untrusted};
+use kcrash_harness::manifest::Manifest;
+use kcrash_harness::programs::Program;
+use kcrash_harness::tools;
+use std::path::{Path, PathBuf};
 
-/// Whether `tools` are on PATH; if not, says which test did not run and why (or fails, when
-/// KCRASH_REQUIRE_TOOLS=1).
-fn have(tools_needed: &[&str], test: &str) -> bool {
-    let missing = tools::missing(tools_needed);
-    if missing.is_empty() {
-        return true;
-    }
-    let why = format!(
-        "{test}: NOT RUN: {} not on PATH (apt-get install -y gdb gcc)",
-        missing.join(", ")
-    );
-    assert!(!tools::required(), "{why}, and {}=1", tools::REQUIRE_TOOLS);
-    // Straight to stderr: libtest captures eprintln! of passing tests, and this must be seen.
-    let _ = writeln!(std::io::stderr(), "{why}");
-    false
+/// Whether `needed` are on PATH (see `tools::available_for`).
+fn have(needed: &[&str], test: &str) -> bool {
+    tools::available_for(test, needed)
 }
 
 /// Tools needed to get a core at all: gdb too when Linux cannot leave one.
@@ -40,38 +29,39 @@ fn capture_tools(program: Program) -> Vec<&'static str> {
 }
 
 fn build(program: Program) -> PathBuf {
-    program
-        .build(&programs::repo_root().join("target/hosted-programs"))
-        .unwrap()
+    Kernel::Hosted(program).build().unwrap()
 }
 
 /// Crashes `scenario` into `dir` and returns what its oracle expects (already checked against
-/// the core by `crash_entry`).
+/// the core by `crash_hosted`).
 fn crash(
-    dir: &std::path::Path,
+    dir: &Path,
     program: Program,
-    image: &std::path::Path,
-    scenario: &str,
-    how: Option<Capture>,
+    image: &Path,
+    scenario: &'static str,
+    gcore: bool,
 ) -> Expected {
-    let entry = corpus::crash_entry(dir, program, image, scenario, how)
-        .unwrap_or_else(|e| panic!("{} {scenario}: {e:#}", program.name()));
+    let planned = Planned {
+        kernel: Kernel::Hosted(program),
+        scenario,
+        gcore,
+    };
+    let entry_dir = dir.join(planned.name());
+    let entry = corpus::crash_hosted(&planned, image, &entry_dir, false)
+        .unwrap_or_else(|e| panic!("{}: {e:#}", planned.name()));
     let dump = &entry.dumps[0];
-    let bytes = kcrash_hosted_harness::coredump::load(&dir.join(&dump.path)).unwrap();
     assert_eq!(
-        kcrash_hosted_harness::coredump::elf_type(&bytes),
-        Some(object::elf::ET_CORE),
+        Magic::of_file(&dir.join(&dump.path)).unwrap(),
+        Some(Magic::ElfCore),
         "{} is an ELF core",
         dump.path
     );
     corpus::derive_file(&dir.join(&entry.console)).unwrap()
 }
 
-fn ring<'a>(expected: &'a Expected, name: &str) -> &'a ExpectedRing {
+fn ring<'a>(expected: &'a Expected, name: &str) -> &'a Ring {
     expected
-        .rings
-        .iter()
-        .find(|r| r.name == name)
+        .ring_named(name)
         .unwrap_or_else(|| panic!("no ring {name}"))
 }
 
@@ -79,7 +69,7 @@ fn counts(expected: &Expected) -> Vec<(&str, usize)> {
     expected
         .rings
         .iter()
-        .map(|r| (r.name.as_str(), r.records.len()))
+        .map(|r| (r.ring_name.as_str(), r.events().count()))
         .collect()
 }
 
@@ -106,26 +96,24 @@ fn check_scenario(program: Program, scenario: &str, expected: &Expected) {
                 ],
                 "{what}"
             );
-            let procs: std::collections::BTreeSet<u64> = ring(expected, "SCHED")
-                .records
-                .iter()
-                .map(|r| r.proc_dom >> 32)
+            let procs: std::collections::BTreeSet<u32> = ring(expected, "SCHED")
+                .events()
+                .map(|e| e.processor)
                 .collect();
             assert_eq!(procs.len(), 4, "{what}: every processor logged");
             if scenario == "scribbled" {
                 assert!(
-                    matches!(&ring(expected, "FS").damage[..], [Damage::Scribbled { field, .. }] if field == "next_write")
+                    matches!(&ring(expected, "FS").untrusted[..], [Untrusted { field, .. }] if field == "next_write")
                 );
                 assert!(
-                    matches!(&ring(expected, "SCHED").damage[..], [Damage::Scribbled { field, .. }] if field == "buffer")
+                    matches!(&ring(expected, "SCHED").untrusted[..], [Untrusted { field, .. }] if field == "buffer")
                 );
             }
         }
         "wrap" => {
             let vm = ring(expected, "VM");
-            let seqs: Vec<u64> = vm.records.iter().map(|r| r.seq).collect();
             assert_eq!(
-                seqs,
+                vm.seqs(),
                 (4 * 64 * 8 - 64..4 * 64 * 8).collect::<Vec<u64>>(),
                 "{what}"
             );
@@ -145,7 +133,7 @@ fn check_scenario(program: Program, scenario: &str, expected: &Expected) {
         }
         "preinit" => {
             let none = ring(expected, "NONE");
-            let subsystems: Vec<u64> = none.records.iter().map(|r| r.subsystem).collect();
+            let subsystems: Vec<u64> = none.events().map(|e| e.subsystem).collect();
             assert_eq!(
                 subsystems,
                 [3, 4, 0, 2],
@@ -156,7 +144,7 @@ fn check_scenario(program: Program, scenario: &str, expected: &Expected) {
         }
         "strings" => {
             let fs = ring(expected, "FS");
-            let messages: Vec<&str> = fs.records.iter().map(|r| r.message.as_str()).collect();
+            let messages: Vec<&str> = fs.events().map(|e| e.message.as_str()).collect();
             assert!(messages[0] == "static /etc/motd", "{what}: {messages:?}");
             assert!(
                 messages[1].starts_with("heap heap-"),
@@ -172,25 +160,22 @@ fn check_scenario(program: Program, scenario: &str, expected: &Expected) {
             );
             let last = messages.last().unwrap();
             assert!(
-                last.starts_with("unmapped <unreadable:0x"),
+                last.starts_with("unmapped <unreadable 0x"),
                 "{what}: {messages:?}"
             );
+            let unreadable: Vec<u64> = fs.events().flat_map(|e| e.unreadable_at.clone()).collect();
+            assert_eq!(unreadable.len(), 1, "{what}: one unmapped string");
             if program == Program::Hosted {
                 assert!(messages.contains(&"null (null)"), "{what}: {messages:?}");
             }
         }
         "torn" => {
             let fs = ring(expected, "FS");
-            assert_eq!(fs.records.len(), 80, "{what}");
-            assert!(
-                matches!(fs.damage[..], [Damage::TornRecord { .. }]),
-                "{what}"
-            );
+            assert_eq!(fs.events().count(), 80, "{what}");
+            assert_eq!(fs.torn_seqs().len(), 1, "{what}");
+            assert_eq!((fs.held, fs.torn), (81, 1), "{what}");
             let vm = ring(expected, "VM");
-            assert!(
-                matches!(vm.damage[..], [Damage::TornRecord { seq: 1, .. }]),
-                "{what}"
-            );
+            assert_eq!(vm.torn_seqs(), [1], "{what}");
         }
         "off" => {
             assert!(
@@ -209,7 +194,7 @@ fn every_scenario(program: Program, test: &str) {
     let image = build(program);
     let dir = tempfile::tempdir().unwrap();
     for &scenario in program.scenarios() {
-        let expected = crash(dir.path(), program, &image, scenario, None);
+        let expected = crash(dir.path(), program, &image, scenario, false);
         check_scenario(program, scenario, &expected);
     }
 }
@@ -241,22 +226,36 @@ fn gcore_of_the_stopped_program_matches_its_oracle() {
             continue;
         }
         let image = build(program);
-        let expected = crash(dir.path(), program, &image, "strings", Some(Capture::Gcore));
+        let expected = crash(dir.path(), program, &image, "strings", true);
         check_scenario(program, "strings", &expected);
     }
 }
 
 #[test]
-fn committed_corpus_matches_its_manifest_oracle_and_cores() {
+fn committed_corpus_holds_every_hosted_scenario() {
     let dir = corpus::default_dir();
-    let manifest = kcrash_hosted_harness::manifest::Manifest::load(&dir).unwrap();
-    let committed = manifest.entries.iter().filter(|e| e.committed).count();
-    assert_eq!(
-        committed,
-        2 * (programs::SCENARIOS.len() + corpus::GCORE_SCENARIOS.len()),
-        "every scenario of both programs, and the gcore ones"
-    );
-    // Also checks the big entry when `corpus --big` has made it here.
-    let checked = corpus::check(&dir).unwrap_or_else(|e| panic!("{e:#}"));
-    assert!(checked >= committed);
+    let manifest = Manifest::load(&dir).unwrap();
+    for program in [Program::Hosted, Program::HostedC] {
+        let entries: Vec<&str> = manifest
+            .entries
+            .iter()
+            .filter(|e| e.kernel == program.name() && e.committed)
+            .map(|e| e.scenario.as_str())
+            .collect();
+        assert_eq!(
+            entries.len(),
+            corpus::SCENARIOS.len() + corpus::GCORE_SCENARIOS.len(),
+            "{}: every scenario, and the gcore ones: {entries:?}",
+            program.name()
+        );
+        for entry in manifest
+            .entries
+            .iter()
+            .filter(|e| e.kernel == program.name())
+        {
+            let text = std::fs::read_to_string(dir.join(&entry.expected)).unwrap();
+            let expected: Expected = serde_json::from_str(&text).unwrap();
+            check_scenario(program, &entry.scenario, &expected);
+        }
+    }
 }

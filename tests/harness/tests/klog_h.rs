@@ -2,24 +2,16 @@
 //! and they must agree with the Rust crate on every offset, constant and bit of the on-dump
 //! contract. Needs gcc (see pipeline.rs for what happens without it).
 
-use klog_runtime::{intensity, KLog, KLogRec};
-use std::io::Write;
+use klog_runtime::{intensity, CacheAligned, KLog, KLogRec};
 use std::mem::offset_of;
 use std::path::Path;
 use std::process::Command;
 
-use kcrash_hosted_harness::programs::repo_root;
-use kcrash_hosted_harness::tools;
+use kcrash_harness::repo_root;
+use kcrash_harness::tools;
 
 fn have_gcc(test: &str) -> bool {
-    if tools::find(tools::GCC).is_some() {
-        return true;
-    }
-    let why = format!("{test}: NOT RUN: gcc not on PATH (apt-get install -y gcc)");
-    assert!(!tools::required(), "{why}, and {}=1", tools::REQUIRE_TOOLS);
-    // Straight to stderr: libtest captures eprintln! of passing tests, and this must be seen.
-    let _ = writeln!(std::io::stderr(), "{why}");
-    false
+    tools::available_for(test, &[tools::GCC])
 }
 
 /// The definitions an embedding kernel supplies, then `body`.
@@ -30,7 +22,7 @@ fn program(body: &str) -> String {
 enum {{ DBG_NONE, DBG_SCHED, DBG_MAX }};
 #define TOS_KLOG_DEBUG
 #include "klog.h"
-uint64_t KLogBuffer[KLOG_REC_SIZE * (4 + 8)];
+KLOG_BUFFER_DEFINE(4 + 8);
 uint64_t klogPlatformClock(void) {{ return 7; }}
 uint64_t klogPlatformChoreId(void) {{ return 0xc0de; }}
 uint64_t klogPlatformProcDom(void) {{ return klogMakeProcDom(3, 1); }}
@@ -84,6 +76,7 @@ int main(void) {
         offsetof(KLog, subsystem), offsetof(KLog, name), offsetof(KLog, num_recs),
         offsetof(KLog, rec_size), offsetof(KLog, header), offsetof(KLog, buffer),
         offsetof(KLog, buffer_size_1), offsetof(KLog, next_write));
+    printf("KLogBuffer %zu\n", (size_t)__alignof__(KLogBuffer));
     printf("KLogRec %zu %zu %zu %zu %zu %zu %zu %zu %zu\n", sizeof(KLogRec),
         offsetof(KLogRec, header), offsetof(KLogRec, id), offsetof(KLogRec, proc_dom),
         offsetof(KLogRec, clock), offsetof(KLogRec, desc), offsetof(KLogRec, data1),
@@ -140,8 +133,9 @@ int main(void) {
     let join = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(" ");
     let header = klog_runtime::encode_header(1);
     let want = format!(
-        "KLog {}\nKLogRec {}\nheader {header:x} {header:x}\nproc_dom {:x}\nd_prolog {:x}\nd_terse {:x}\nd_verbose {:x}\nd_klog {:x}\nd_klogprintf {:x}\nlevels 0 1 2 3 {}\n",
+        "KLog {}\nKLogBuffer {}\nKLogRec {}\nheader {header:x} {header:x}\nproc_dom {:x}\nd_prolog {:x}\nd_terse {:x}\nd_verbose {:x}\nd_klog {:x}\nd_klogprintf {:x}\nlevels 0 1 2 3 {}\n",
         join(&klog),
+        align_of::<CacheAligned<[u64; 1]>>(),
         join(&rec),
         klog_runtime::proc_dom(3, 1),
         intensity::D_PROLOG,
