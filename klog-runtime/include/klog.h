@@ -19,7 +19,7 @@
  * order, and DBG_MAX. Optionally KLOG_STATIC_LEVEL (default KLOG_TERSE) and TOS_KLOG_DEBUG. Then
  * in one translation unit it defines the statics declared below:
  *
- *   uint64_t KLogBuffer[KLOG_REC_SIZE * KLOG_TOTAL_RECS];    // sum of every ring's records
+ *   KLOG_BUFFER_DEFINE(KLOG_TOTAL_RECS);                      // sum of every ring's records
  *   KLog KLogs[DBG_MAX] = { KLOG_CREATE(NONE, 64), KLOG_CREATE(SCHED, 1024), ... };
  *   Dbg_Intensity DebugFlags[DBG_MAX] = { KLOG_INTENSITY_DEFAULT, ... };
  *   unsigned int klogLevel = KLOG_STATIC_LEVEL;
@@ -129,7 +129,11 @@ enum {
 /* Format for a 64-bit data word in hex. */
 #define HEX64FORMAT "%016lx"
 
-extern uint64_t KLogBuffer[];
+/* Every ring's records, 64-byte aligned as klog-runtime's KLogBuffer is, so that no record
+ * straddles two cache lines. Define it with KLOG_BUFFER_DEFINE(total_recs). */
+extern uint64_t KLogBuffer[] __attribute__((aligned(64)));
+#define KLOG_BUFFER_DEFINE(total_recs)                                                             \
+    uint64_t KLogBuffer[KLOG_REC_SIZE * (total_recs)] __attribute__((aligned(64)))
 extern KLog KLogs[DBG_MAX];
 extern Dbg_Intensity DebugFlags[DBG_MAX];
 extern unsigned int klogLevel;

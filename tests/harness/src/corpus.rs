@@ -1,12 +1,18 @@
-//! The corpus: which crashes it holds, how they are made, and how a corpus directory is
-//! checked against its manifest.
+//! The corpus: which kernels and crashes it holds, how each crash is made (QEMU for the bare
+//! kernel, Linux or gdb cores for the hosted programs), and how a corpus directory is checked
+//! against its manifest.
 
+use crate::capture::{self, Capture, Run};
+use crate::coredump::{self, Memory, Verified};
 use crate::dump::{DumpFormat, Magic};
+use crate::expected::Expected;
 use crate::gdbcheck;
 use crate::kernel::{self, KernelBuild};
-use crate::manifest::{Dump, Entry, Kernel, Manifest};
+use crate::manifest::{self, Dump, Entry, Manifest};
 use crate::oracle;
+use crate::programs::Program;
 use crate::qemu::{self, Boot};
+use crate::{repo_root, tools};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,211 +24,443 @@ pub const REGENERATE: &str = "cargo run --release -p kcrash-harness -- corpus";
 /// `KLogs` and `klogClockHz`.
 const BARE_SYMBOL_PREFIX: &str = "bare::platform::";
 
-/// One crash the corpus keeps.
-#[derive(Clone, Copy, Debug)]
-pub struct Scenario {
-    pub name: &'static str,
-    pub kernel: KernelBuild,
-    /// Whether its files are committed (the big-ring dump is only generated).
-    pub committed: bool,
-}
-
-/// Every bare-kernel scenario; names match the kernel's `klog.scenario=` values.
-pub const SCENARIOS: &[Scenario] = &[
-    Scenario {
-        name: "rings",
-        kernel: KernelBuild::Bare,
-        committed: true,
-    },
-    Scenario {
-        name: "wrap",
-        kernel: KernelBuild::Bare,
-        committed: true,
-    },
-    Scenario {
-        name: "unfilled",
-        kernel: KernelBuild::Bare,
-        committed: true,
-    },
-    Scenario {
-        name: "preinit",
-        kernel: KernelBuild::Bare,
-        committed: true,
-    },
-    Scenario {
-        name: "strings",
-        kernel: KernelBuild::Bare,
-        committed: true,
-    },
-    Scenario {
-        name: "torn",
-        kernel: KernelBuild::Bare,
-        committed: true,
-    },
-    Scenario {
-        name: "scribbled",
-        kernel: KernelBuild::Bare,
-        committed: true,
-    },
-    Scenario {
-        name: "off",
-        kernel: KernelBuild::Bare,
-        committed: true,
-    },
-    Scenario {
-        name: "fault",
-        kernel: KernelBuild::Bare,
-        committed: true,
-    },
-    Scenario {
-        name: "big",
-        kernel: KernelBuild::BareBig,
-        committed: false,
-    },
+/// The scenarios every kernel offers (tests/kernels/README.md): the bare kernel's
+/// `klog.scenario=` values, the hosted programs' first argument.
+pub const SCENARIOS: [&str; 8] = [
+    "rings",
+    "wrap",
+    "unfilled",
+    "preinit",
+    "strings",
+    "torn",
+    "scribbled",
+    "off",
 ];
 
-pub fn scenario(name: &str) -> Option<&'static Scenario> {
-    SCENARIOS.iter().find(|s| s.name == name)
+/// The bare kernel's own scenario: a CPU exception (a page fault) as the crash.
+pub const BARE_ONLY_SCENARIO: &str = "fault";
+
+/// Hosted scenarios also taken with gdb's gcore, so the corpus holds cores of both producers.
+pub const GCORE_SCENARIOS: [&str; 2] = ["rings", "strings"];
+
+/// Where `corpus` writes by default.
+pub fn default_dir() -> PathBuf {
+    repo_root().join("corpus")
 }
 
-impl Scenario {
-    pub fn cmdline(&self) -> String {
-        format!("klog.scenario={}", self.name)
-    }
+/// A kernel of the corpus: the bare QEMU kernel or a hosted program, in one of its builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    Qemu(KernelBuild),
+    Hosted(Program),
+}
 
-    /// Committed entries keep every format; the big one the kdump file and the ELF dump gdb
-    /// checks its digests in.
-    pub fn formats(&self) -> &'static [DumpFormat] {
-        if self.committed {
-            &DumpFormat::ALL
-        } else {
-            &[DumpFormat::ElfPaging, DumpFormat::KdumpZlib]
+impl Kernel {
+    pub const ALL: [Kernel; 5] = [
+        Kernel::Qemu(KernelBuild::Bare),
+        Kernel::Qemu(KernelBuild::BareBig),
+        Kernel::Hosted(Program::Hosted),
+        Kernel::Hosted(Program::HostedC),
+        Kernel::Hosted(Program::HostedBig),
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Qemu(build) => build.name(),
+            Kernel::Hosted(program) => program.name(),
         }
     }
+
+    pub fn from_name(name: &str) -> Option<Kernel> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether its image and entries are committed (the big-ring builds are generated only).
+    pub fn committed(self) -> bool {
+        match self {
+            Kernel::Qemu(build) => build == KernelBuild::Bare,
+            Kernel::Hosted(program) => program.committed(),
+        }
+    }
+
+    /// Tools its crashes need: QEMU and makedumpfile, or gdb (gcore) and the build's compiler.
+    pub fn tools(self) -> Vec<&'static str> {
+        match self {
+            Kernel::Qemu(_) => vec![tools::QEMU, tools::MAKEDUMPFILE],
+            Kernel::Hosted(program) => {
+                let mut needed = vec![tools::GDB];
+                needed.extend(program.tools());
+                needed
+            }
+        }
+    }
+
+    /// Builds it (in its own target directory under target/) and returns the image.
+    pub fn build(self) -> Result<PathBuf> {
+        let target = repo_root().join("target");
+        match self {
+            Kernel::Qemu(build) => kernel::build(build, &target.join("kernels")),
+            Kernel::Hosted(program) => program.build(&target.join("hosted-programs")),
+        }
+    }
+
+    fn image_path(self) -> String {
+        match self {
+            Kernel::Qemu(build) => format!("{}/vmlinux", build.name()),
+            Kernel::Hosted(program) => format!("{0}/{0}", program.name()),
+        }
+    }
+
+    fn magic(self) -> Magic {
+        match self {
+            Kernel::Qemu(_) => Magic::ElfExec,
+            Kernel::Hosted(_) => Magic::ElfDyn,
+        }
+    }
+
+    /// Its manifest table.
+    pub fn describe(self) -> manifest::Kernel {
+        manifest::Kernel {
+            name: self.name().to_string(),
+            image: self.image_path(),
+            magic: self.magic().name().to_string(),
+            built_by: match self {
+                Kernel::Qemu(build) => kernel::build_command(build),
+                Kernel::Hosted(program) => program.build_command(),
+            },
+            committed: self.committed(),
+        }
+    }
+}
+
+/// One crash the corpus keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Planned {
+    pub kernel: Kernel,
+    pub scenario: &'static str,
+    /// For hosted programs: the core taken with gdb's gcore on purpose (otherwise Linux's,
+    /// falling back to gcore when Linux leaves none).
+    pub gcore: bool,
+}
+
+impl Planned {
+    /// The entry's name and directory.
+    pub fn name(&self) -> String {
+        let suffix = if self.gcore { "-gcore" } else { "" };
+        format!("{}/{}{suffix}", self.kernel.name(), self.scenario)
+    }
+
+    pub fn committed(&self) -> bool {
+        self.kernel.committed()
+    }
+
+    pub fn cmdline(&self) -> String {
+        match self.kernel {
+            Kernel::Qemu(_) => format!("klog.scenario={}", self.scenario),
+            Kernel::Hosted(_) if self.gcore => format!("{} --stop", self.scenario),
+            Kernel::Hosted(_) => self.scenario.to_string(),
+        }
+    }
+
+    /// The QEMU dump formats of a bare crash: committed entries keep every format; the big one
+    /// the kdump file and the ELF dump gdb checks its digests in.
+    pub fn formats(&self) -> &'static [DumpFormat] {
+        match self.kernel {
+            Kernel::Qemu(_) if self.committed() => &DumpFormat::ALL,
+            Kernel::Qemu(_) => &[DumpFormat::ElfPaging, DumpFormat::KdumpZlib],
+            Kernel::Hosted(_) => &[],
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(if self.committed() { 60 } else { 600 })
+    }
+}
+
+/// Every crash the corpus knows, committed or generated only, in manifest order.
+pub fn plan() -> Vec<Planned> {
+    let mut plan = Vec::new();
+    let mut add = |kernel, scenario, gcore| {
+        plan.push(Planned {
+            kernel,
+            scenario,
+            gcore,
+        })
+    };
+    for scenario in SCENARIOS.into_iter().chain([BARE_ONLY_SCENARIO]) {
+        add(Kernel::Qemu(KernelBuild::Bare), scenario, false);
+    }
+    add(Kernel::Qemu(KernelBuild::BareBig), "big", false);
+    for program in [Program::Hosted, Program::HostedC, Program::HostedBig] {
+        for &scenario in program.scenarios() {
+            add(Kernel::Hosted(program), scenario, false);
+            if program.committed() && GCORE_SCENARIOS.contains(&scenario) {
+                add(Kernel::Hosted(program), scenario, true);
+            }
+        }
+    }
+    plan
+}
+
+/// Which planned crashes a command acts on: by default the committed ones (`big` adds the
+/// generated-only ones); `kernels` and `scenarios`, when given, narrow the choice to those.
+pub fn choose(big: bool, kernels: &[String], scenarios: &[String]) -> Result<Vec<Planned>> {
+    for name in kernels {
+        if Kernel::from_name(name).is_none() {
+            let known: Vec<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
+            bail!("unknown kernel {name:?} (known: {})", known.join(", "));
+        }
+    }
+    let plan = plan();
+    for name in scenarios {
+        if !plan.iter().any(|p| p.scenario == name) {
+            bail!("unknown scenario {name:?}");
+        }
+    }
+    let narrowed = !kernels.is_empty() || !scenarios.is_empty();
+    let chosen: Vec<Planned> = plan
+        .into_iter()
+        .filter(|p| kernels.is_empty() || kernels.iter().any(|k| k == p.kernel.name()))
+        .filter(|p| scenarios.is_empty() || scenarios.iter().any(|s| s == p.scenario))
+        .filter(|p| p.committed() || big || narrowed)
+        .collect();
+    if chosen.is_empty() {
+        bail!("no planned crash matches those kernels and scenarios");
+    }
+    Ok(chosen)
 }
 
 /// Options for [`generate`].
 pub struct Generate<'a> {
     /// Corpus directory to write into.
     pub out: &'a Path,
-    /// Where the kernels are built.
-    pub target_dir: &'a Path,
-    pub scenarios: Vec<&'static Scenario>,
-    /// gzip the formats the committed corpus keeps gzipped
-    /// ([`DumpFormat::gzipped_in_corpus`]).
+    pub crashes: &'a [Planned],
+    /// gzip what the committed corpus keeps gzipped (committed entries only).
     pub gzip: bool,
 }
 
-/// The manifest describing every scenario (run or not): paths depend only on the scenario,
-/// its kernel and whether dumps are gzipped.
-pub fn manifest(gzip: bool) -> Manifest {
-    let mut kernels: Vec<KernelBuild> = SCENARIOS.iter().map(|s| s.kernel).collect();
-    kernels.dedup();
-    Manifest {
-        version: 1,
-        regenerate: REGENERATE.to_string(),
-        kernels: kernels
-            .into_iter()
-            .map(|build| Kernel {
-                name: build.name().to_string(),
-                image: image_path(build),
-                built_by: kernel::build_command(build),
-                committed: SCENARIOS.iter().any(|s| s.kernel == build && s.committed),
-            })
-            .collect(),
-        entries: SCENARIOS.iter().map(|s| entry(s, gzip)).collect(),
-    }
-}
-
-fn image_path(build: KernelBuild) -> String {
-    format!("{}/vmlinux", build.name())
-}
-
-fn entry_dir(scenario: &Scenario) -> String {
-    format!("{}/{}", scenario.kernel.name(), scenario.name)
-}
-
-fn entry(scenario: &Scenario, gzip: bool) -> Entry {
-    let dir = entry_dir(scenario);
-    let dumps = scenario
-        .formats()
-        .iter()
-        .map(|format| {
-            let gzip = gzip && scenario.committed && format.gzipped_in_corpus();
-            let suffix = if gzip { ".gz" } else { "" };
-            Dump {
-                format: format.name().to_string(),
-                producer: format.producer().to_string(),
-                path: format!("{dir}/{}{suffix}", format.file_name()),
-                gzip,
-                magic: format.magic().name().to_string(),
-            }
-        })
-        .collect();
-    Entry {
-        kernel: scenario.kernel.name().to_string(),
-        scenario: scenario.name.to_string(),
-        cmdline: scenario.cmdline(),
-        console: format!("{dir}/console.log"),
-        expected: format!("{dir}/expected.json"),
-        committed: scenario.committed,
-        dumps,
-    }
-}
-
-/// Builds the kernels, crashes the chosen scenarios, writes their dumps, console logs and
-/// expected results, and the manifest of every scenario. Progress and timings go to stderr.
+/// Builds the kernels, crashes the chosen scenarios, writes their images, dumps, console logs
+/// and expected results, and the manifest. Entries not run keep their files: a bare entry is
+/// described as the harness would write it and its expected.json is derived again from its
+/// console log, so a change of the expected format needs no new dumps; a hosted entry keeps its
+/// table from the manifest already in `out`. Progress and timings go to stderr.
 pub fn generate(options: &Generate) -> Result<Manifest> {
-    let manifest = manifest(options.gzip);
-    let mut builds: Vec<KernelBuild> = options.scenarios.iter().map(|s| s.kernel).collect();
-    builds.sort_by_key(|b| b.name());
-    builds.dedup();
-    for build in builds {
-        let built = kernel::build(build, options.target_dir)?;
-        let image = options.out.join(image_path(build));
+    let previous = previous_manifest(options.out);
+    let mut made: Vec<(String, Entry)> = Vec::new();
+    for kernel in Kernel::ALL {
+        let crashes: Vec<&Planned> = options
+            .crashes
+            .iter()
+            .filter(|p| p.kernel == kernel)
+            .collect();
+        if crashes.is_empty() {
+            continue;
+        }
+        let built = kernel.build()?;
+        let image = options.out.join(kernel.image_path());
         std::fs::create_dir_all(image.parent().expect("has a parent"))?;
         std::fs::copy(&built, &image)
-            .with_context(|| format!("copying kernel to {}", image.display()))?;
-        for scenario in options.scenarios.iter().filter(|s| s.kernel == build) {
-            crash(scenario, &image, options).with_context(|| {
-                format!("scenario {} of kernel {}", scenario.name, build.name())
-            })?;
+            .with_context(|| format!("copying {} to {}", built.display(), image.display()))?;
+        for planned in crashes {
+            let entry = crash(planned, &image, options)
+                .with_context(|| format!("crashing {}", planned.name()))?;
+            made.push((planned.name(), entry));
         }
     }
+    let mut entries = Vec::new();
+    for planned in plan() {
+        let name = planned.name();
+        if let Some((_, entry)) = made.iter().find(|(n, _)| *n == name) {
+            entries.push(entry.clone());
+            continue;
+        }
+        let kept = match planned.kernel {
+            Kernel::Qemu(_) => Some(bare_entry(&planned, options.gzip)),
+            Kernel::Hosted(_) => previous
+                .as_ref()
+                .and_then(|m| m.entries.iter().find(|e| e.name == name).cloned()),
+        };
+        let Some(entry) = kept else { continue };
+        let console = options.out.join(&entry.console);
+        if !console.exists() {
+            continue;
+        }
+        write_expected(&options.out.join(&entry.expected), &derive_file(&console)?)?;
+        entries.push(entry);
+    }
+    let kernels = Kernel::ALL
+        .into_iter()
+        .filter(|k| entries.iter().any(|e| e.kernel == k.name()))
+        .map(Kernel::describe)
+        .collect();
+    let manifest = Manifest {
+        version: manifest::VERSION,
+        regenerate: REGENERATE.to_string(),
+        kernels,
+        entries,
+    };
     manifest.store(options.out)?;
     Ok(manifest)
 }
 
-fn crash(scenario: &Scenario, image: &Path, options: &Generate) -> Result<()> {
-    let dir = options.out.join(entry_dir(scenario));
-    let cmdline = scenario.cmdline();
+/// The manifest already in `dir`, if it is one this harness reads.
+fn previous_manifest(dir: &Path) -> Option<Manifest> {
+    if !dir.join(manifest::FILE_NAME).exists() {
+        return None;
+    }
+    match Manifest::load(dir) {
+        Ok(manifest) => Some(manifest),
+        Err(e) => {
+            eprintln!("note: {e:#}; entries not run now are described afresh or dropped");
+            None
+        }
+    }
+}
+
+/// One crash of any kernel, into its entry directory under `options.out`.
+fn crash(planned: &Planned, image: &Path, options: &Generate) -> Result<Entry> {
+    let dir = options.out.join(planned.name());
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("emptying {}", dir.display()))?;
+    }
+    match planned.kernel {
+        Kernel::Qemu(_) => crash_qemu(planned, image, &dir, options.gzip),
+        Kernel::Hosted(_) => crash_hosted(planned, image, &dir, options.gzip),
+    }
+}
+
+fn crash_qemu(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> Result<Entry> {
+    let Kernel::Qemu(build) = planned.kernel else {
+        bail!("{} is not a QEMU kernel", planned.kernel.name());
+    };
+    let cmdline = planned.cmdline();
     let boot = Boot {
         image,
         cmdline: &cmdline,
-        memory_mib: scenario.kernel.memory_mib(),
-        timeout: Duration::from_secs(if scenario.committed { 60 } else { 600 }),
+        memory_mib: build.memory_mib(),
+        timeout: planned.timeout(),
     };
-    let crash = qemu::crash_and_dump(&boot, &dir, scenario.formats())?;
-    let console = std::fs::read_to_string(&crash.console)?;
-    let expected =
-        oracle::derive(&console).context("deriving the expected result from the console")?;
-    std::fs::write(
-        dir.join("expected.json"),
-        serde_json::to_string_pretty(&expected)? + "\n",
-    )?;
-    for (format, path) in &crash.dumps {
-        if options.gzip && scenario.committed && format.gzipped_in_corpus() {
+    let crashed = qemu::crash_and_dump(&boot, dir, planned.formats())?;
+    write_expected(&dir.join("expected.json"), &derive_file(&crashed.console)?)?;
+    for (format, path) in &crashed.dumps {
+        if gzip && planned.committed() && format.gzipped_in_corpus() {
             gzip_file(path)?;
         }
     }
     eprintln!(
         "{}: boot to panic {:.2}s, {} dumps {:.2}s",
-        entry_dir(scenario),
-        crash.boot_time.as_secs_f64(),
-        crash.dumps.len(),
-        crash.dump_time.as_secs_f64()
+        planned.name(),
+        crashed.boot_time.as_secs_f64(),
+        crashed.dumps.len(),
+        crashed.dump_time.as_secs_f64()
     );
-    Ok(())
+    Ok(bare_entry(planned, gzip))
+}
+
+/// A bare entry's table: it depends only on the crash planned and on gzip.
+pub fn bare_entry(planned: &Planned, gzip: bool) -> Entry {
+    let name = planned.name();
+    let dumps = planned
+        .formats()
+        .iter()
+        .map(|format| {
+            let gzip = gzip && planned.committed() && format.gzipped_in_corpus();
+            let suffix = if gzip { ".gz" } else { "" };
+            Dump {
+                format: format.name().to_string(),
+                producer: format.producer().to_string(),
+                path: format!("{name}/{}{suffix}", format.file_name()),
+                gzip,
+                magic: format.magic().name().to_string(),
+            }
+        })
+        .collect();
+    entry_table(planned, dumps)
+}
+
+fn entry_table(planned: &Planned, dumps: Vec<Dump>) -> Entry {
+    let name = planned.name();
+    Entry {
+        kernel: planned.kernel.name().to_string(),
+        scenario: planned.scenario.to_string(),
+        cmdline: planned.cmdline(),
+        console: format!("{name}/console.log"),
+        expected: format!("{name}/expected.json"),
+        committed: planned.committed(),
+        dumps,
+        name,
+    }
+}
+
+/// One hosted crash: runs the program, takes its core (gcore if planned so, else Linux's with
+/// the gcore fallback), and checks the core against the oracle before keeping it.
+pub fn crash_hosted(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> Result<Entry> {
+    let run = Run {
+        program: image,
+        scenario: planned.scenario,
+        dir,
+        timeout: planned.timeout(),
+    };
+    let crashed = if planned.gcore {
+        capture::crash_with(&run, Capture::Gcore)
+    } else {
+        capture::crash(&run)
+    }?;
+    let expected = derive_file(&crashed.console)?;
+    write_expected(&dir.join("expected.json"), &expected)?;
+    let verified = verify_core(&crashed.core, &expected)?;
+    let gzip = gzip && planned.committed();
+    let core = if gzip {
+        gzip_file(&crashed.core)?
+    } else {
+        crashed.core.clone()
+    };
+    for scratch in ["stderr.log", "gdb.log"] {
+        let _ = std::fs::remove_file(dir.join(scratch));
+    }
+    eprintln!(
+        "{}: {} records, {} torn, {} unreadable strings checked in the core",
+        planned.name(),
+        verified.records,
+        verified.torn,
+        verified.unreadable_strings
+    );
+    let file_name = core.file_name().expect("a file").to_string_lossy();
+    let mut entry = entry_table(
+        planned,
+        vec![Dump {
+            format: crashed.capture.format().to_string(),
+            producer: crashed.producer,
+            path: format!("{}/{file_name}", planned.name()),
+            gzip,
+            magic: Magic::ElfCore.name().to_string(),
+        }],
+    );
+    // A fallback to gcore stops the program instead of letting it abort.
+    if crashed.capture == Capture::Gcore && !planned.gcore {
+        entry.cmdline = format!("{} --stop", planned.scenario);
+    }
+    Ok(entry)
+}
+
+/// The expected result the oracle in a console log implies.
+pub fn derive_file(console: &Path) -> Result<Expected> {
+    let text = std::fs::read_to_string(console)
+        .with_context(|| format!("reading {}", console.display()))?;
+    oracle::derive(&text)
+        .with_context(|| format!("deriving the expected result from {}", console.display()))
+}
+
+fn write_expected(path: &Path, expected: &Expected) -> Result<()> {
+    std::fs::write(path, serde_json::to_string_pretty(expected)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Checks a core (plain or gzip) against the expected result.
+pub fn verify_core(core: &Path, expected: &Expected) -> Result<Verified> {
+    let bytes = coredump::load(core)?;
+    let memory = Memory::parse(&bytes).with_context(|| format!("reading {}", core.display()))?;
+    coredump::verify(&memory, expected).with_context(|| format!("checking {}", core.display()))
 }
 
 /// Replaces `path` by `path.gz` (best compression: committed files should be small).
@@ -243,44 +481,49 @@ fn gzip_file(path: &Path) -> Result<PathBuf> {
 #[derive(Debug, Default)]
 pub struct Checked {
     pub entries: usize,
-    /// Entries whose dump gdb compared with the oracle.
+    /// QEMU entries whose `elf-paging` dump gdb compared with the oracle.
     pub against_dump: usize,
+    /// Hosted cores whose records were compared with the oracle.
+    pub cores: usize,
 }
 
-/// Checks a corpus directory against its manifest: every listed file of a present entry
-/// exists and has the magic the manifest says, and each expected.json is what the oracle
-/// derives from its console log. With `gdb`, also compares every ring in each entry's
-/// `elf-paging` dump with the oracle ([`gdbcheck`]). Entries with `committed = false` are
-/// checked only if their console log exists. A non-empty `only` restricts the check to those
-/// scenarios.
-pub fn check(dir: &Path, gdb: bool, only: &[String]) -> Result<Checked> {
+/// Checks a corpus directory against its manifest: each listed image has its magic; for each
+/// entry, every file exists with the magic the manifest says, expected.json is what the oracle
+/// derives from the console log, every hosted core holds the records the oracle says, and, with
+/// `gdb`, every ring of each `elf-paging` dump equals the oracle ([`gdbcheck`]). Entries with
+/// `committed = false` are checked only if their console log exists; `kernels` and `scenarios`,
+/// when not empty, restrict the check to those.
+pub fn check(dir: &Path, gdb: bool, kernels: &[String], scenarios: &[String]) -> Result<Checked> {
     let manifest = Manifest::load(dir)?;
     let mut checked = Checked::default();
     for entry in &manifest.entries {
-        let skipped = !only.is_empty() && !only.contains(&entry.scenario);
-        if skipped || (!entry.committed && !dir.join(&entry.console).exists()) {
+        let wanted = (kernels.is_empty() || kernels.contains(&entry.kernel))
+            && (scenarios.is_empty() || scenarios.contains(&entry.scenario));
+        if !wanted || (!entry.committed && !dir.join(&entry.console).exists()) {
             continue;
         }
-        let context = || format!("entry {}/{}", entry.kernel, entry.scenario);
-        let expected = check_entry(dir, &manifest, entry).with_context(context)?;
+        check_entry(dir, &manifest, entry, gdb, &mut checked)
+            .with_context(|| format!("entry {}", entry.name))?;
         checked.entries += 1;
-        if gdb && check_against_dump(dir, &manifest, entry, &expected).with_context(context)? {
-            checked.against_dump += 1;
-        }
     }
     Ok(checked)
 }
 
-fn check_entry(dir: &Path, manifest: &Manifest, entry: &Entry) -> Result<oracle::Expected> {
-    let Some(kernel) = manifest.kernels.iter().find(|k| k.name == entry.kernel) else {
-        bail!("kernel {} is not in the manifest", entry.kernel);
-    };
-    expect_magic(&dir.join(&kernel.image), Magic::ElfExec.name())?;
-    let console = std::fs::read_to_string(dir.join(&entry.console))
-        .with_context(|| format!("reading {}", entry.console))?;
-    let derived = oracle::derive(&console)?;
+fn check_entry(
+    dir: &Path,
+    manifest: &Manifest,
+    entry: &Entry,
+    gdb: bool,
+    checked: &mut Checked,
+) -> Result<()> {
+    let kernel = manifest.kernel(&entry.kernel)?;
+    let image = dir.join(&kernel.image);
+    expect_magic(&image, &kernel.magic)?;
+    let derived = derive_file(&dir.join(&entry.console))?;
     let expected_path = dir.join(&entry.expected);
-    let stored: oracle::Expected = serde_json::from_str(&std::fs::read_to_string(&expected_path)?)
+    let text = std::fs::read_to_string(&expected_path)
+        .with_context(|| format!("reading {}", expected_path.display()))?;
+    let stored: Expected = serde_json::from_str(&text)
         .with_context(|| format!("parsing {}", expected_path.display()))?;
     if stored != derived {
         bail!(
@@ -293,6 +536,7 @@ fn check_entry(dir: &Path, manifest: &Manifest, entry: &Entry) -> Result<oracle:
         bail!("no dumps");
     }
     for dump in &entry.dumps {
+        let path = dir.join(&dump.path);
         if dump.gzip != dump.path.ends_with(".gz") {
             bail!(
                 "{}: gzip = {} disagrees with the file name",
@@ -300,33 +544,24 @@ fn check_entry(dir: &Path, manifest: &Manifest, entry: &Entry) -> Result<oracle:
                 dump.gzip
             );
         }
-        expect_magic(&dir.join(&dump.path), &dump.magic)?;
+        expect_magic(&path, &dump.magic)?;
+        if dump.magic == Magic::ElfCore.name() && kernel.magic == Magic::ElfDyn.name() {
+            verify_core(&path, &stored)?;
+            checked.cores += 1;
+        }
+        if gdb && dump.format == DumpFormat::ElfPaging.name() {
+            check_against_dump(&image, &path, dump.gzip, &stored)?;
+            checked.against_dump += 1;
+        }
     }
-    Ok(derived)
+    Ok(())
 }
 
-/// Runs [`gdbcheck`] on the entry's `elf-paging` dump, if it has one.
-fn check_against_dump(
-    dir: &Path,
-    manifest: &Manifest,
-    entry: &Entry,
-    expected: &oracle::Expected,
-) -> Result<bool> {
-    let Some(dump) = entry
-        .dumps
-        .iter()
-        .find(|d| d.format == DumpFormat::ElfPaging.name())
-    else {
-        return Ok(false);
-    };
-    let kernel = manifest
-        .kernels
-        .iter()
-        .find(|k| k.name == entry.kernel)
-        .expect("checked by check_entry");
+/// Runs [`gdbcheck`] on a QEMU `elf-paging` dump.
+fn check_against_dump(image: &Path, dump: &Path, gzip: bool, expected: &Expected) -> Result<()> {
     let scratch = tempfile::tempdir()?;
-    let mut path = dir.join(&dump.path);
-    if dump.gzip {
+    let mut path = dump.to_path_buf();
+    if gzip {
         let plain = scratch.path().join("dump.elf");
         let mut input = flate2::read::GzDecoder::new(std::fs::File::open(&path)?);
         std::io::copy(&mut input, &mut std::fs::File::create(&plain)?)
@@ -336,14 +571,7 @@ fn check_against_dump(
     let symbols = gdbcheck::Symbols {
         prefix: BARE_SYMBOL_PREFIX,
     };
-    gdbcheck::check(
-        &dir.join(&kernel.image),
-        &path,
-        expected,
-        &symbols,
-        scratch.path(),
-    )?;
-    Ok(true)
+    gdbcheck::check(image, &path, expected, &symbols, scratch.path())
 }
 
 fn expect_magic(path: &Path, want: &str) -> Result<()> {
@@ -356,9 +584,4 @@ fn expect_magic(path: &Path, want: &str) -> Result<()> {
             other.map(Magic::name)
         ),
     }
-}
-
-/// Where `cargo run -p kcrash-harness -- corpus` writes by default.
-pub fn default_dir() -> PathBuf {
-    kernel::repo_root().join("corpus")
 }

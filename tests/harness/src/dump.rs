@@ -96,8 +96,10 @@ impl DumpFormat {
 pub enum Magic {
     /// ELF64 little-endian x86_64 ET_CORE.
     ElfCore,
-    /// ELF64 x86_64 ET_EXEC (a kernel image).
+    /// ELF64 x86_64 ET_EXEC (a kernel image linked at fixed addresses).
     ElfExec,
+    /// ELF64 x86_64 ET_DYN (a position-independent executable: a hosted program).
+    ElfDyn,
     /// makedumpfile flattened stream ("makedumpfile" signature, type 1, version 1).
     Flattened,
     /// kdump-compressed ("KDUMP   " signature).
@@ -112,6 +114,7 @@ impl Magic {
         match self {
             Magic::ElfCore => "elf-core",
             Magic::ElfExec => "elf-exec",
+            Magic::ElfDyn => "elf-dyn",
             Magic::Flattened => "makedumpfile-flattened",
             Magic::Kdump => "kdump",
             Magic::Gzip => "gzip",
@@ -141,6 +144,7 @@ impl Magic {
             return match u16::from_le_bytes([head[16], head[17]]) {
                 4 => Some(Magic::ElfCore),
                 2 => Some(Magic::ElfExec),
+                3 => Some(Magic::ElfDyn),
                 _ => None,
             };
         }

@@ -5,24 +5,18 @@
 //! strings) are byte for byte what the dump holds, so the image is the one that ran. gdb reads the `paging=true` ELF dump through the
 //! kernel's virtual addresses, so this is independent of kcrash and of klog-runtime's code.
 
-use crate::oracle::{Damage, Digest, Expected, ExpectedRing, Slot, RECORD_BYTES};
+use crate::expected::{Digest, Expected, Fnv1a, Ring, RECORD_BYTES};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-/// `"KLOG"` in the upper half of a record header (klog-runtime's README, "The on-dump contract").
-const HEADER_MAGIC: u64 = 0x4B4C_4F47;
 /// Words per KLog control block and per record.
 const WORDS: usize = 8;
 /// Index of `next_write` and `buffer` in a KLog control block.
 const KLOG_BUFFER: usize = 5;
 const KLOG_NEXT_WRITE: usize = 7;
-
-fn header(subsystem: u64) -> u64 {
-    (HEADER_MAGIC << 32) | ((WORDS as u64) << 16) | subsystem
-}
 
 /// Where the kernel's statics are: `symbol_prefix` is the Rust path of the module that
 /// invoked `klog_config!` (`bare::platform::` for the bare kernel).
@@ -42,7 +36,7 @@ pub fn check(
     let region = |name: &str| scratch.join(format!("{name}.bin"));
     for ring in &expected.rings {
         let end = ring.buffer + ring.num_recs * RECORD_BYTES;
-        let path = region(&format!("ring{}", ring.subsystem));
+        let path = region(&format!("ring{}", ring.ring));
         writeln!(
             script,
             "dump binary memory {} {:#x} {end:#x}",
@@ -52,16 +46,14 @@ pub fn check(
     }
     let mut formats: BTreeMap<u64, &str> = BTreeMap::new();
     for ring in &expected.rings {
-        for slot in &ring.records {
-            if let Slot::Record(record) = slot {
-                if let Some(previous) = formats.insert(record.desc, &record.format) {
-                    if previous != record.format {
-                        bail!(
-                            "desc {:#x} is both {previous:?} and {:?}",
-                            record.desc,
-                            record.format
-                        );
-                    }
+        for event in ring.records.iter().filter_map(|r| r.event.as_ref()) {
+            if let Some(previous) = formats.insert(event.desc, &event.format) {
+                if previous != event.format {
+                    bail!(
+                        "desc {:#x} is both {previous:?} and {:?}",
+                        event.desc,
+                        event.format
+                    );
                 }
             }
         }
@@ -132,35 +124,36 @@ pub fn check(
     };
 
     for ring in &expected.rings {
-        let words = read(&format!("ring{}", ring.subsystem))?;
+        let words = read(&format!("ring{}", ring.ring))?;
         if let Some(digest) = &ring.digest {
             check_digest(ring, digest, &words)?;
             continue;
         }
         let mut seen = vec![false; ring.num_recs as usize];
-        for slot in &ring.records {
-            let (index, want_header) = match slot {
-                Slot::Record(r) => (r.slot, Some(header(r.subsystem))),
-                Slot::Torn { slot, .. } => (*slot, None),
-            };
+        for record in &ring.records {
+            let index = record.slot as usize;
             let got = words
-                .get(index as usize * WORDS..(index as usize + 1) * WORDS)
-                .with_context(|| format!("ring {} slot {index} is outside the ring", ring.name))?;
-            seen[index as usize] = true;
-            match (slot, want_header) {
-                (Slot::Record(r), Some(h)) => {
-                    let want = [
-                        h, r.id, r.proc_dom, r.clock, r.desc, r.data[0], r.data[1], r.data[2],
-                    ];
-                    if got != want {
-                        bail!("ring {} slot {index} (seq {}): dump has {got:x?}, oracle says {want:x?}", ring.name, r.seq);
+                .get(index * WORDS..(index + 1) * WORDS)
+                .with_context(|| {
+                    format!("ring {} slot {index} is outside the ring", ring.ring_name)
+                })?;
+            seen[index] = true;
+            match &record.event {
+                Some(event) => {
+                    if got != event.words {
+                        bail!(
+                            "ring {} slot {index} (seq {}): dump has {got:x?}, oracle says {:x?}",
+                            ring.ring_name,
+                            record.seq,
+                            event.words
+                        );
                     }
                 }
-                _ => {
+                None => {
                     if got[0] != 0 {
                         bail!(
                             "ring {} slot {index}: torn slot has header {:#x}, not 0",
-                            ring.name,
+                            ring.ring_name,
                             got[0]
                         );
                     }
@@ -170,7 +163,7 @@ pub fn check(
         for (index, _) in seen.iter().enumerate().filter(|(_, seen)| !**seen) {
             let got = &words[index * WORDS..(index + 1) * WORDS];
             if got.iter().any(|&w| w != 0) {
-                bail!("ring {} slot {index}: the oracle wrote nothing there but the dump has {got:x?}", ring.name);
+                bail!("ring {} slot {index}: the oracle wrote nothing there but the dump has {got:x?}", ring.ring_name);
             }
         }
     }
@@ -204,18 +197,17 @@ pub fn check(
         let entry = &klogs[index * WORDS..(index + 1) * WORDS];
         let mut want_next = ring.written * WORDS as u64;
         let mut want_buffer = ring.buffer;
-        for damage in &ring.damage {
-            let Damage::Scribbled { field, value } = damage;
-            match field.as_str() {
-                "next_write" => want_next = *value,
-                "buffer" => want_buffer = *value,
-                other => bail!("ring {}: unknown scribbled field {other}", ring.name),
+        for untrusted in &ring.untrusted {
+            match untrusted.field.as_str() {
+                "next_write" => want_next = untrusted.value,
+                "buffer" => want_buffer = untrusted.value,
+                other => bail!("ring {}: unknown scribbled field {other}", ring.ring_name),
             }
         }
         if entry[KLOG_NEXT_WRITE] != want_next || entry[KLOG_BUFFER] != want_buffer {
             bail!(
                 "KLogs[{index}] ({}): next_write {:#x} buffer {:#x}, oracle says {want_next:#x} and {want_buffer:#x}",
-                ring.name,
+                ring.ring_name,
                 entry[KLOG_NEXT_WRITE],
                 entry[KLOG_BUFFER]
             );
@@ -231,33 +223,26 @@ pub fn check(
     Ok(())
 }
 
-/// A big ring's records, oldest first, must hash to the kernel's digest (FNV-1a over the
-/// little-endian bytes of every word; tests/kernels/README.md).
-fn check_digest(ring: &ExpectedRing, digest: &Digest, words: &[u64]) -> Result<()> {
-    let held = ring.written.min(ring.num_recs);
-    if digest.records != held || digest.last_seq + 1 != ring.written {
+/// A big ring's records, oldest first, must hash to the kernel's digest.
+fn check_digest(ring: &Ring, digest: &Digest, words: &[u64]) -> Result<()> {
+    if digest.records != ring.written.min(ring.num_recs) {
         bail!(
-            "ring {}: digest of {} records up to {} for {} written",
-            ring.name,
+            "ring {}: digest of {} records for {} written",
+            ring.ring_name,
             digest.records,
-            digest.last_seq,
             ring.written
         );
     }
-    let first = ring.written - held;
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for seq in first..ring.written {
+    let mut hash = Fnv1a::default();
+    for seq in ring.written - digest.records..ring.written {
         let slot = (seq % ring.num_recs) as usize;
-        for word in &words[slot * WORDS..(slot + 1) * WORDS] {
-            for byte in word.to_le_bytes() {
-                hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        }
+        hash.words(&words[slot * WORDS..(slot + 1) * WORDS]);
     }
-    if hash != digest.fnv1a {
+    if hash.finish() != digest.fnv1a {
         bail!(
-            "ring {}: the dump's records hash to {hash:#x}, the kernel's digest is {:#x}",
-            ring.name,
+            "ring {}: the dump's records hash to {:#x}, the kernel's digest is {:#x}",
+            ring.ring_name,
+            hash.finish(),
             digest.fnv1a
         );
     }

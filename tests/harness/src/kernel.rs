@@ -1,9 +1,9 @@
 //! Building the test kernels. The bare kernel is outside the workspace (it needs kernel
 //! codegen flags from its own .cargo/config.toml), so cargo is run from its directory.
 
+use crate::{cargo_build, repo_root};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// A kernel build: which crate, which features.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,29 +42,12 @@ pub fn build_command(build: KernelBuild) -> String {
     format!("cd tests/kernels/bare && cargo build --release --locked{features}")
 }
 
-/// The repository root (this crate lives at tests/harness).
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("tests/harness has two ancestors")
-        .to_path_buf()
-}
-
 /// Builds `build` in release mode into `target_dir` and returns the kernel ELF path.
 pub fn build(build: KernelBuild, target_dir: &Path) -> Result<PathBuf> {
     let crate_dir = repo_root().join("tests/kernels/bare");
     let target_dir = target_dir.join(build.name());
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(&crate_dir)
-        .args(["build", "--release", "--locked", "--target-dir"])
-        .arg(&target_dir)
-        // Flags of the enclosing build (e.g. cargo test's) must not leak into the kernel.
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO_BUILD_TARGET");
+    let mut cmd = cargo_build(&target_dir);
+    cmd.current_dir(&crate_dir);
     if build == KernelBuild::BareBig {
         cmd.args(["--features", "big-rings"]);
     }

@@ -2,16 +2,15 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use kcrash_harness::corpus::{self, Generate, Scenario};
+use kcrash_harness::corpus::{self, Generate, Kernel, Planned};
 use kcrash_harness::dump::DumpFormat;
-use kcrash_harness::kernel;
 use kcrash_harness::qemu::{self, Boot};
 use kcrash_harness::tools;
 use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Parser)]
-#[command(about = "Crash kcrash's test kernels under QEMU and keep the dumps")]
+#[command(about = "Crash kcrash's test kernels (QEMU and hosted) and keep their dumps")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -19,36 +18,47 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Regenerate the corpus: build the kernels, crash every committed scenario, write
-    /// dumps, expected results and manifest.toml.
+    /// Regenerate the corpus: build the kernels, crash every committed scenario of every
+    /// kernel, write images, dumps, console logs, expected results and manifest.toml.
     Corpus {
-        /// Corpus directory.
+        /// Corpus directory (default: corpus/ of the repository).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Also make the big-ring benchmark dump (not committed; needs ~400 MiB of RAM).
+        /// Also the big-ring benchmark dumps (not committed; ~650 MiB of RAM and disk).
         #[arg(long)]
         big: bool,
-        /// Only these scenarios (default: all committed ones).
+        /// Only these kernels: bare, bare-big, hosted, hosted-c, hosted-big. Entries not run
+        /// keep their files (their expected.json is derived again from their console log).
+        #[arg(long = "kernel")]
+        kernels: Vec<String>,
+        /// Only these scenarios.
         #[arg(long = "scenario")]
         scenarios: Vec<String>,
         /// Keep every dump uncompressed.
         #[arg(long)]
         no_gzip: bool,
     },
-    /// Boot one scenario and dump it into a directory, without touching any manifest.
+    /// Crash one scenario of one kernel into a directory, without touching any manifest.
     Run {
+        kernel: String,
         scenario: String,
         #[arg(long)]
         out: PathBuf,
-        /// Formats to write (default: all).
+        /// QEMU kernels: formats to write (default: all).
         #[arg(long = "format")]
         formats: Vec<String>,
+        /// Hosted programs: take the core with gdb's gcore instead of Linux's.
+        #[arg(long)]
+        gcore: bool,
     },
-    /// Check a corpus directory against its manifest and oracle.
+    /// Check a corpus directory against its manifest, oracle and dumps.
     Check {
         #[arg(long)]
         dir: Option<PathBuf>,
-        /// Only these scenarios (default: every entry the manifest lists).
+        /// Only these kernels (default: every entry the manifest lists).
+        #[arg(long = "kernel")]
+        kernels: Vec<String>,
+        /// Only these scenarios.
         #[arg(long = "scenario")]
         scenarios: Vec<String>,
     },
@@ -59,46 +69,68 @@ fn main() -> Result<()> {
         Command::Corpus {
             out,
             big,
+            kernels,
             scenarios,
             no_gzip,
         } => {
-            require_tools()?;
+            let crashes = corpus::choose(big, &kernels, &scenarios)?;
+            require_tools(crashes.iter().map(|p| p.kernel))?;
             let out = out.unwrap_or_else(corpus::default_dir);
-            let chosen: Vec<&'static Scenario> = if scenarios.is_empty() {
-                corpus::SCENARIOS
-                    .iter()
-                    .filter(|s| s.committed || big)
-                    .collect()
-            } else {
-                scenarios
-                    .iter()
-                    .map(|name| find_scenario(name))
-                    .collect::<Result<_>>()?
-            };
-            let chosen_count = chosen.len();
-            let target_dir = kernel::repo_root().join("target/kernels");
             let manifest = corpus::generate(&Generate {
                 out: &out,
-                target_dir: &target_dir,
-                scenarios: chosen,
+                crashes: &crashes,
                 gzip: !no_gzip,
             })?;
             eprintln!(
                 "{}: manifest of {} entries ({} run now)",
                 out.display(),
                 manifest.entries.len(),
-                chosen_count
+                crashes.len()
             );
         }
         Command::Run {
+            kernel,
             scenario,
             out,
             formats,
+            gcore,
         } => {
-            require_tools()?;
-            let scenario = find_scenario(&scenario)?;
+            let planned = corpus::plan()
+                .into_iter()
+                .find(|p| p.kernel.name() == kernel && p.scenario == scenario)
+                .with_context(|| format!("kernel {kernel:?} has no scenario {scenario:?}"))?;
+            let planned = Planned { gcore, ..planned };
+            require_tools([planned.kernel])?;
+            run(&planned, &out, &formats)?;
+        }
+        Command::Check {
+            dir,
+            kernels,
+            scenarios,
+        } => {
+            let dir = dir.unwrap_or_else(corpus::default_dir);
+            let gdb = tools::find(tools::GDB).is_some();
+            let checked = corpus::check(&dir, gdb, &kernels, &scenarios)?;
+            eprintln!(
+                "{} entries in {} match their manifest and oracle; {} hosted cores compared with the oracle; gdb compared {} QEMU dumps with the oracle{}",
+                checked.entries,
+                dir.display(),
+                checked.cores,
+                checked.against_dump,
+                if gdb { "" } else { " (gdb not found)" }
+            );
+        }
+    }
+    Ok(())
+}
+
+/// One crash into `out`, its dumps listed on stdout.
+fn run(planned: &Planned, out: &std::path::Path, formats: &[String]) -> Result<()> {
+    let image = planned.kernel.build()?;
+    match planned.kernel {
+        Kernel::Qemu(build) => {
             let formats = if formats.is_empty() {
-                scenario.formats().to_vec()
+                planned.formats().to_vec()
             } else {
                 formats
                     .iter()
@@ -107,16 +139,14 @@ fn main() -> Result<()> {
                     })
                     .collect::<Result<_>>()?
             };
-            let image =
-                kernel::build(scenario.kernel, &kernel::repo_root().join("target/kernels"))?;
-            let cmdline = scenario.cmdline();
+            let cmdline = planned.cmdline();
             let boot = Boot {
                 image: &image,
                 cmdline: &cmdline,
-                memory_mib: scenario.kernel.memory_mib(),
+                memory_mib: build.memory_mib(),
                 timeout: Duration::from_secs(600),
             };
-            let crash = qemu::crash_and_dump(&boot, &out, &formats)?;
+            let crash = qemu::crash_and_dump(&boot, out, &formats)?;
             eprintln!(
                 "boot to panic {:.2}s, dumps {:.2}s",
                 crash.boot_time.as_secs_f64(),
@@ -126,34 +156,30 @@ fn main() -> Result<()> {
                 println!("{}\t{}", format.name(), path.display());
             }
         }
-        Command::Check { dir, scenarios } => {
-            let dir = dir.unwrap_or_else(corpus::default_dir);
-            let gdb = tools::find(tools::GDB).is_some();
-            let checked = corpus::check(&dir, gdb, &scenarios)?;
-            eprintln!(
-                "{} entries in {} match their manifest and oracle; gdb compared {} dumps with the oracle{}",
-                checked.entries,
-                dir.display(),
-                checked.against_dump,
-                if gdb { "" } else { " (gdb not found)" }
-            );
+        Kernel::Hosted(_) => {
+            if !formats.is_empty() {
+                bail!("--format is for QEMU kernels");
+            }
+            let entry = corpus::crash_hosted(planned, &image, out, false)?;
+            for dump in entry.dumps {
+                let file = std::path::Path::new(&dump.path)
+                    .file_name()
+                    .unwrap_or_default();
+                println!("{}\t{}", dump.format, out.join(file).display());
+            }
         }
     }
     Ok(())
 }
 
-fn find_scenario(name: &str) -> Result<&'static Scenario> {
-    corpus::scenario(name).with_context(|| {
-        let names: Vec<&str> = corpus::SCENARIOS.iter().map(|s| s.name).collect();
-        format!("unknown scenario {name:?} (known: {})", names.join(", "))
-    })
-}
-
-fn require_tools() -> Result<()> {
-    let missing = tools::missing(&[tools::QEMU, tools::MAKEDUMPFILE]);
+fn require_tools(kernels: impl IntoIterator<Item = Kernel>) -> Result<()> {
+    let mut needed: Vec<&str> = kernels.into_iter().flat_map(Kernel::tools).collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let missing = tools::missing(&needed);
     if !missing.is_empty() {
         bail!(
-            "missing tools: {} (apt-get install -y qemu-system-x86 makedumpfile)",
+            "missing tools: {} (apt-get install -y qemu-system-x86 makedumpfile gdb gcc)",
             missing.join(", ")
         );
     }

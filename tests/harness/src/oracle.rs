@@ -1,6 +1,7 @@
-//! The kernels' oracle: one console line per event, and what it implies for each ring.
+//! The kernels' oracle: one console line per event, and what it implies for each ring. Every
+//! kernel (bare, hosted, hosted-c) prints the same lines.
 //!
-//! The line format is specified in tests/kernels/README.md ("Oracle lines"): a tag, then
+//! The line format is specified in corpus/README.md ("Oracle lines"): a tag, then
 //! space-separated `key=value` fields; `fmt=` is escaped with `char::escape_debug` and spaces
 //! as `\u{20}`; `msg=`, if present, is last and runs to the end of the line. For example
 //!
@@ -10,14 +11,16 @@
 //! KLOG-TORN  ring=1 subsys=1 seq=300 at=0x..
 //! KLOG-DAMAGE ring=2 kind=scribbled field=next_write value=0x..
 //! KLOG-DIGEST ring=3 records=.. last_seq=.. fnv1a=0x..
+//! KCRASH-PANIC <message>
 //! ```
 
 use anyhow::{anyhow, bail, Context, Result};
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-/// Bytes per record: 8 words (the design's KLogRec).
-pub const RECORD_BYTES: u64 = 64;
+use crate::expected::{self, Digest, Event, Expected, Record, RecordDamage, Ring, Untrusted};
+
+/// What precedes the panic message on the kernel's last line.
+pub const PANIC_PREFIX: &str = "KCRASH-PANIC ";
 
 /// One parsed oracle line: its tag, its fields in order, and its message if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,154 +120,71 @@ fn unescape(text: &str) -> Result<String> {
     Ok(out)
 }
 
-/// What a reader must find in one ring.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExpectedRing {
-    /// The ring's subsystem id (its index in KLogs).
-    pub subsystem: u64,
-    pub name: String,
-    pub num_recs: u64,
-    /// Virtual address of the ring's first record after klog_init.
-    pub buffer: u64,
-    /// Records ever written to the ring (`next_write / 8` unless damaged).
-    pub written: u64,
-    /// The slots a reader must find, oldest first: records, and torn slots.
-    pub records: Vec<Slot>,
-    /// Damage to the ring's KLogs entry that a reader must report.
-    pub damage: Vec<Damage>,
-    /// For rings too big to list: a digest of the records instead (records is then empty).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub digest: Option<Digest>,
-}
-
-/// One slot of a ring as the kernel left it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Slot {
-    Record(ExpectedRecord),
-    /// A writer reserved this slot (sequence `seq`) and died after zeroing its header: the
-    /// slot holds header 0 and whatever words it held before.
-    Torn {
-        seq: u64,
-        slot: u64,
-        at: u64,
-    },
-}
-
-/// One record as the kernel meant it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExpectedRecord {
-    /// Sequence number in the ring (what the KLOG macro returned).
-    pub seq: u64,
-    /// Index of the record in the ring: `seq % num_recs`.
-    pub slot: u64,
-    /// Address of the record.
-    pub at: u64,
-    /// Subsystem that logged it (differs from the ring's for events logged before klog_init,
-    /// which all land in NONE's ring).
-    pub subsystem: u64,
-    pub id: u64,
-    pub proc_dom: u64,
-    pub clock: u64,
-    pub desc: u64,
-    pub data: [u64; 3],
-    /// The printf format string `desc` points at.
-    pub format: String,
-    /// The message as the kernel formatted it with core::fmt. An unreadable `%s` argument
-    /// appears as `<unreadable 0x...>`; kcrash adds its reason before the `>`.
-    pub message: String,
-}
-
-/// Damage to a ring's KLogs entry that a reader must notice and report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Damage {
-    /// The KLogs entry's `field` was overwritten with `value`; KLogBuffer is intact, so the
-    /// records are still there for a salvaging reader.
-    Scribbled { field: String, value: u64 },
-}
-
-/// Digest of a big ring's surviving records (see tests/kernels/README.md).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Digest {
-    pub records: u64,
-    pub last_seq: u64,
-    pub fnv1a: u64,
-}
-
-/// The expected result of one crash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Expected {
-    pub version: u32,
-    /// What the kernel stored in klogClockHz.
-    pub clock_hz: u64,
-    /// The panic message.
-    pub panic: String,
-    pub rings: Vec<ExpectedRing>,
-}
-
-/// Derives the expected result from a console log: each slot of each ring holds the record
-/// (or torn reservation) with the highest sequence number that maps to it, and a ring lists
-/// its slots by sequence number, oldest first. Sequence numbers, not line order, decide: a
-/// ring's sequence numbers come from one fetch-add, while processors may print their lines
-/// in another order.
+/// Derives the expected result from a console log. Each slot of each ring holds the record (or
+/// torn reservation) with the highest sequence number that maps to it, and a ring lists its
+/// slots by sequence number, oldest first: a ring's sequence numbers come from one fetch-add,
+/// while processors may print their lines in another order. A ring whose survivors are not the
+/// last `min(written, num_recs)` sequence numbers without a hole is an error: the oracle
+/// missed an event.
 pub fn derive(console: &str) -> Result<Expected> {
-    let mut state = Replay::default();
+    let mut replay = Replay::default();
     for (index, text) in console.lines().enumerate() {
         let lineno = index + 1;
-        if let Some(message) = text.strip_prefix(crate::qemu::PANIC_LINE_PREFIX) {
-            state.panic = Some(message.to_string());
+        if let Some(message) = text.strip_prefix(PANIC_PREFIX) {
+            replay.panic = Some(message.to_string());
             continue;
         }
         let Some(line) = Line::parse(text) else {
             continue;
         };
         let line = line.with_context(|| format!("console line {lineno}"))?;
-        state
+        replay
             .apply(&line)
             .with_context(|| format!("console line {lineno}: {text}"))?;
     }
-    state.finish()
+    replay.finish()
+}
+
+/// A ring being rebuilt: its declaration, and its slots by index with what last landed there.
+struct RingState {
+    name: String,
+    num_recs: u64,
+    buffer: u64,
+    untrusted: Vec<Untrusted>,
+    digest: Option<Digest>,
+    slots: BTreeMap<u64, Record>,
 }
 
 #[derive(Default)]
 struct Replay {
-    rings: BTreeMap<u64, ExpectedRing>,
-    /// The newest write to each (ring, slot), with its sequence number.
-    slots: HashMap<(u64, u64), (u64, Slot)>,
+    rings: BTreeMap<u64, RingState>,
     clock_hz: Option<u64>,
     panic: Option<String>,
 }
 
 impl Replay {
-    fn ring(&mut self, line: &Line) -> Result<&mut ExpectedRing> {
+    fn ring(&mut self, line: &Line) -> Result<&mut RingState> {
         let id = line.num("ring")?;
         self.rings
             .get_mut(&id)
             .ok_or_else(|| anyhow!("ring {id} has no KLOG-RING line before it"))
     }
 
-    /// Checks that `at` is record `seq` of `ring` and counts the write.
-    fn place(&mut self, line: &Line) -> Result<(u64, u64)> {
+    /// Checks that `at` is slot `seq % num_recs` of the ring (relative to the ring's buffer,
+    /// whatever the buffer's own alignment) and lands `record` there unless a newer sequence
+    /// number already holds it.
+    fn land(&mut self, line: &Line, record: impl FnOnce(u64) -> Record) -> Result<()> {
         let (seq, at) = (line.num("seq")?, line.num("at")?);
         let ring = self.ring(line)?;
         let slot = seq % ring.num_recs;
-        if at != ring.buffer + slot * RECORD_BYTES {
+        if at != ring.buffer + slot * expected::RECORD_BYTES {
             bail!("record {seq} of ring {} cannot be at {at:#x}", ring.name);
         }
-        ring.written = ring.written.max(seq + 1);
-        Ok((seq, slot))
-    }
-
-    /// Keeps `slot` at (`ring`, `index`) unless a newer sequence number already holds it.
-    fn store(&mut self, ring: u64, index: u64, seq: u64, slot: Slot) -> Result<()> {
-        match self.slots.get(&(ring, index)) {
-            Some((held, _)) if *held == seq => {
-                bail!("sequence number {seq} of ring {ring} written twice")
-            }
-            Some((held, _)) if *held > seq => {}
+        match ring.slots.get(&slot) {
+            Some(held) if held.seq == seq => bail!("sequence number {seq} written twice"),
+            Some(held) if held.seq > seq => {}
             _ => {
-                self.slots.insert((ring, index), (seq, slot));
+                ring.slots.insert(slot, record(slot));
             }
         }
         Ok(())
@@ -274,59 +194,88 @@ impl Replay {
         match line.tag.as_str() {
             "KLOG-CONFIG" => self.clock_hz = Some(line.num("clock_hz")?),
             "KLOG-RING" => {
-                let (subsystem, num_recs) = (line.num("ring")?, line.num("num_recs")?);
+                let (id, num_recs) = (line.num("ring")?, line.num("num_recs")?);
                 if !num_recs.is_power_of_two() {
                     bail!("num_recs {num_recs} is not a power of two");
                 }
-                let ring = ExpectedRing {
-                    subsystem,
+                let ring = RingState {
                     name: line.str("name")?.to_string(),
                     num_recs,
                     buffer: line.num("buffer")?,
-                    written: 0,
-                    records: Vec::new(),
-                    damage: Vec::new(),
+                    untrusted: Vec::new(),
                     digest: None,
+                    slots: BTreeMap::new(),
                 };
-                if self.rings.insert(subsystem, ring).is_some() {
-                    bail!("ring {subsystem} declared twice");
+                if self.rings.insert(id, ring).is_some() {
+                    bail!("ring {id} declared twice");
                 }
             }
             "KLOG-EVENT" => {
-                let (seq, slot) = self.place(line)?;
-                let at = line.num("at")?;
-                let record = ExpectedRecord {
+                let subsystem = line.num("subsys")?;
+                let subsystem_name = self
+                    .rings
+                    .get(&subsystem)
+                    .ok_or_else(|| anyhow!("subsystem {subsystem} has no KLOG-RING line"))?
+                    .name
+                    .clone();
+                let proc_dom = line.num("proc_dom")?;
+                let message = line
+                    .msg
+                    .clone()
+                    .ok_or_else(|| anyhow!("KLOG-EVENT without msg="))?;
+                let words = [
+                    expected::header(subsystem),
+                    line.num("id")?,
+                    proc_dom,
+                    line.num("clock")?,
+                    line.num("desc")?,
+                    line.num("d1")?,
+                    line.num("d2")?,
+                    line.num("d3")?,
+                ];
+                let event = Event {
+                    subsystem,
+                    subsystem_name,
+                    header: words[0],
+                    id: words[1],
+                    // The design's proc_dom word: processor in the upper half, domain below.
+                    processor: (proc_dom >> 32) as u32,
+                    domain: proc_dom as u32,
+                    clock: words[3],
+                    desc: words[4],
+                    format: line.str("fmt")?.to_string(),
+                    args: [words[5], words[6], words[7]],
+                    unreadable_at: expected::unreadable_addresses(&message),
+                    message,
+                    words,
+                };
+                let seq = line.num("seq")?;
+                self.land(line, |slot| Record {
                     seq,
                     slot,
-                    at,
-                    subsystem: line.num("subsys")?,
-                    id: line.num("id")?,
-                    proc_dom: line.num("proc_dom")?,
-                    clock: line.num("clock")?,
-                    desc: line.num("desc")?,
-                    data: [line.num("d1")?, line.num("d2")?, line.num("d3")?],
-                    format: line.str("fmt")?.to_string(),
-                    message: line
-                        .msg
-                        .clone()
-                        .ok_or_else(|| anyhow!("KLOG-EVENT without msg="))?,
-                };
-                self.store(line.num("ring")?, slot, seq, Slot::Record(record))?;
+                    damage: Vec::new(),
+                    event: Some(event),
+                })?;
             }
             "KLOG-TORN" => {
-                let (seq, slot) = self.place(line)?;
-                let at = line.num("at")?;
-                self.store(line.num("ring")?, slot, seq, Slot::Torn { seq, slot, at })?;
+                line.num("subsys")?;
+                let seq = line.num("seq")?;
+                self.land(line, |slot| Record {
+                    seq,
+                    slot,
+                    damage: vec![RecordDamage::Torn],
+                    event: None,
+                })?;
             }
             "KLOG-DAMAGE" => {
-                let damage = match line.str("kind")? {
-                    "scribbled" => Damage::Scribbled {
+                let untrusted = match line.str("kind")? {
+                    "scribbled" => Untrusted {
                         field: line.str("field")?.to_string(),
                         value: line.num("value")?,
                     },
                     other => bail!("unknown damage kind {other:?}"),
                 };
-                self.ring(line)?.damage.push(damage);
+                self.ring(line)?.untrusted.push(untrusted);
             }
             "KLOG-DIGEST" => {
                 let digest = Digest {
@@ -334,38 +283,81 @@ impl Replay {
                     last_seq: line.num("last_seq")?,
                     fnv1a: line.num("fnv1a")?,
                 };
-                let ring = self.ring(line)?;
-                ring.written = ring.written.max(digest.last_seq + 1);
-                ring.digest = Some(digest);
+                self.ring(line)?.digest = Some(digest);
             }
             // An event refused while logging was off: it must be in no ring.
             "KLOG-SKIP" => {
                 line.num("subsys")?;
+                line.str("fmt")?;
             }
             other => bail!("unknown oracle tag {other}"),
         }
         Ok(())
     }
 
-    fn finish(mut self) -> Result<Expected> {
-        let mut slots: Vec<((u64, u64), (u64, Slot))> = self.slots.into_iter().collect();
-        slots.sort_by_key(|((ring, _), (seq, _))| (*ring, *seq));
-        for ((ring, _), (_, slot)) in slots {
-            self.rings
-                .get_mut(&ring)
-                .expect("placed in a declared ring")
-                .records
-                .push(slot);
-        }
+    fn finish(self) -> Result<Expected> {
+        let rings = self
+            .rings
+            .into_iter()
+            .map(|(id, ring)| ring.finish(id))
+            .collect::<Result<_>>()?;
         Ok(Expected {
-            version: 1,
+            version: expected::VERSION,
             clock_hz: self
                 .clock_hz
                 .ok_or_else(|| anyhow!("no KLOG-CONFIG line"))?,
             panic: self
                 .panic
-                .ok_or_else(|| anyhow!("no {:?} line", crate::qemu::PANIC_LINE_PREFIX))?,
-            rings: self.rings.into_values().collect(),
+                .ok_or_else(|| anyhow!("no {PANIC_PREFIX:?} line"))?,
+            rings,
+        })
+    }
+}
+
+impl RingState {
+    fn finish(self, id: u64) -> Result<Ring> {
+        let mut records: Vec<Record> = self.slots.into_values().collect();
+        records.sort_by_key(|r| r.seq);
+        let (written, held) = match (&self.digest, records.first(), records.last()) {
+            (Some(_), Some(_), _) => bail!("ring {}: both a digest and records", self.name),
+            (Some(digest), None, _) => (digest.last_seq + 1, digest.records),
+            (None, Some(first), Some(last)) => {
+                let held = records.len() as u64;
+                if last.seq - first.seq + 1 != held || held != (last.seq + 1).min(self.num_recs) {
+                    bail!(
+                        "ring {}: survivors are sequence numbers {}..={} in {held} slots: the oracle misses events",
+                        self.name,
+                        first.seq,
+                        last.seq
+                    );
+                }
+                (last.seq + 1, held)
+            }
+            (None, _, _) => (0, 0),
+        };
+        if held > self.num_recs || held > written {
+            bail!(
+                "ring {}: {held} records held of {written} written in {} slots",
+                self.name,
+                self.num_recs
+            );
+        }
+        let torn = records
+            .iter()
+            .filter(|r| r.damage.contains(&RecordDamage::Torn))
+            .count() as u64;
+        Ok(Ring {
+            ring: id,
+            ring_name: self.name,
+            num_recs: self.num_recs,
+            buffer: self.buffer,
+            written,
+            held,
+            overwritten: written - held,
+            torn,
+            untrusted: self.untrusted,
+            digest: self.digest,
+            records,
         })
     }
 }
@@ -373,6 +365,17 @@ impl Replay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const HEAD: &str = "KLOG-CONFIG clock_hz=1000\nKLOG-RING ring=0 name=NONE num_recs=2 buffer=0x1008\nKLOG-RING ring=1 name=A num_recs=2 buffer=0x1088\n";
+
+    fn event(ring: u64, subsys: u64, seq: u64, msg: &str) -> String {
+        let at = if ring == 0 { 0x1008 } else { 0x1088 } + (seq % 2) * 64;
+        format!("KLOG-EVENT ring={ring} subsys={subsys} seq={seq} at={at:#x} id=0x1 proc_dom=0x200000001 clock=5 desc=0x10 d1=0x0 d2=0x0 d3=0x0 fmt=a\\u{{20}}%s msg={msg}\n")
+    }
+
+    fn seqs(ring: &Ring) -> Vec<u64> {
+        ring.records.iter().map(|r| r.seq).collect()
+    }
 
     #[test]
     fn unescape_reverses_escape_debug() {
@@ -392,72 +395,101 @@ mod tests {
     }
 
     #[test]
-    fn later_writes_replace_earlier_ones_and_torn_slots_are_kept() {
-        let log = "\
-KLOG-CONFIG clock_hz=1000
-KLOG-RING ring=1 name=A num_recs=2 buffer=0x1000
-KLOG-EVENT ring=1 subsys=1 seq=0 at=0x1000 id=1 proc_dom=0 clock=1 desc=0x10 d1=0 d2=0 d3=0 fmt=a msg=a
-KLOG-EVENT ring=1 subsys=1 seq=1 at=0x1040 id=1 proc_dom=0 clock=2 desc=0x10 d1=0 d2=0 d3=0 fmt=b msg=b
-KLOG-EVENT ring=1 subsys=1 seq=2 at=0x1000 id=1 proc_dom=0 clock=3 desc=0x10 d1=0 d2=0 d3=0 fmt=c msg=c
-KLOG-TORN ring=1 subsys=1 seq=3 at=0x1040
-KCRASH-PANIC torn
-";
-        let expected = derive(log).unwrap();
-        let ring = &expected.rings[0];
-        assert_eq!(ring.written, 4);
-        assert!(matches!(&ring.records[0], Slot::Record(r) if r.message == "c" && r.slot == 0));
-        assert_eq!(
-            ring.records[1],
-            Slot::Torn {
-                seq: 3,
-                slot: 1,
-                at: 0x1040
-            }
+    fn records_carry_kcrash_fields() {
+        let log = format!(
+            "{HEAD}{}KCRASH-PANIC done\n",
+            event(1, 1, 0, "x <unreadable 0xdead>")
         );
-        assert_eq!(ring.records.len(), 2);
-        assert_eq!(expected.panic, "torn");
+        let expected = derive(&log).unwrap();
+        assert_eq!(expected.panic, "done");
+        let ring = &expected.rings[1];
+        let event = ring.records[0].event.as_ref().unwrap();
+        assert_eq!((event.processor, event.domain), (2, 1));
+        assert_eq!(event.subsystem_name, "A");
+        assert_eq!(event.header, 0x4B4C_4F47_0008_0001);
+        assert_eq!(event.words[..5], [event.header, 1, 0x2_0000_0001, 5, 0x10]);
+        assert_eq!(event.unreadable_at, [0xdead]);
+        assert_eq!(
+            (ring.written, ring.held, ring.overwritten, ring.torn),
+            (1, 1, 0, 0)
+        );
     }
 
     #[test]
-    fn sequence_numbers_not_line_order_decide() {
-        let head = "KLOG-CONFIG clock_hz=1\nKLOG-RING ring=1 name=A num_recs=2 buffer=0x1000\n";
-        let event = |seq: u64| {
-            let at = 0x1000 + (seq % 2) * 64;
-            format!("KLOG-EVENT ring=1 subsys=1 seq={seq} at={at:#x} id=1 proc_dom=0 clock={seq} desc=0 d1=0 d2=0 d3=0 fmt=f msg=m{seq}\n")
+    fn survivors_follow_sequence_numbers_not_line_order() {
+        let log = |order: [u64; 4]| {
+            let lines = order.map(|seq| event(1, 1, seq, &format!("m{seq}")));
+            format!("{HEAD}{}KCRASH-PANIC x\n", lines.concat())
         };
-        let in_order: String = [0, 1, 2, 3, 4].map(event).concat();
-        let shuffled: String = [3, 0, 4, 2, 1].map(event).concat();
-        let a = derive(&format!("{head}{in_order}KCRASH-PANIC x\n")).unwrap();
-        let b = derive(&format!("{head}{shuffled}KCRASH-PANIC x\n")).unwrap();
-        assert_eq!(a, b);
-        let seqs: Vec<u64> = a.rings[0]
-            .records
-            .iter()
-            .map(|s| match s {
-                Slot::Record(r) => r.seq,
-                Slot::Torn { seq, .. } => *seq,
-            })
-            .collect();
-        assert_eq!(seqs, [3, 4]);
-        let twice = format!("{head}{}{}KCRASH-PANIC x\n", event(1), event(1));
-        assert!(derive(&twice).is_err(), "a sequence number written twice");
+        let expected = derive(&log([2, 1, 3, 0])).unwrap();
+        let ring = &expected.rings[1];
+        assert_eq!(seqs(ring), [2, 3]);
+        assert_eq!((ring.written, ring.held, ring.overwritten), (4, 2, 2));
+        assert_eq!(derive(&log([0, 1, 2, 3])).unwrap(), expected);
     }
 
     #[test]
-    fn a_record_at_the_wrong_slot_is_an_error() {
-        let log = "\
-KLOG-CONFIG clock_hz=1
-KLOG-RING ring=1 name=A num_recs=2 buffer=0x1000
-KLOG-EVENT ring=1 subsys=1 seq=1 at=0x1000 id=1 proc_dom=0 clock=1 desc=0 d1=0 d2=0 d3=0 fmt=a msg=a
-KCRASH-PANIC x
-";
-        assert!(derive(log).is_err());
+    fn torn_slots_are_records_unless_overwritten() {
+        let log = format!(
+            "{HEAD}{}KLOG-TORN ring=1 subsys=1 seq=1 at=0x10c8\n{}KLOG-TORN ring=1 subsys=1 seq=3 at=0x10c8\nKCRASH-PANIC x\n",
+            event(1, 1, 0, "zero"),
+            event(1, 1, 2, "two"),
+        );
+        let ring = &derive(&log).unwrap().rings[1];
+        assert_eq!(seqs(ring), [2, 3]);
+        assert_eq!(ring.records[1].damage, [RecordDamage::Torn]);
+        assert!(ring.records[1].event.is_none());
+        assert_eq!(ring.torn, 1);
     }
 
     #[test]
-    fn events_for_undeclared_rings_are_errors() {
-        let log =
-            "KLOG-CONFIG clock_hz=1\nKLOG-EVENT ring=9 subsys=9 seq=0 at=0 msg=x\nKCRASH-PANIC x\n";
-        assert!(derive(log).is_err());
+    fn events_before_init_land_in_the_none_ring() {
+        let log = format!("{HEAD}{}KCRASH-PANIC x\n", event(0, 1, 0, "early"));
+        let expected = derive(&log).unwrap();
+        assert_eq!(
+            expected.rings[0].records[0]
+                .event
+                .as_ref()
+                .unwrap()
+                .subsystem,
+            1
+        );
+        assert!(expected.rings[1].records.is_empty());
+    }
+
+    #[test]
+    fn scribbled_fields_make_the_ring_untrusted() {
+        let log = format!("{HEAD}KLOG-DAMAGE ring=1 kind=scribbled field=next_write value=0xdead\nKCRASH-PANIC x\n");
+        let ring = &derive(&log).unwrap().rings[1];
+        assert_eq!(
+            ring.untrusted,
+            [Untrusted {
+                field: "next_write".into(),
+                value: 0xdead
+            }]
+        );
+    }
+
+    #[test]
+    fn bad_logs_are_errors() {
+        for bad in [
+            // an undeclared ring
+            "KLOG-EVENT ring=9 subsys=1 seq=0 at=0x1088 msg=x\n".to_string(),
+            // not a power of two
+            "KLOG-RING ring=2 name=B num_recs=3 buffer=0x2000\n".to_string(),
+            "KLOG-BOGUS ring=1\n".to_string(),
+            // the wrong slot for its sequence number
+            event(1, 1, 1, "x").replace("0x10c8", "0x1088"),
+            // written twice
+            format!("{}{}", event(1, 1, 0, "a"), event(1, 1, 0, "b")),
+            // a hole: seq 1 missing
+            format!("{}{}", event(1, 1, 0, "a"), event(1, 1, 2, "c")),
+        ] {
+            assert!(
+                derive(&format!("{HEAD}{bad}KCRASH-PANIC x\n")).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(derive(HEAD).is_err(), "no panic line");
     }
 }

@@ -1,6 +1,7 @@
 //! Boots a kernel under QEMU (TCG, headless), waits for its panic, and dumps it.
 
 use crate::dump::{self, DumpFormat};
+use crate::oracle::PANIC_PREFIX;
 use crate::qmp::Qmp;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
@@ -8,9 +9,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The line the kernels print when they panic; written before pvpanic is signalled.
-pub const PANIC_LINE_PREFIX: &str = "KCRASH-PANIC ";
 
 /// What to boot and how.
 pub struct Boot<'a> {
@@ -130,8 +128,8 @@ fn drive(
     let boot_time = started.elapsed();
     let log = std::fs::read_to_string(console)
         .with_context(|| format!("reading {}", console.display()))?;
-    if !log.lines().any(|l| l.starts_with(PANIC_LINE_PREFIX)) {
-        bail!("guest panicked without printing a {PANIC_LINE_PREFIX:?} line");
+    if !log.lines().any(|l| l.starts_with(PANIC_PREFIX)) {
+        bail!("guest panicked without printing a {PANIC_PREFIX:?} line");
     }
     let dump_started = Instant::now();
     // A kdump-compressed file needs the flattened one first.

@@ -1,39 +1,21 @@
 //! The corpus and the pipeline behind it.
 //!
-//! - `committed_corpus_*`: the committed corpus/ against its manifest and oracle (and, with gdb,
-//!   every ring of every `elf-paging` dump against the oracle). Needs no QEMU.
-//! - `fresh_pipeline_*`: builds the kernel, crashes every committed scenario under QEMU into a
+//! - `committed_corpus_*`: the whole committed corpus/ (every kernel) against its manifest and
+//!   oracle: every hosted core's records, and, with gdb, every ring of every `elf-paging` dump.
+//!   Needs no QEMU.
+//! - `fresh_pipeline_*`: builds the bare kernel, crashes every committed scenario under QEMU into a
 //!   temporary directory, and checks what came out. Needs qemu-system-x86_64, makedumpfile
 //!   and gdb; without them it says so on stderr and passes, unless KCRASH_REQUIRE_TOOLS=1.
 
-use kcrash_harness::corpus::{self, Generate};
+use kcrash_harness::corpus::{self, Generate, Kernel};
 use kcrash_harness::dump::DumpFormat;
+use kcrash_harness::expected::Expected;
+use kcrash_harness::kernel::KernelBuild;
 use kcrash_harness::manifest::Manifest;
-use kcrash_harness::oracle::{Damage, Expected, Slot};
-use kcrash_harness::{kernel, tools};
+use kcrash_harness::oracle::Line;
+use kcrash_harness::tools;
 use std::collections::BTreeSet;
-use std::io::Write as _;
 use std::path::Path;
-
-/// Whether `tools` are all on PATH; if not, explains on stderr which test did not run, or
-/// fails when KCRASH_REQUIRE_TOOLS=1.
-fn have_tools(test: &str, needed: &[&str]) -> bool {
-    let missing = tools::missing(needed);
-    if missing.is_empty() {
-        return true;
-    }
-    let list = missing.join(", ");
-    if std::env::var("KCRASH_REQUIRE_TOOLS").is_ok_and(|v| v == "1") {
-        panic!("{test}: KCRASH_REQUIRE_TOOLS=1 and {list} not on PATH");
-    }
-    // Straight to the process's stderr: the test harness captures eprintln! of passing tests.
-    let _ = writeln!(
-        std::io::stderr(),
-        "NOT RUN: {test}: {list} not on PATH (apt-get install -y qemu-system-x86 makedumpfile gdb; \
-         KCRASH_REQUIRE_TOOLS=1 makes this a failure)"
-    );
-    false
-}
 
 fn expected(dir: &Path, manifest: &Manifest, scenario: &str) -> Expected {
     let entry = manifest
@@ -46,14 +28,7 @@ fn expected(dir: &Path, manifest: &Manifest, scenario: &str) -> Expected {
 }
 
 fn records(expected: &Expected, ring: &str) -> Vec<u64> {
-    let ring = expected.rings.iter().find(|r| r.name == ring).unwrap();
-    ring.records
-        .iter()
-        .map(|slot| match slot {
-            Slot::Record(r) => r.seq,
-            Slot::Torn { seq, .. } => *seq,
-        })
-        .collect()
+    expected.ring_named(ring).unwrap().seqs()
 }
 
 /// Each scenario leaves the rings in the state its name promises.
@@ -74,11 +49,8 @@ fn check_scenarios(dir: &Path, manifest: &Manifest) {
     let chores: BTreeSet<u64> = rings
         .rings
         .iter()
-        .flat_map(|r| &r.records)
-        .filter_map(|s| match s {
-            Slot::Record(r) => Some(r.id),
-            Slot::Torn { .. } => None,
-        })
+        .flat_map(|r| r.events())
+        .map(|e| e.id)
         .collect();
     assert!(chores.len() >= 4, "events from several chores: {chores:x?}");
 
@@ -88,21 +60,21 @@ fn check_scenarios(dir: &Path, manifest: &Manifest) {
     let lines: Vec<&str> = console.lines().collect();
     let mut echoed = 0;
     for pair in lines.windows(2) {
-        let Some(Ok(event)) = kcrash_harness::oracle::Line::parse(pair[1]) else {
+        let Some(Ok(event)) = Line::parse(pair[1]) else {
             continue;
         };
         if event.tag != "KLOG-EVENT" {
             continue;
         }
         let ring = &rings.rings[event.num("subsys").unwrap() as usize];
-        let want = format!("[{}] {}", ring.name, event.msg.as_deref().unwrap());
+        let want = format!("[{}] {}", ring.ring_name, event.msg.as_deref().unwrap());
         assert_eq!(pair[0], want, "klog-runtime's echo against the oracle");
         echoed += 1;
     }
     assert_eq!(echoed, 780);
 
     let wrap = expected(dir, manifest, "wrap");
-    let vm = wrap.rings.iter().find(|r| r.name == "VM").unwrap();
+    let vm = wrap.ring_named("VM").unwrap();
     assert!(
         vm.written >= 20 * vm.num_recs,
         "VM wrapped many times: {} writes",
@@ -115,19 +87,21 @@ fn check_scenarios(dir: &Path, manifest: &Manifest) {
 
     let unfilled = expected(dir, manifest, "unfilled");
     for ring in &unfilled.rings {
-        assert!(ring.written < ring.num_recs, "{} never filled", ring.name);
+        assert!(
+            ring.written < ring.num_recs,
+            "{} never filled",
+            ring.ring_name
+        );
+        assert_eq!(ring.overwritten, 0, "{}", ring.ring_name);
     }
     assert_eq!(records(&unfilled, "FS").len(), 5);
 
     let preinit = expected(dir, manifest, "preinit");
     let none = &preinit.rings[0];
     let early: BTreeSet<u64> = none
-        .records
-        .iter()
-        .filter_map(|s| match s {
-            Slot::Record(r) if r.message.starts_with("early") => Some(r.subsystem),
-            _ => None,
-        })
+        .events()
+        .filter(|e| e.message.starts_with("early"))
+        .map(|e| e.subsystem)
         .collect();
     assert_eq!(
         early,
@@ -139,11 +113,8 @@ fn check_scenarios(dir: &Path, manifest: &Manifest) {
     let messages: Vec<&str> = strings
         .rings
         .iter()
-        .flat_map(|r| &r.records)
-        .filter_map(|s| match s {
-            Slot::Record(r) => Some(r.message.as_str()),
-            Slot::Torn { .. } => None,
-        })
+        .flat_map(|r| r.events())
+        .map(|e| e.message.as_str())
         .collect();
     for needle in [
         "open /etc/motd",
@@ -158,15 +129,25 @@ fn check_scenarios(dir: &Path, manifest: &Manifest) {
             "a %s message with {needle:?}"
         );
     }
+    let unreadable: BTreeSet<u64> = strings
+        .rings
+        .iter()
+        .flat_map(|r| r.events())
+        .flat_map(|e| e.unreadable_at.iter().copied())
+        .collect();
+    assert_eq!(
+        unreadable,
+        BTreeSet::from([0xffff_ffff_c000_1000, 0xffff_ffff_b000_0000])
+    );
 
     let torn = expected(dir, manifest, "torn");
     let torn_slots: Vec<(&str, u64)> = torn
         .rings
         .iter()
-        .flat_map(|r| r.records.iter().map(move |s| (r, s)))
-        .filter_map(|(r, s)| match s {
-            Slot::Torn { seq, .. } => Some((r.name.as_str(), *seq)),
-            Slot::Record(_) => None,
+        .flat_map(|r| {
+            r.torn_seqs()
+                .into_iter()
+                .map(|seq| (r.ring_name.as_str(), seq))
         })
         .collect();
     assert_eq!(torn_slots, [("PARCHORE", 300), ("FS", 10)]);
@@ -177,12 +158,16 @@ fn check_scenarios(dir: &Path, manifest: &Manifest) {
     );
 
     let scribbled = expected(dir, manifest, "scribbled");
-    let damaged: Vec<(&str, &Damage)> = scribbled
+    let untrusted: Vec<(&str, &str)> = scribbled
         .rings
         .iter()
-        .flat_map(|r| r.damage.iter().map(move |d| (r.name.as_str(), d)))
+        .flat_map(|r| {
+            r.untrusted
+                .iter()
+                .map(|u| (r.ring_name.as_str(), u.field.as_str()))
+        })
         .collect();
-    assert_eq!(damaged.len(), 2, "{damaged:?}");
+    assert_eq!(untrusted.len(), 2, "{untrusted:?}");
     assert_eq!(
         records(&scribbled, "FS").len(),
         20,
@@ -211,18 +196,31 @@ fn check_scenarios(dir: &Path, manifest: &Manifest) {
 fn committed_corpus_matches_its_manifest_and_oracle() {
     let dir = corpus::default_dir();
     let manifest = Manifest::load(&dir).unwrap();
-    let gdb = have_tools(
-        "committed_corpus (gdb comparison of dumps and oracle)",
+    let gdb = tools::available_for(
+        "committed_corpus (gdb comparison of QEMU dumps and oracle)",
         &[tools::GDB],
     );
-    let checked = corpus::check(&dir, gdb, &[]).unwrap();
-    let committed = manifest.entries.iter().filter(|e| e.committed).count();
+    let checked = corpus::check(&dir, gdb, &[], &[]).unwrap_or_else(|e| panic!("{e:#}"));
+    let committed: Vec<_> = manifest.entries.iter().filter(|e| e.committed).collect();
     assert!(
-        checked.entries >= committed,
-        "{checked:?}, {committed} committed entries"
+        checked.entries >= committed.len(),
+        "{checked:?}, {} committed entries",
+        committed.len()
+    );
+    let hosted = committed
+        .iter()
+        .filter(|e| !e.kernel.starts_with("bare"))
+        .count();
+    assert_eq!(
+        checked.cores, hosted,
+        "every hosted core compared with its oracle"
     );
     if gdb {
-        assert_eq!(checked.against_dump, committed);
+        let bare = committed.len() - hosted;
+        assert_eq!(
+            checked.against_dump, bare,
+            "every QEMU dump compared by gdb"
+        );
     }
 }
 
@@ -232,45 +230,83 @@ fn committed_corpus_scenarios_do_what_they_say() {
     check_scenarios(&dir, &Manifest::load(&dir).unwrap());
 }
 
+/// The committed manifest lists every committed crash the harness plans, with the kernels and
+/// paths the harness gives them; the bare entries' tables exactly as the harness writes them.
 #[test]
 fn committed_manifest_is_what_the_harness_describes() {
-    let committed = Manifest::load(&corpus::default_dir()).unwrap();
+    let manifest = Manifest::load(&corpus::default_dir()).unwrap();
+    let planned: Vec<String> = corpus::plan()
+        .iter()
+        .filter(|p| p.committed())
+        .map(|p| p.name())
+        .collect();
+    let listed: Vec<String> = manifest
+        .entries
+        .iter()
+        .filter(|e| e.committed)
+        .map(|e| e.name.clone())
+        .collect();
     assert_eq!(
-        committed,
-        corpus::manifest(true),
+        listed,
+        planned,
         "regenerate the corpus: {}",
         corpus::REGENERATE
     );
+    for entry in &manifest.entries {
+        let planned = corpus::plan()
+            .into_iter()
+            .find(|p| p.name() == entry.name)
+            .unwrap();
+        if let Kernel::Qemu(_) = planned.kernel {
+            assert_eq!(*entry, corpus::bare_entry(&planned, true));
+        }
+        assert_eq!(entry.kernel, planned.kernel.name());
+        assert_eq!(entry.console, format!("{}/console.log", entry.name));
+        assert_eq!(entry.expected, format!("{}/expected.json", entry.name));
+        assert_eq!(entry.committed, planned.committed());
+        for dump in &entry.dumps {
+            assert!(
+                dump.path.starts_with(&format!("{}/", entry.name)),
+                "{}",
+                dump.path
+            );
+        }
+    }
+    for kernel in &manifest.kernels {
+        let described = Kernel::from_name(&kernel.name).unwrap().describe();
+        assert_eq!(*kernel, described);
+    }
 }
 
 #[test]
 fn fresh_pipeline_makes_every_dump_and_oracle() {
-    if !have_tools(
+    if !tools::available_for(
         "fresh_pipeline",
         &[tools::QEMU, tools::MAKEDUMPFILE, tools::GDB],
     ) {
         return;
     }
     let out = tempfile::tempdir().unwrap();
-    let scenarios: Vec<_> = corpus::SCENARIOS.iter().filter(|s| s.committed).collect();
-    let target_dir = kernel::repo_root().join("target/kernels");
+    let crashes: Vec<_> = corpus::plan()
+        .into_iter()
+        .filter(|p| p.kernel == Kernel::Qemu(KernelBuild::Bare))
+        .collect();
     let manifest = corpus::generate(&Generate {
         out: out.path(),
-        target_dir: &target_dir,
-        scenarios: scenarios.clone(),
+        crashes: &crashes,
         gzip: false,
     })
     .unwrap();
-    for entry in manifest.entries.iter().filter(|e| e.committed) {
+    let all: Vec<&str> = DumpFormat::ALL.iter().map(|f| f.name()).collect();
+    for entry in &manifest.entries {
         let formats: Vec<&str> = entry.dumps.iter().map(|d| d.format.as_str()).collect();
-        let all: Vec<&str> = DumpFormat::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(formats, all, "{}", entry.scenario);
+        assert_eq!(formats, all, "{}", entry.name);
     }
-    let checked = corpus::check(out.path(), true, &[]).unwrap();
-    assert_eq!(checked.entries, scenarios.len());
+    let checked = corpus::check(out.path(), true, &[], &[]).unwrap();
+    assert_eq!(checked.entries, crashes.len());
     assert_eq!(
         checked.against_dump,
-        scenarios.len(),
+        crashes.len(),
         "gdb compared every fresh dump with its oracle"
     );
     check_scenarios(out.path(), &manifest);
@@ -280,19 +316,11 @@ fn fresh_pipeline_makes_every_dump_and_oracle() {
         let old = committed
             .entries
             .iter()
-            .find(|e| e.kernel == entry.kernel && e.scenario == entry.scenario)
+            .find(|e| e.name == entry.name)
             .unwrap();
         assert_eq!(
-            (
-                old.cmdline.as_str(),
-                old.console.as_str(),
-                old.expected.as_str()
-            ),
-            (
-                entry.cmdline.as_str(),
-                entry.console.as_str(),
-                entry.expected.as_str()
-            )
+            (&old.cmdline, &old.console, &old.expected),
+            (&entry.cmdline, &entry.console, &entry.expected)
         );
     }
 }

@@ -1,6 +1,6 @@
 /*
  * hosted-c: a Linux program whose threads play a C kernel's processors. It logs through
- * klog-runtime/include/klog.h, prints the oracle (tests/hosted-harness/README.md) with the C library's
+ * klog-runtime/include/klog.h, prints the oracle (corpus/README.md, "Oracle lines") with the C library's
  * snprintf, then dies by abort() so Linux writes an ELF core (or stops itself for gdb's gcore).
  *
  *   hosted-c SCENARIO [--stop]
@@ -34,7 +34,7 @@ enum { DBG_NONE, DBG_PARCHORE, DBG_FS, DBG_SCHED, DBG_VM, DBG_MAX };
 #define VM_RECS 64
 #define KLOG_TOTAL_RECS (NONE_RECS + PARCHORE_RECS + FS_RECS + SCHED_RECS + VM_RECS)
 
-uint64_t KLogBuffer[KLOG_REC_SIZE * KLOG_TOTAL_RECS];
+KLOG_BUFFER_DEFINE(KLOG_TOTAL_RECS);
 KLog KLogs[DBG_MAX] = {
     KLOG_CREATE(NONE, NONE_RECS), KLOG_CREATE(PARCHORE, PARCHORE_RECS),
     KLOG_CREATE(FS, FS_RECS),     KLOG_CREATE(SCHED, SCHED_RECS),
@@ -136,7 +136,7 @@ static void announce_rings(void)
     pthread_mutex_lock(&oracle_lock);
     printf("KLOG-CONFIG clock_hz=%lu\n", (unsigned long)klogClockHz);
     for (int i = 0; i < DBG_MAX; i++)
-        printf("KLOG-RING subsys=%d name=%s num_recs=%lu buffer=%p\n", i, KLogs[i].name,
+        printf("KLOG-RING ring=%d name=%s num_recs=%lu buffer=%p\n", i, KLogs[i].name,
                (unsigned long)KLogs[i].num_recs, (void *)KLogs[i].buffer);
     for (int i = 0; i < npending; i++)
         fputs(pending[i], stdout);
@@ -144,13 +144,28 @@ static void announce_rings(void)
     pthread_mutex_unlock(&oracle_lock);
 }
 
-/* The address of sequence number `seq` in the ring that received an event of `subsys`. */
-static uint64_t record_address(int subsys, int64_t seq)
+/* The ring that receives an event of `subsys`: its own, or NONE's before klogInit (while its
+ * KLog still points at the start of KLogBuffer). */
+static int receiving_ring(int subsys)
 {
-    KLog *ring = &KLogs[subsys];
-    if (subsys != DBG_NONE && ring->buffer == KLogBuffer)
-        ring = &KLogs[DBG_NONE];
-    return (uint64_t)(uintptr_t)(ring->buffer + (((uint64_t)seq * KLOG_REC_SIZE) & ring->buffer_size_1));
+    return subsys != DBG_NONE && KLogs[subsys].buffer == KLogBuffer ? DBG_NONE : subsys;
+}
+
+/* The address of sequence number `seq` in ring `ring`. */
+static uint64_t record_address(int ring, int64_t seq)
+{
+    const KLog *log = &KLogs[ring];
+    return (uint64_t)(uintptr_t)(log->buffer + (((uint64_t)seq * KLOG_REC_SIZE) & log->buffer_size_1));
+}
+
+/* The oracle line of a torn reservation. */
+static void oracle_torn(int subsys, int64_t seq)
+{
+    char line[160];
+    int ring = receiving_ring(subsys);
+    snprintf(line, sizeof line, "KLOG-TORN ring=%d subsys=%d seq=%lld at=0x%lx\n", ring, subsys,
+             (long long)seq, (unsigned long)record_address(ring, seq));
+    oracle_line(line);
 }
 
 /* One KLOG-EVENT (or KLOG-SKIP when the event was off) with the message snprintf made. */
@@ -161,10 +176,11 @@ static void oracle_event(int subsys, int64_t seq, const char *desc, uint64_t d1,
     if (seq < 0) {
         snprintf(line, sizeof line, "KLOG-SKIP subsys=%d fmt=", subsys);
     } else {
+        int ring = receiving_ring(subsys);
         snprintf(line, sizeof line,
-                 "KLOG-EVENT subsys=%d seq=%lld at=0x%lx id=0x%lx proc_dom=0x%lx clock=%lu "
+                 "KLOG-EVENT ring=%d subsys=%d seq=%lld at=0x%lx id=0x%lx proc_dom=0x%lx clock=%lu "
                  "desc=%p d1=0x%lx d2=0x%lx d3=0x%lx fmt=",
-                 subsys, (long long)seq, (unsigned long)record_address(subsys, seq),
+                 ring, subsys, (long long)seq, (unsigned long)record_address(ring, seq),
                  (unsigned long)last_chore, (unsigned long)last_proc_dom,
                  (unsigned long)last_clock, (const void *)desc, (unsigned long)d1,
                  (unsigned long)d2, (unsigned long)d3);
@@ -293,11 +309,7 @@ static void torn_body(int cpu)
         EVENT(DBG_FS, KLOG_TERSE, "write block %d cpu %d", i, cpu);
         /* cpu 2 is interrupted mid-record once; the others keep logging past it. */
         if (cpu == 2 && i == 7) {
-            int64_t seq = klogReserveTorn(DBG_FS);
-            char line[160];
-            snprintf(line, sizeof line, "KLOG-TORN subsys=%d seq=%lld at=0x%lx\n", DBG_FS,
-                     (long long)seq, (unsigned long)record_address(DBG_FS, seq));
-            oracle_line(line);
+            oracle_torn(DBG_FS, klogReserveTorn(DBG_FS));
         }
     }
 }
@@ -335,7 +347,7 @@ static void raise_core_limit(void)
 static void scribble(int subsys, const char *field, uint64_t value)
 {
     char line[160];
-    snprintf(line, sizeof line, "KLOG-DAMAGE subsys=%d kind=scribbled field=%s value=0x%lx\n",
+    snprintf(line, sizeof line, "KLOG-DAMAGE ring=%d kind=scribbled field=%s value=0x%lx\n",
              subsys, field, (unsigned long)value);
     oracle_line(line);
     if (strcmp(field, "next_write") == 0)
@@ -373,7 +385,7 @@ static void strings_scenario(int stop)
         static const char desc[] = "unmapped %s";
         int64_t seq = KLOGT1(DBG_FS, desc, KLOG_STR(gone));
         char msg[64];
-        snprintf(msg, sizeof msg, "unmapped <unreadable:%p>", (void *)gone);
+        snprintf(msg, sizeof msg, "unmapped <unreadable %p>", (void *)gone);
         oracle_event(DBG_FS, seq, desc, (uint64_t)(uintptr_t)gone, 0, 0, msg);
     }
     if (munmap(gone, (size_t)page))
@@ -417,11 +429,7 @@ int main(int argc, char **argv)
         on_every_cpu(torn_body);
         /* The very last VM record is torn too: a writer interrupted by the crash itself. */
         EVENT(DBG_VM, KLOG_TERSE, "last whole record %d", 1);
-        int64_t seq = klogReserveTorn(DBG_VM);
-        char line[160];
-        snprintf(line, sizeof line, "KLOG-TORN subsys=%d seq=%lld at=0x%lx\n", DBG_VM,
-                 (long long)seq, (unsigned long)record_address(DBG_VM, seq));
-        oracle_line(line);
+        oracle_torn(DBG_VM, klogReserveTorn(DBG_VM));
     } else if (strcmp(scenario, "scribbled") == 0) {
         startup(hz);
         on_every_cpu(rings_body);

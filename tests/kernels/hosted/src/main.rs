@@ -1,7 +1,7 @@
 //! `hosted SCENARIO [--stop]`: a Linux program whose threads play a kernel's processors. It logs
 //! through klog-runtime, prints the oracle on stdout, then dies by `abort()` so Linux writes an
 //! ELF core; with `--stop` it stops itself (SIGSTOP) instead, for a harness that takes the core
-//! with gdb's gcore. See tests/hosted-harness/README.md.
+//! with gdb's gcore. See tests/kernels/README.md.
 
 mod oracle;
 mod platform;

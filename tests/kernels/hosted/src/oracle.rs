@@ -1,6 +1,6 @@
 //! The oracle: one stdout line per event with every field of its record and the message it
 //! meant, formatted by Rust's `format!` (never by klog-runtime's printf interpreter). The line
-//! format is documented in tests/hosted-harness/README.md.
+//! format is every test kernel's, documented in corpus/README.md ("Oracle lines").
 
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -46,7 +46,7 @@ pub fn announce_rings() {
     print_line(&format!("KLOG-CONFIG clock_hz={}", platform::CLOCK_HZ));
     for (id, log) in KLogs.iter().enumerate().take(DBG_MAX) {
         print_line(&format!(
-            "KLOG-RING subsys={id} name={} num_recs={} buffer={:#x}",
+            "KLOG-RING ring={id} name={} num_recs={} buffer={:#x}",
             subsystem_name(id),
             log.num_recs,
             log.buffer.load(Ordering::Relaxed) as u64
@@ -64,17 +64,20 @@ fn subsystem_name(id: usize) -> &'static str {
         .map_or("?", |s: &klog_runtime::Subsys<KlogConfig>| s.name())
 }
 
-/// Address of the record with sequence number `seq` in the ring that received an event of
-/// `subsystem`: its own ring, or NONE's before klog_init.
-pub fn record_address(subsystem: u16, seq: u64) -> u64 {
+/// The ring that receives an event of `subsystem`: its own, or NONE's before klog_init (while
+/// its KLog still points at the start of KLogBuffer).
+pub fn receiving_ring(subsystem: u16) -> usize {
     let own = &KLogs[subsystem as usize];
-    let ring = if subsystem != 0
-        && own.buffer.load(Ordering::Relaxed) == KLogBuffer.as_ptr() as *mut u64
-    {
-        &KLogs[0]
+    if subsystem != 0 && own.buffer.load(Ordering::Relaxed) == KLogBuffer.as_ptr() as *mut u64 {
+        0
     } else {
-        own
-    };
+        subsystem as usize
+    }
+}
+
+/// Address of the record with sequence number `seq` in ring `ring`.
+pub fn record_address(ring: usize, seq: u64) -> u64 {
+    let ring = &KLogs[ring];
     let offset_words = (seq * REC_WORDS) & ring.buffer_size_1;
     ring.buffer.load(Ordering::Relaxed) as u64 + offset_words * 8
 }
@@ -88,12 +91,17 @@ fn field(text: &str) -> String {
 pub fn event(subsystem: u16, seq: Option<u64>, desc: &'static [u8], data: [u64; 3], message: &str) {
     let fmt = std::str::from_utf8(desc.strip_suffix(b"\0").unwrap_or(desc)).unwrap_or("?");
     let line = match seq {
-        None => format!("KLOG-SKIP subsys={subsystem} fmt={}", field(fmt)),
+        None => format!(
+            "KLOG-SKIP subsys={subsystem} fmt={} msg={}",
+            field(fmt),
+            message.escape_debug()
+        ),
         Some(seq) => {
             let hooked = platform::last_hooked();
+            let ring = receiving_ring(subsystem);
             format!(
-                "KLOG-EVENT subsys={subsystem} seq={seq} at={:#x} id={:#x} proc_dom={:#x} clock={} desc={:#x} d1={:#x} d2={:#x} d3={:#x} fmt={} msg={}",
-                record_address(subsystem, seq),
+                "KLOG-EVENT ring={ring} subsys={subsystem} seq={seq} at={:#x} id={:#x} proc_dom={:#x} clock={} desc={:#x} d1={:#x} d2={:#x} d3={:#x} fmt={} msg={}",
+                record_address(ring, seq),
                 hooked.chore,
                 hooked.proc_dom,
                 hooked.clock,
@@ -111,16 +119,17 @@ pub fn event(subsystem: u16, seq: Option<u64>, desc: &'static [u8], data: [u64; 
 
 /// A record a writer reserved and never finished.
 pub fn torn(subsystem: u16, seq: u64) {
+    let ring = receiving_ring(subsystem);
     emit(format!(
-        "KLOG-TORN subsys={subsystem} seq={seq} at={:#x}",
-        record_address(subsystem, seq)
+        "KLOG-TORN ring={ring} subsys={subsystem} seq={seq} at={:#x}",
+        record_address(ring, seq)
     ));
 }
 
 /// A KLogs field overwritten with garbage.
 pub fn scribbled(subsystem: u16, field: &str, value: u64) {
     emit(format!(
-        "KLOG-DAMAGE subsys={subsystem} kind=scribbled field={field} value={value:#x}"
+        "KLOG-DAMAGE ring={subsystem} kind=scribbled field={field} value={value:#x}"
     ));
 }
 
@@ -128,7 +137,7 @@ pub fn scribbled(subsystem: u16, field: &str, value: u64) {
 #[cfg(feature = "big-rings")]
 pub fn digest(subsystem: u16, records: u64, last_seq: u64, fnv1a: u64) {
     emit(format!(
-        "KLOG-DIGEST subsys={subsystem} records={records} last_seq={last_seq} fnv1a={fnv1a:#x}"
+        "KLOG-DIGEST ring={subsystem} records={records} last_seq={last_seq} fnv1a={fnv1a:#x}"
     ));
 }
 

@@ -273,7 +273,7 @@ fn strings(crash: Crash) -> ! {
         KLOG_TERSE,
         "unmapped %s",
         [addr],
-        "unmapped <unreadable:{addr:#x}>"
+        "unmapped <unreadable {addr:#x}>"
     );
     gone.unmap();
     // The stack buffer and the heap string must stay alive (and in place) until the crash.

@@ -1,0 +1,122 @@
+//! The hosted test programs: which exist, which scenarios each offers, and how each is built.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::corpus::SCENARIOS;
+use crate::{cargo_build, repo_root, tools};
+
+/// A hosted test program build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Program {
+    /// tests/kernels/hosted: Rust, klog-runtime.
+    Hosted,
+    /// The same with rings of 4 Mi records (feature big-rings), for benchmarks.
+    HostedBig,
+    /// tests/kernels/hosted-c: C, klog-runtime/include/klog.h, gcc -g.
+    HostedC,
+}
+
+impl Program {
+    pub const ALL: [Program; 3] = [Program::Hosted, Program::HostedBig, Program::HostedC];
+
+    /// Name in the corpus layout and manifest.
+    pub fn name(self) -> &'static str {
+        match self {
+            Program::Hosted => "hosted",
+            Program::HostedBig => "hosted-big",
+            Program::HostedC => "hosted-c",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Program> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    pub fn scenarios(self) -> &'static [&'static str] {
+        match self {
+            Program::Hosted | Program::HostedC => &SCENARIOS,
+            Program::HostedBig => &["big"],
+        }
+    }
+
+    /// Whether its corpus entries are committed (the big one's dump is 260 MiB: generated only).
+    pub fn committed(self) -> bool {
+        self != Program::HostedBig
+    }
+
+    /// Tools its build needs beyond cargo.
+    pub fn tools(self) -> &'static [&'static str] {
+        match self {
+            Program::HostedC => &[tools::GCC],
+            Program::Hosted | Program::HostedBig => &[],
+        }
+    }
+
+    /// The command [`Program::build`] runs, for the manifest.
+    pub fn build_command(self) -> String {
+        match self {
+            Program::Hosted => format!("CARGO_PROFILE_RELEASE_DEBUG=2 {}", cargo_line("")),
+            Program::HostedBig => format!(
+                "CARGO_PROFILE_RELEASE_DEBUG=2 {}",
+                cargo_line(" --features big-rings")
+            ),
+            Program::HostedC => format!("gcc {} -o hosted-c", GCC_ARGS.join(" ")),
+        }
+    }
+
+    /// Builds the program under `target_dir` and returns its executable.
+    pub fn build(self, target_dir: &Path) -> Result<PathBuf> {
+        let out = target_dir.join(self.name());
+        std::fs::create_dir_all(&out)?;
+        let root = repo_root();
+        let (mut cmd, exe) = match self {
+            Program::Hosted | Program::HostedBig => {
+                let mut cmd = cargo_build(&out);
+                cmd.args(["-p", "kcrash-hosted-kernel"])
+                    // Full DWARF, so readers find the KLog types in the image.
+                    .env("CARGO_PROFILE_RELEASE_DEBUG", "2");
+                if self == Program::HostedBig {
+                    cmd.args(["--features", "big-rings"]);
+                }
+                (cmd, out.join("release/hosted"))
+            }
+            Program::HostedC => {
+                let exe = out.join("hosted-c");
+                let mut cmd = Command::new(tools::GCC);
+                cmd.args(GCC_ARGS).arg("-o").arg(&exe);
+                (cmd, exe)
+            }
+        };
+        let status = cmd
+            .current_dir(&root)
+            .status()
+            .with_context(|| format!("building {}", self.name()))?;
+        if !status.success() {
+            bail!("building {} failed ({status})", self.name());
+        }
+        if !exe.is_file() {
+            bail!("the build succeeded but {} is missing", exe.display());
+        }
+        Ok(exe)
+    }
+}
+
+/// gcc's arguments, relative to the repository root. -O2 so the KLOG fast path is as a kernel
+/// would compile it; -g for the DWARF readers need.
+const GCC_ARGS: [&str; 9] = [
+    "-g",
+    "-O2",
+    "-std=gnu11",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-pthread",
+    "-Iklog-runtime/include",
+    "tests/kernels/hosted-c/hosted.c",
+];
+
+fn cargo_line(features: &str) -> String {
+    format!("cargo build --release --locked -p kcrash-hosted-kernel{features}")
+}
