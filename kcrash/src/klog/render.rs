@@ -311,7 +311,8 @@ fn damage_note(rec: &Record, names: &[String]) -> Option<String> {
     }
     if d.clock_backwards {
         notes.push(
-            "<clock earlier than the record before it: a stale record of the previous lap?>".into(),
+            "<clock older than the ring's oldest records: a stale record of the previous lap?>"
+                .into(),
         );
     }
     (!notes.is_empty()).then(|| notes.join(" "))

@@ -10,6 +10,10 @@ use crate::memory::{Memory, Unreadable};
 const REC_BYTES: u64 = REC_WORDS * 8;
 /// Records read from memory at a time by a cursor.
 const CHUNK: u64 = 512;
+/// How far apart in a ring two records may be and still be out of clock order: writers on
+/// several processors reserve a slot, then read the clock. A cursor reorders within this window,
+/// and a record older than the ring's oldest WINDOW records is a stale one.
+const WINDOW: usize = 64;
 /// Longest subsystem name read.
 const NAME_MAX: usize = 64;
 
@@ -186,8 +190,9 @@ pub struct Damage {
     pub bad_header: bool,
     /// A KLOG header of another subsystem in a ring that is not NONE's.
     pub foreign_header: bool,
-    /// Its clock is earlier than the record before it in the ring: most likely a stale record of
-    /// the previous lap whose slot was reserved again but never rewritten.
+    /// Its clock is earlier than every one of the ring's oldest records: a stale record of the
+    /// previous lap whose slot was reserved again but never rewritten. (Neighbours a little out
+    /// of clock order are normal when several processors share a ring, and are not damage.)
     pub clock_backwards: bool,
     /// The slot itself could not be read from the dump.
     pub unreadable: bool,
@@ -285,6 +290,10 @@ pub struct Cursor<'a> {
     chunk_lo: u64,
     /// Bytes read for the chunk, kept between fills.
     bytes: Vec<u8>,
+    /// The lowest clock among the ring's oldest WINDOW records, when the ring holds more.
+    floor: Option<u64>,
+    /// Records read but not yet yielded, in the order they will be yielded.
+    window: std::collections::VecDeque<Record>,
 }
 
 impl<'a> Cursor<'a> {
@@ -301,6 +310,12 @@ impl<'a> Cursor<'a> {
             chunk: Vec::new(),
             chunk_lo: 0,
             bytes: Vec::new(),
+            floor: if ring.trusted() {
+                clock_floor(mem, ring)
+            } else {
+                None
+            },
+            window: std::collections::VecDeque::with_capacity(WINDOW + 1),
         }
     }
 
@@ -358,8 +373,67 @@ impl<'a> Cursor<'a> {
         } else {
             None
         };
-        classify(self.ring, seq, slot, older)
+        classify(self.ring, seq, slot, older, self.floor)
     }
+
+    /// The next slot in walking order, whatever its clock.
+    fn next_in_ring(&mut self) -> Option<Record> {
+        while self.lo < self.hi {
+            let seq = match self.order {
+                Order::NewestFirst => {
+                    self.hi -= 1;
+                    self.hi
+                }
+                Order::OldestFirst => {
+                    self.lo += 1;
+                    self.lo - 1
+                }
+            };
+            let rec = self.record(seq);
+            match (self.only, rec.subsystem) {
+                (Some(want), Some(got)) if want != got => continue,
+                (Some(_), None) if self.ring.index == 0 => continue,
+                _ => return Some(rec),
+            }
+        }
+        None
+    }
+
+    /// Puts `rec` in the window at its place in clock order; nearly always the back.
+    fn insert(&mut self, rec: Record) {
+        let key = (rec.sort_clock, rec.seq);
+        let goes_first = |a: (u64, u64), b: (u64, u64)| match self.order {
+            Order::NewestFirst => a > b,
+            Order::OldestFirst => a < b,
+        };
+        let mut at = self.window.len();
+        while at > 0
+            && goes_first(
+                key,
+                (self.window[at - 1].sort_clock, self.window[at - 1].seq),
+            )
+        {
+            at -= 1;
+        }
+        self.window.insert(at, rec);
+    }
+}
+
+/// The lowest clock among the ring's oldest WINDOW whole records, for rings holding more than
+/// that; a later record with an earlier clock is stale.
+fn clock_floor(mem: &dyn Memory, ring: &Ring) -> Option<u64> {
+    if ring.held() <= WINDOW as u64 {
+        return None;
+    }
+    let first = ring.first_seq();
+    (first..first + WINDOW as u64)
+        .filter_map(|seq| {
+            let at = ring.record_addr(seq);
+            let header = mem.read_u64(at).ok()?;
+            matches!(decode_header(header), Header::Valid { .. })
+                .then(|| mem.read_u64(at + 24).ok())?
+        })
+        .min()
 }
 
 fn words(bytes: &[u8]) -> [u64; 8] {
@@ -374,6 +448,7 @@ fn classify(
     seq: u64,
     slot: Result<[u64; 8], Unreadable>,
     older: Option<[u64; 8]>,
+    floor: Option<u64>,
 ) -> Record {
     let older_valid = older.filter(|w| matches!(decode_header(w[0]), Header::Valid { .. }));
     let fallback_clock = older_valid.map_or(0, |w| w[3]);
@@ -393,7 +468,8 @@ fn classify(
             Header::Valid { subsystem: s } => {
                 subsystem = Some(s);
                 damage.foreign_header = ring.index != 0 && s as usize != ring.index;
-                damage.clock_backwards = older_valid.is_some_and(|o| words[3] < o[3]);
+                damage.clock_backwards =
+                    seq >= ring.first_seq() + WINDOW as u64 && floor.is_some_and(|f| words[3] < f);
             }
         }
     }
@@ -417,25 +493,15 @@ fn classify(
 impl Iterator for Cursor<'_> {
     type Item = Record;
 
+    /// Records in clock order: read ahead by WINDOW and reordered, so that neighbours written
+    /// out of order by several processors come out most recent (or oldest) first all the same.
     fn next(&mut self) -> Option<Record> {
-        while self.lo < self.hi {
-            let seq = match self.order {
-                Order::NewestFirst => {
-                    self.hi -= 1;
-                    self.hi
-                }
-                Order::OldestFirst => {
-                    self.lo += 1;
-                    self.lo - 1
-                }
-            };
-            let rec = self.record(seq);
-            match (self.only, rec.subsystem) {
-                (Some(want), Some(got)) if want != got => continue,
-                (Some(_), None) if self.ring.index == 0 => continue,
-                _ => return Some(rec),
+        while self.window.len() <= WINDOW {
+            match self.next_in_ring() {
+                Some(rec) => self.insert(rec),
+                None => break,
             }
         }
-        None
+        self.window.pop_front()
     }
 }

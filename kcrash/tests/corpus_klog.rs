@@ -1,0 +1,358 @@
+//! `klog` on every dump of the corpus, through the real binary, against the oracle each test
+//! kernel printed while it logged (corpus/README.md): every record of every ring by (ring, seq),
+//! every field and message, the damage each scenario must report, the per-ring counts, and the
+//! FULL and TERSE text forms. The dumps come from QEMU, makedumpfile, Linux and gdb.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use kcrash_harness::expected::{message_matches, Expected, Ring};
+use kcrash_harness::manifest::Manifest;
+use serde_json::Value;
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus")
+}
+
+fn kcrash(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kcrash"))
+        .args(args)
+        .output()
+        .expect("kcrash runs")
+}
+
+fn stdout(out: &Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what}: exit {:?}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("kcrash prints UTF-8")
+}
+
+/// The `[time] ` prefix of a FULL line, from the documented rule: seconds with nine decimals when
+/// the kernel recorded its clock rate, `t=<ticks>` otherwise.
+fn time(clock: u64, hz: u64) -> String {
+    if hz == 0 {
+        return format!("t={clock}");
+    }
+    let nanos = (clock % hz) as u128 * 1_000_000_000 / hz as u128;
+    format!("{:>5}.{nanos:09}", clock / hz)
+}
+
+/// Every corpus entry whose files are here, with its image, dumps and expected result.
+fn entries() -> Vec<(String, PathBuf, Vec<PathBuf>, Expected)> {
+    let dir = corpus();
+    let manifest = Manifest::load(&dir).expect("corpus/manifest.toml");
+    manifest
+        .entries
+        .iter()
+        .filter(|e| e.committed)
+        .map(|e| {
+            let kernel = manifest
+                .kernels
+                .iter()
+                .find(|k| k.name == e.kernel)
+                .expect("entry's kernel");
+            let text = std::fs::read_to_string(dir.join(&e.expected)).expect("expected.json");
+            let expected: Expected = serde_json::from_str(&text).expect("expected.json parses");
+            let dumps = e.dumps.iter().map(|d| dir.join(&d.path)).collect();
+            (e.name.clone(), dir.join(&kernel.image), dumps, expected)
+        })
+        .collect()
+}
+
+#[test]
+fn every_corpus_dump_reads_as_its_kernel_logged_it() {
+    let entries = entries();
+    assert!(
+        entries.len() >= 20,
+        "the corpus has {} entries",
+        entries.len()
+    );
+    let mut checked = 0;
+    for (name, image, dumps, expected) in &entries {
+        for dump in dumps {
+            let what = format!("{name} {}", dump.display());
+            check_json(&what, dump, image, expected);
+            check_text(&what, dump, image, expected);
+            check_summary(&what, dump, image, expected);
+            checked += 1;
+        }
+    }
+    eprintln!(
+        "checked {checked} dumps of {} corpus entries",
+        entries.len()
+    );
+}
+
+fn check_json(what: &str, dump: &Path, image: &Path, expected: &Expected) {
+    let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
+    let out = kcrash(&["-s", "-c", "klog 0 full --json", d, i]);
+    let text = stdout(&out, what);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let mut got: HashMap<(u64, u64), Value> = HashMap::new();
+    let mut clocks = Vec::new();
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{what}: {e}: {line}"));
+        clocks.push(v["clock"].as_u64().unwrap());
+        let key = (v["ring"].as_u64().unwrap(), v["seq"].as_u64().unwrap());
+        assert!(
+            got.insert(key, v).is_none(),
+            "{what}: record {key:?} printed twice"
+        );
+    }
+    let mut want = 0;
+    for ring in &expected.rings {
+        if !ring.untrusted.is_empty() {
+            check_untrusted(what, d, i, ring, &stderr);
+            continue;
+        }
+        for rec in &ring.records {
+            want += 1;
+            let v = got.get(&(ring.ring, rec.seq)).unwrap_or_else(|| {
+                panic!("{what}: ring {} seq {} missing", ring.ring_name, rec.seq)
+            });
+            assert_eq!(
+                v["slot"], rec.slot,
+                "{what}: ring {} seq {} slot",
+                ring.ring_name, rec.seq
+            );
+            let damage: Vec<&str> = v["damage"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_str().unwrap())
+                .collect();
+            let want_damage: Vec<String> = rec
+                .damage
+                .iter()
+                .map(|d| format!("{d:?}").to_lowercase())
+                .collect();
+            assert_eq!(
+                damage, want_damage,
+                "{what}: ring {} seq {} damage",
+                ring.ring_name, rec.seq
+            );
+            let Some(ev) = &rec.event else { continue };
+            let ctx = format!("{what}: ring {} seq {}", ring.ring_name, rec.seq);
+            assert_eq!(v["subsystem"], ev.subsystem, "{ctx}: subsystem");
+            assert_eq!(
+                v["subsystem_name"],
+                ev.subsystem_name.as_str(),
+                "{ctx}: subsystem_name"
+            );
+            for (field, want) in [
+                ("header", ev.header),
+                ("id", ev.id),
+                ("clock", ev.clock),
+                ("desc", ev.desc),
+            ] {
+                assert_eq!(v[field], want, "{ctx}: {field}");
+            }
+            assert_eq!(
+                (v["processor"].as_u64(), v["domain"].as_u64()),
+                (Some(ev.processor as u64), Some(ev.domain as u64)),
+                "{ctx}"
+            );
+            assert_eq!(v["format"], ev.format.as_str(), "{ctx}: format");
+            let args: Vec<u64> = v["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_u64().unwrap())
+                .collect();
+            assert_eq!(args, ev.args, "{ctx}: args");
+            let words: Vec<u64> = v["words"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_u64().unwrap())
+                .collect();
+            assert_eq!(words, ev.words, "{ctx}: words");
+            let msg = v["message"].as_str().unwrap();
+            assert!(
+                message_matches(&ev.message, msg),
+                "{ctx}: message\n  kcrash: {msg}\n  kernel: {}",
+                ev.message
+            );
+            assert_eq!(
+                v["unreadable_strings"],
+                ev.unreadable_at.len(),
+                "{ctx}: unreadable strings"
+            );
+        }
+    }
+    assert_eq!(
+        got.len(),
+        want,
+        "{what}: kcrash printed records the oracle does not have"
+    );
+    // Most recent first: a damaged record sorts just after the record before it in its ring,
+    // so only whole records are checked for order.
+    let whole: Vec<u64> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["damage"].as_array().unwrap().is_empty())
+        .map(|v| v["clock"].as_u64().unwrap())
+        .collect();
+    assert!(
+        whole.windows(2).all(|w| w[0] >= w[1]),
+        "{what}: not most recent first"
+    );
+}
+
+/// A scribbled KLogs entry: reported on stderr naming the field, its ring not read, and its
+/// records found by --salvage.
+fn check_untrusted(what: &str, dump: &str, image: &str, ring: &Ring, stderr: &str) {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(&format!("KLogs[{}] ({})", ring.ring, ring.ring_name)))
+        .unwrap_or_else(|| {
+            panic!(
+                "{what}: ring {} not reported untrusted:\n{stderr}",
+                ring.ring_name
+            )
+        });
+    for u in &ring.untrusted {
+        assert!(
+            line.contains(&u.field),
+            "{what}: {line} does not name {}",
+            u.field
+        );
+    }
+    let out = kcrash(&[
+        "-s",
+        "-c",
+        &format!("klog {} --salvage --json", ring.ring),
+        dump,
+        image,
+    ]);
+    let salvaged: Vec<Vec<u64>> = stdout(&out, what)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["words"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| w.as_u64().unwrap())
+                .collect()
+        })
+        .collect();
+    for rec in ring.records.iter().filter_map(|r| r.event.as_ref()) {
+        if rec.subsystem == ring.ring {
+            assert!(
+                salvaged.contains(&rec.words.to_vec()),
+                "{what}: salvage lost {:?} of {}",
+                rec.words,
+                ring.ring_name
+            );
+        }
+    }
+}
+
+/// FULL and TERSE lines, in the JSON's order, built from the expected fields by the documented
+/// formats.
+fn check_text(what: &str, dump: &Path, image: &Path, expected: &Expected) {
+    let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
+    let json = stdout(&kcrash(&["-s", "-c", "klog 0 --json", d, i]), what);
+    let full = stdout(&kcrash(&["-s", "-c", "klog 0 full", d, i]), what);
+    let terse = stdout(&kcrash(&["-s", "-c", "klog 0 terse", d, i]), what);
+    let by_key: HashMap<(u64, u64), (&Ring, &kcrash_harness::expected::Record)> = expected
+        .rings
+        .iter()
+        .flat_map(|r| {
+            r.records
+                .iter()
+                .map(move |rec| ((r.ring, rec.seq), (r, rec)))
+        })
+        .collect();
+    let lines: Vec<(&str, &str, &str)> = json
+        .lines()
+        .zip(full.lines())
+        .zip(terse.lines())
+        .map(|((j, f), t)| (j, f, t))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        json.lines().count(),
+        "{what}: text and JSON differ in length"
+    );
+    assert_eq!(full.lines().count(), terse.lines().count(), "{what}");
+    for (j, f, t) in lines {
+        let v: Value = serde_json::from_str(j).unwrap();
+        let key = (v["ring"].as_u64().unwrap(), v["seq"].as_u64().unwrap());
+        let Some((_, rec)) = by_key.get(&key) else {
+            continue;
+        };
+        let Some(ev) = &rec.event else {
+            assert!(
+                f.ends_with("<torn: the writer was interrupted before finishing this record>"),
+                "{what}: {f}"
+            );
+            continue;
+        };
+        let head = format!(
+            "[{}] [{:x}][{},{},{}] ",
+            time(ev.clock, expected.clock_hz),
+            ev.id,
+            ev.processor,
+            ev.domain,
+            ev.subsystem_name
+        );
+        let msg = f
+            .strip_prefix(&head)
+            .unwrap_or_else(|| panic!("{what}: FULL line\n  got  {f}\n  want {head}…"));
+        assert!(
+            message_matches(&ev.message, msg),
+            "{what}: FULL message {msg}"
+        );
+        let msg = t
+            .strip_prefix(&format!("[{}] ", ev.subsystem_name))
+            .unwrap_or_else(|| panic!("{what}: TERSE line {t}"));
+        assert!(
+            message_matches(&ev.message, msg),
+            "{what}: TERSE message {msg}"
+        );
+    }
+}
+
+/// `klog -s --json`: written, held, overwritten and torn per trusted ring.
+fn check_summary(what: &str, dump: &Path, image: &Path, expected: &Expected) {
+    let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
+    let doc: Value = serde_json::from_str(&stdout(
+        &kcrash(&["-s", "-c", "klog -s --json", d, i]),
+        what,
+    ))
+    .unwrap();
+    assert_eq!(
+        doc["clock_hz"].as_u64().unwrap_or(0),
+        expected.clock_hz,
+        "{what}: clock rate"
+    );
+    let rings = doc["rings"].as_array().unwrap();
+    for ring in &expected.rings {
+        let r = &rings[ring.ring as usize];
+        assert_eq!(r["name"], ring.ring_name.as_str(), "{what}");
+        assert_eq!(
+            r["trusted"],
+            ring.untrusted.is_empty(),
+            "{what}: ring {} trusted",
+            ring.ring_name
+        );
+        if !ring.untrusted.is_empty() {
+            continue;
+        }
+        for (field, want) in [
+            ("written", ring.written),
+            ("held", ring.held),
+            ("overwritten", ring.overwritten),
+            ("torn", ring.torn),
+        ] {
+            assert_eq!(r[field], want, "{what}: ring {} {field}", ring.ring_name);
+        }
+    }
+}
