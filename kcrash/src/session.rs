@@ -11,7 +11,7 @@ use dumpfmt::translate::{AddressSpace, LinearMap, Source};
 use dumpfmt::Dump;
 use symbols::Image;
 
-use crate::klog::layout::KLogLayout;
+use crate::klog::layout::{KLogLayout, LayoutError};
 use crate::klog::Klog;
 use crate::memory::{Memory, Unreadable};
 
@@ -341,8 +341,17 @@ impl<'d> Session<'d> {
                 let image = self.image.as_ref().ok_or(
                     "no image: give the kernel image (vmlinux) with DWARF to read the KLog",
                 )?;
-                let layout = KLogLayout::from_image(image)
-                    .map_err(|e| format!("{}: {e}", image.path().display()))?;
+                if image.debug_path().is_none() {
+                    return Err(format!(
+                        "{} has no DWARF debug information, which klog needs to lay out KLogs; \
+                         sym and rd still work from its ELF symbols",
+                        image.path().display()
+                    ));
+                }
+                let layout = KLogLayout::from_image(image).map_err(|e| match e {
+                    LayoutError::Symbols(e) => e,
+                    other => format!("{}: {other}", image.path().display()),
+                })?;
                 Ok(Klog::read(self, layout))
             })
             .as_ref()

@@ -48,7 +48,7 @@ pub fn run_line(
             }
         }
         "klog" => {
-            let klog = session.klog().map_err(|e| anyhow!("klog: {e}"))?;
+            let klog = session.klog().map_err(|e| anyhow!(e))?;
             commands::klog::run(args, session, klog, out, err)?;
         }
         other => return Err(anyhow!("{other}: no such command (try help)")),

@@ -1,0 +1,64 @@
+//! `klog` on the big-ring dump (over 4 million records): records per second for `klog 0 full`
+//! and `klog 0 --json` written to a sink, against the same merged walk of the rings without
+//! rendering (the floor set by reading the dump).
+//!
+//! The dump is generated, never committed:
+//!
+//! ```text
+//! cargo run --release -p kcrash-harness -- corpus --kernel bare-big --out /tmp/big
+//! KCRASH_BIG_DUMP=/tmp/big/bare-big/big/vmcore-paging.elf KCRASH_BIG_IMAGE=/tmp/big/bare-big/vmlinux \
+//!     cargo bench -p kcrash --bench klog_big
+//! ```
+
+use std::hint::black_box;
+use std::io;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use kcrash::klog::ring::Order;
+use kcrash::klog::Selection;
+use kcrash::session::Session;
+
+fn klog_big(c: &mut Criterion) {
+    let (Ok(dump), Ok(image)) = (
+        std::env::var("KCRASH_BIG_DUMP"),
+        std::env::var("KCRASH_BIG_IMAGE"),
+    ) else {
+        eprintln!("klog_big: set KCRASH_BIG_DUMP and KCRASH_BIG_IMAGE (see the top of benches/klog_big.rs); nothing measured");
+        return;
+    };
+    let dump = dumpfmt::Dump::open(&dump).expect("open the big dump");
+    let session = Session::open(&dump, Some(image.into())).expect("open the session");
+    let klog = session.klog().expect("KLog found");
+    let records = klog
+        .records(&session, Selection::All, Order::NewestFirst)
+        .count() as u64;
+    let mut g = c.benchmark_group(format!("klog, {records} records"));
+    g.throughput(Throughput::Elements(records));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(20));
+    g.bench_function("walk and merge only (baseline)", |b| {
+        b.iter(|| {
+            black_box(
+                klog.records(&session, Selection::All, Order::NewestFirst)
+                    .count(),
+            )
+        })
+    });
+    for (name, argv) in [
+        ("klog 0 full", ["0", "full"].as_slice()),
+        ("klog 0 --json", ["0", "--json"].as_slice()),
+    ] {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                kcrash::commands::klog::run(&argv, &session, klog, &mut io::sink(), &mut io::sink())
+                    .unwrap()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, klog_big);
+criterion_main!(benches);

@@ -1,0 +1,126 @@
+//! Opening a dump: the two files in either order, and one clear line on stderr with exit status 2
+//! for each way it can go wrong (1 for a command that cannot run, such as klog without DWARF).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn corpus(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../corpus")
+        .join(rel)
+}
+
+fn kcrash(args: &[&Path]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kcrash"))
+        .args(["-c", "klog -n 1"])
+        .args(args)
+        .output()
+        .expect("kcrash runs")
+}
+
+/// The one stderr line of a failed open, after checking the exit status.
+fn failure(out: &Output, status: i32) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(status), "stderr: {err}");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing on stdout when opening fails"
+    );
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("dumpfmt: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line of error: {err}");
+    lines[0].to_owned()
+}
+
+#[test]
+fn dump_and_image_in_either_order() {
+    let (dump, image) = (corpus("bare/rings/vmcore.kdump"), corpus("bare/vmlinux"));
+    let a = kcrash(&[&dump, &image]);
+    let b = kcrash(&[&image, &dump]);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(a.stdout, b.stdout);
+    assert_eq!(String::from_utf8_lossy(&a.stdout).lines().count(), 1);
+}
+
+#[test]
+fn a_missing_file() {
+    let line = failure(
+        &kcrash(&[Path::new("/nonexistent/vmcore"), &corpus("bare/vmlinux")]),
+        2,
+    );
+    assert_eq!(
+        line,
+        "kcrash: /nonexistent/vmcore: No such file or directory (os error 2)"
+    );
+}
+
+#[test]
+fn a_file_that_is_neither() {
+    let readme = corpus("README.md");
+    let line = failure(&kcrash(&[&corpus("bare/rings/vmcore.kdump"), &readme]), 2);
+    assert!(
+        line.ends_with(
+            "README.md: neither a dump (ELF core, kdump, flattened, gzip) nor an ELF image"
+        ),
+        "{line}"
+    );
+}
+
+#[test]
+fn two_dumps() {
+    let d = corpus("bare/rings/vmcore.kdump");
+    assert_eq!(
+        failure(&kcrash(&[&d, &d]), 2),
+        "kcrash: more than one dump given: kcrash DUMP [IMAGE]"
+    );
+}
+
+#[test]
+fn a_kernel_image_that_is_not_the_crashed_kernel() {
+    let line = failure(
+        &kcrash(&[&corpus("bare/rings/vmcore.kdump"), &corpus("hosted/hosted")]),
+        2,
+    );
+    assert!(
+        line.contains("hosted does not belong to") && line.contains("the code at the entry point"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_program_that_is_not_the_crashed_process() {
+    let line = failure(
+        &kcrash(&[&corpus("hosted/rings/core.gz"), &corpus("bare/vmlinux")]),
+        2,
+    );
+    assert!(
+        line.contains("vmlinux does not belong to") && line.contains("the process started at"),
+        "{line}"
+    );
+}
+
+#[test]
+fn an_image_without_dwarf_says_what_still_works() {
+    let have_objcopy = Command::new("objcopy").arg("--version").output().is_ok();
+    if !have_objcopy {
+        assert!(
+            std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() != Ok("1"),
+            "objcopy is required"
+        );
+        eprintln!("NOT RUN: an_image_without_dwarf_says_what_still_works: objcopy not on PATH");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let stripped = dir.path().join("vmlinux");
+    let ok = Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(corpus("bare/vmlinux"))
+        .arg(&stripped)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let line = failure(&kcrash(&[&corpus("bare/rings/vmcore.kdump"), &stripped]), 1);
+    assert!(line.ends_with("has no DWARF debug information, which klog needs to lay out KLogs; sym and rd still work from its ELF symbols"), "{line}");
+}
