@@ -8,7 +8,6 @@ use std::io::{self, Write};
 
 use klog_runtime::printf::{self, Outcome, Sink, Strings};
 use klog_runtime::split_proc_dom;
-use serde::Serialize;
 
 use super::ring::Record;
 use crate::memory::{Memory, Unreadable};
@@ -120,6 +119,11 @@ impl<'a> Decoder<'a> {
                 Outcome::default()
             }
         }
+    }
+
+    /// The format string at `desc`, if it has been read and could be.
+    pub fn format(&self, desc: u64) -> Option<&[u8]> {
+        self.descs.get(&desc)?.as_deref().ok()
     }
 
     /// The record's message with its format string, for callers that keep them.
@@ -244,20 +248,12 @@ fn push_byte_escape(out: &mut Vec<u8>, b: u8) {
 
 /// `v` in decimal, right-aligned to `width` with `pad`.
 fn push_dec_padded(out: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
-    let mut buf = [0u8; 20];
-    let mut n = buf.len();
-    let mut x = v;
-    loop {
-        n -= 1;
-        buf[n] = b'0' + (x % 10) as u8;
-        x /= 10;
-        if x == 0 {
-            break;
-        }
+    let mut buf = itoa::Buffer::new();
+    let digits = buf.format(v).as_bytes();
+    for _ in digits.len()..width {
+        out.push(pad);
     }
-    let start = n.saturating_sub(width.saturating_sub(buf.len() - n));
-    buf[start..n].fill(pad);
-    out.extend_from_slice(&buf[start..]);
+    out.extend_from_slice(digits);
 }
 
 /// `v` in lower-case hex without a prefix.
@@ -275,12 +271,6 @@ fn push_hex(out: &mut Vec<u8>, v: u64) {
         }
     }
     out.extend_from_slice(&buf[n..]);
-}
-
-fn escaped(bytes: &[u8]) -> String {
-    let mut v = Vec::with_capacity(bytes.len());
-    escape_into(bytes, &mut v);
-    String::from_utf8(v).unwrap_or_default()
 }
 
 /// What a damaged record says instead of (or after) its message.
@@ -326,6 +316,15 @@ pub fn subsystem_name(names: &[String], id: u16) -> String {
         .unwrap_or_else(|| format!("SUBSYS{id}"))
 }
 
+/// The subsystem a record belongs to: its header's, or its ring's when the header is damaged.
+fn subsystem_name_of<'n>(names: &'n [String], rec: &Record) -> Cow<'n, str> {
+    let id = rec.subsystem.unwrap_or(rec.ring as u16);
+    match names.get(id as usize) {
+        Some(n) => Cow::Borrowed(n),
+        None => Cow::Owned(format!("SUBSYS{id}")),
+    }
+}
+
 /// Writes records as text lines or JSON objects.
 pub struct Printer<'a> {
     pub decoder: Decoder<'a>,
@@ -334,6 +333,8 @@ pub struct Printer<'a> {
     pub clock: Clock,
     line: Vec<u8>,
     message: Vec<u8>,
+    /// For escaping one JSON string at a time.
+    scratch: Vec<u8>,
 }
 
 impl<'a> Printer<'a> {
@@ -344,16 +345,12 @@ impl<'a> Printer<'a> {
             clock,
             line: Vec::with_capacity(256),
             message: Vec::with_capacity(256),
+            scratch: Vec::with_capacity(256),
         }
     }
 
-    /// The subsystem a record belongs to: its header's, or its ring's when the header is damaged.
     fn subsystem_of(&self, rec: &Record) -> Cow<'_, str> {
-        let id = rec.subsystem.unwrap_or(rec.ring as u16);
-        match self.names.get(id as usize) {
-            Some(n) => Cow::Borrowed(n),
-            None => Cow::Owned(format!("SUBSYS{id}")),
-        }
+        subsystem_name_of(&self.names, rec)
     }
 
     /// One line of text for `rec`.
@@ -399,65 +396,129 @@ impl<'a> Printer<'a> {
         r
     }
 
-    /// One JSON object (one line) for `rec`, with every raw word.
+    /// One JSON object (one line) for `rec`, with every raw word. Written byte by byte like the
+    /// text lines; the fields are documented in kcrash/README.md.
     pub fn json(&mut self, out: &mut dyn Write, rec: &Record, ring_name: &str) -> io::Result<()> {
         let readable = !(rec.damage.torn || rec.damage.bad_header || rec.damage.unreadable);
-        let msg = readable.then(|| self.decoder.message(rec));
+        let mut b = std::mem::take(&mut self.line);
+        b.clear();
+        self.message.clear();
+        let outcome = readable.then(|| self.decoder.message_into(rec, &mut self.message));
         let (processor, domain) = split_proc_dom(rec.proc_dom());
-        let subsystem_name = self.subsystem_of(rec);
-        let obj = JsonRecord {
-            ring: rec.ring,
-            ring_name,
-            slot: rec.slot,
-            seq: rec.seq,
-            subsystem: rec.subsystem,
-            subsystem_name: &subsystem_name,
-            header: rec.header(),
-            id: rec.id(),
-            processor,
-            domain,
-            clock: rec.clock(),
-            time_s: self.clock.seconds(rec.clock()),
-            desc: rec.desc(),
-            format: msg
-                .as_ref()
-                .and_then(|m| m.format.as_ref().ok())
-                .map(|f| escaped(f)),
-            args: rec.data(),
-            args_used: msg.as_ref().map(|m| m.outcome.args_used),
-            message: msg.as_ref().map(|m| escaped(&m.text)),
-            unreadable_strings: msg.as_ref().map_or(0, |m| m.outcome.unreadable_strings),
-            damage: rec.damage.names(),
-            note: damage_note(rec, &self.names),
-            words: rec.words,
+        let sub = subsystem_name_of(&self.names, rec);
+        let field = |b: &mut Vec<u8>, name: &str| {
+            b.extend_from_slice(if b.is_empty() { b"{\"" } else { b",\"" });
+            b.extend_from_slice(name.as_bytes());
+            b.extend_from_slice(b"\":");
         };
-        serde_json::to_writer(&mut *out, &obj)?;
-        out.write_all(b"\n")
+        let mut scratch = std::mem::take(&mut self.scratch);
+        for (name, v) in [
+            ("ring", rec.ring as u64),
+            ("slot", rec.slot),
+            ("seq", rec.seq),
+        ] {
+            field(&mut b, name);
+            push_dec_padded(&mut b, v, 0, b' ');
+        }
+        field(&mut b, "ring_name");
+        json_str(&mut b, ring_name.as_bytes(), &mut scratch);
+        field(&mut b, "subsystem");
+        match rec.subsystem {
+            Some(s) => push_dec_padded(&mut b, s as u64, 0, b' '),
+            None => b.extend_from_slice(b"null"),
+        }
+        field(&mut b, "subsystem_name");
+        json_str(&mut b, sub.as_bytes(), &mut scratch);
+        for (name, v) in [
+            ("header", rec.header()),
+            ("id", rec.id()),
+            ("processor", processor as u64),
+            ("domain", domain as u64),
+            ("clock", rec.clock()),
+            ("desc", rec.desc()),
+        ] {
+            field(&mut b, name);
+            push_dec_padded(&mut b, v, 0, b' ');
+        }
+        field(&mut b, "time_s");
+        match self.clock.seconds(rec.clock()) {
+            Some(t) if t.is_finite() => write!(b, "{t}")?,
+            _ => b.extend_from_slice(b"null"),
+        }
+        field(&mut b, "format");
+        match readable.then(|| self.decoder.format(rec.desc())).flatten() {
+            Some(f) => json_str(&mut b, f, &mut scratch),
+            None => b.extend_from_slice(b"null"),
+        }
+        field(&mut b, "args");
+        push_u64_array(&mut b, &rec.data());
+        field(&mut b, "args_used");
+        match outcome {
+            Some(o) => push_dec_padded(&mut b, o.args_used as u64, 0, b' '),
+            None => b.extend_from_slice(b"null"),
+        }
+        field(&mut b, "message");
+        if readable {
+            json_str(&mut b, &self.message, &mut scratch);
+        } else {
+            b.extend_from_slice(b"null");
+        }
+        field(&mut b, "unreadable_strings");
+        push_dec_padded(
+            &mut b,
+            outcome.map_or(0, |o| o.unreadable_strings) as u64,
+            0,
+            b' ',
+        );
+        field(&mut b, "damage");
+        b.push(b'[');
+        for (i, name) in rec.damage.names().iter().enumerate() {
+            if i > 0 {
+                b.push(b',');
+            }
+            json_str(&mut b, name.as_bytes(), &mut scratch);
+        }
+        b.push(b']');
+        field(&mut b, "note");
+        match damage_note(rec, &self.names) {
+            Some(n) => json_str(&mut b, n.as_bytes(), &mut scratch),
+            None => b.extend_from_slice(b"null"),
+        }
+        field(&mut b, "words");
+        push_u64_array(&mut b, &rec.words);
+        b.extend_from_slice(b"}\n");
+        drop(sub);
+        let r = out.write_all(&b);
+        self.line = b;
+        self.scratch = scratch;
+        r
     }
 }
 
-/// The JSON form of a record: everything in the slot, and what kcrash made of it.
-#[derive(Serialize)]
-struct JsonRecord<'r> {
-    ring: usize,
-    ring_name: &'r str,
-    slot: u64,
-    seq: u64,
-    subsystem: Option<u16>,
-    subsystem_name: &'r str,
-    header: u64,
-    id: u64,
-    processor: u32,
-    domain: u32,
-    clock: u64,
-    time_s: Option<f64>,
-    desc: u64,
-    format: Option<String>,
-    args: [u64; 3],
-    args_used: Option<usize>,
-    message: Option<String>,
-    unreadable_strings: usize,
-    damage: Vec<&'static str>,
-    note: Option<String>,
-    words: [u64; 8],
+/// A JSON string of `raw` as kcrash shows text: escaped for a terminal first (so JSON and text
+/// agree), then quoted for JSON.
+fn json_str(out: &mut Vec<u8>, raw: &[u8], scratch: &mut Vec<u8>) {
+    scratch.clear();
+    escape_into(raw, scratch);
+    out.push(b'"');
+    for &c in scratch.iter() {
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0..=0x1f => out.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
+            _ => out.push(c),
+        }
+    }
+    out.push(b'"');
+}
+
+fn push_u64_array(out: &mut Vec<u8>, values: &[u64]) {
+    out.push(b'[');
+    for (i, &v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_dec_padded(out, v, 0, b' ');
+    }
+    out.push(b']');
 }
