@@ -1,0 +1,191 @@
+//! The type commands: `whatis EXPR|TYPE`, `ptype EXPR|TYPE` (gdb's), and crash's
+//! `struct [-o] NAME [ADDR]` / `union [-o] NAME [ADDR]`.
+
+use std::io::Write;
+
+use anyhow::{anyhow, bail, Result};
+use symbols::Image;
+
+use crate::expr::decl::{expanded, Offsets};
+use crate::expr::eval::{Place, Shape};
+use crate::expr::value::{Options, Reader, Writer};
+use crate::expr::{parse_expr, parse_type, Evaluator, Ty, Value};
+use crate::session::Session;
+
+pub const WHATIS_HELP: &str = "\
+whatis EXPR|TYPE — the type of an expression, or what a type name names (one typedef unrolled)
+
+Examples:
+  whatis KLogs
+  whatis KLogs[1].name
+  whatis KLog";
+
+pub const PTYPE_HELP: &str = "\
+ptype EXPR|TYPE — a type with its struct, union or enum spelled out, as gdb's ptype
+
+Examples:
+  ptype KLog
+  ptype struct _KLog
+  ptype DebugFlags
+  ptype klog_runtime::ring::KLog";
+
+pub const STRUCT_HELP: &str = "\
+struct [-o] NAME [ADDR] — a struct's layout, or the object at ADDR shown as that struct (crash's)
+union [-o] NAME [ADDR] — the same for a union
+
+NAME is a tag (_KLog), a typedef (KLog) or a Rust path (klog_runtime::ring::KLog). -o puts each
+member's offset in front ([0x8]); the size follows the layout. ADDR is an address, a symbol or any
+expression giving one.
+
+Examples:
+  struct _KLog
+  struct -o KLog
+  struct _KLog 0xffffffff80101040
+  struct _KLog &KLogs[2]";
+
+fn image<'s>(session: &'s Session<'_>) -> Result<&'s Image> {
+    session
+        .image
+        .as_ref()
+        .ok_or_else(|| anyhow!("no image: give the image with DWARF to look at types"))
+}
+
+/// The type `text` names, or `None` when it is not a type name the image has.
+fn named_type(ev: &Evaluator<'_>, text: &str) -> Option<Ty> {
+    ev.resolve_type(&parse_type(text)?).ok()
+}
+
+/// The type of `text`, a type name or an expression (evaluated: `whatis *p` reads `p`).
+fn type_of(ev: &Evaluator<'_>, text: &str) -> Result<(Ty, bool)> {
+    if let Some(ty) = named_type(ev, text) {
+        return Ok((ty, true));
+    }
+    let expr = parse_expr(text).map_err(|e| anyhow!("{}", e.show(text)))?;
+    Ok((ev.eval(&expr)?.ty, false))
+}
+
+fn argument(args: &[String], what: &str) -> Result<String> {
+    match args.first().map(String::as_str) {
+        None => bail!("{what} what? ({what} --help)"),
+        Some("--help" | "-h") => Ok(String::new()),
+        Some(_) => Ok(args.join(" ")),
+    }
+}
+
+pub fn whatis(session: &Session<'_>, args: &[String], out: &mut dyn Write) -> Result<()> {
+    let text = argument(args, "whatis")?;
+    if text.is_empty() {
+        writeln!(out, "{WHATIS_HELP}")?;
+        return Ok(());
+    }
+    let image = image(session)?;
+    let ev = Evaluator::new(image, session);
+    let (ty, is_type_name) = type_of(&ev, &text)?;
+    // A typedef's name shows what it stands for, one level down, as gdb's whatis does.
+    let shown = match (&ty, is_type_name) {
+        (Ty::Dwarf(id), true) => match image.type_(*id)?.kind {
+            symbols::TypeKind::Typedef(target) => target.map_or(Ty::Void, Ty::Dwarf),
+            _ => ty.clone(),
+        },
+        _ => ty.clone(),
+    };
+    writeln!(out, "type = {}", ev.type_name(&shown)?)?;
+    Ok(())
+}
+
+pub fn ptype(session: &Session<'_>, args: &[String], out: &mut dyn Write) -> Result<()> {
+    let text = argument(args, "ptype")?;
+    if text.is_empty() {
+        writeln!(out, "{PTYPE_HELP}")?;
+        return Ok(());
+    }
+    let image = image(session)?;
+    let ev = Evaluator::new(image, session);
+    let (ty, _) = type_of(&ev, &text)?;
+    writeln!(out, "type = {}", expanded(&ev, &ty, Offsets::None)?)?;
+    Ok(())
+}
+
+/// `struct` (with `keyword` "struct") and `union`.
+pub fn struct_(
+    session: &Session<'_>,
+    keyword: &str,
+    args: &[String],
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut offsets = Offsets::None;
+    let mut rest: Vec<&str> = Vec::new();
+    for a in args {
+        match a.as_str() {
+            "-o" => offsets = Offsets::Hex,
+            "--help" | "-h" => {
+                writeln!(out, "{STRUCT_HELP}")?;
+                return Ok(());
+            }
+            other => rest.push(other),
+        }
+    }
+    let Some((name, addr)) = rest.split_first() else {
+        bail!("{keyword} what? ({keyword} NAME [ADDR]; {keyword} --help)");
+    };
+    let image = image(session)?;
+    let ev = Evaluator::new(image, session);
+    let ty = [format!("{keyword} {name}"), (*name).to_owned()]
+        .iter()
+        .find_map(|n| named_type(&ev, n))
+        .ok_or_else(|| {
+            anyhow!(
+                "{keyword} {name}: no such type in {}",
+                image.path().display()
+            )
+        })?;
+    let is_kind = match ev.shape(&ty)? {
+        Shape::Struct(_) | Shape::Variants(_) => keyword == "struct",
+        Shape::Union(_) => keyword == "union",
+        _ => false,
+    };
+    if !is_kind {
+        bail!("{name} is {}, not a {keyword}", ev.type_name(&ty)?);
+    }
+    if addr.is_empty() {
+        writeln!(out, "{}", expanded(&ev, &ty, offsets)?)?;
+        if let Some(size) = ev.size_of(&ty)? {
+            writeln!(out, "SIZE: {size}")?;
+        }
+        return Ok(());
+    }
+    let text = addr.join(" ");
+    let expr = parse_expr(&text).map_err(|e| anyhow!("{}", e.show(&text)))?;
+    let at = address_of(&ev, ev.eval(&expr)?)?;
+    let value = Value {
+        ty: ty.clone(),
+        place: Place::Memory(at),
+    };
+    let opts = Options {
+        pretty: true,
+        ..Options::default()
+    };
+    let node = Reader { ev: &ev, opts }.read(&value)?;
+    let shown = match ty {
+        Ty::Dwarf(id) => Ty::Dwarf(image.value_type(id)?),
+        other => other,
+    };
+    writeln!(
+        out,
+        "{} {}",
+        ev.type_name(&shown)?,
+        Writer { ev: &ev, opts }.top(&node)?
+    )?;
+    Ok(())
+}
+
+/// An address given as a number or pointer (its value), or as an object (where it is).
+fn address_of(ev: &Evaluator<'_>, v: Value) -> Result<u64> {
+    match ev.shape(&v.ty)? {
+        Shape::Int(..) | Shape::Pointer(_) | Shape::Enum(..) => Ok(ev.scalar(&v)?.0),
+        _ => match v.place {
+            Place::Memory(a) => Ok(a),
+            _ => bail!("not an address"),
+        },
+    }
+}

@@ -1,0 +1,269 @@
+//! Types written out as gdb's `ptype` and crash's `struct` write them: a struct, union or enum
+//! expanded one level, in C syntax for C types and Rust's for Rust types, optionally with each
+//! member's offset.
+
+use std::fmt::Write as _;
+
+use symbols::{Image, Member, TypeId, TypeKind};
+
+use super::eval::{EvalError, Evaluator, Shape, Ty};
+
+/// How members are introduced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offsets {
+    None,
+    /// crash's `struct -o`: `[0x8]` before each member.
+    Hex,
+}
+
+/// `ptype`'s text for `ty`, without the `type = `: the type with its struct, union or enum
+/// expanded, and what is put on it (`} *`, `} [5]`).
+pub fn expanded(ev: &Evaluator<'_>, ty: &Ty, offsets: Offsets) -> Result<String, EvalError> {
+    // Rust's arrays and pointers are named, as gdb's Rust ptype does, not expanded.
+    if ev.is_rust(ty)
+        && !matches!(
+            ev.shape(ty)?,
+            Shape::Struct(_) | Shape::Union(_) | Shape::Variants(_) | Shape::Enum(..)
+        )
+    {
+        return ev.type_name(&ev.unwrapped(ty)?);
+    }
+    // The declarator around the base type, built outside in: `*`, `[5]`, `(*)[5]`.
+    let mut declarator = String::new();
+    let mut current = ty.clone();
+    for _ in 0..64 {
+        let next = match &current {
+            Ty::Pointer(t) => {
+                declarator.insert(0, '*');
+                (**t).clone()
+            }
+            Ty::Array(t, dims) => {
+                wrap_array(&mut declarator, dims);
+                (**t).clone()
+            }
+            Ty::Dwarf(id) => {
+                let t = ev.image.type_(*id)?;
+                match &t.kind {
+                    TypeKind::Typedef(target) | TypeKind::Qualified(_, target) => {
+                        target.map_or(Ty::Void, Ty::Dwarf)
+                    }
+                    TypeKind::Pointer(target) if t.name.is_none() || !t.rust => {
+                        declarator.insert(0, '*');
+                        target.map_or(Ty::Void, Ty::Dwarf)
+                    }
+                    TypeKind::Array(a) => {
+                        wrap_array(&mut declarator, &a.dims);
+                        a.element.map_or(Ty::Void, Ty::Dwarf)
+                    }
+                    _ => break,
+                }
+            }
+            _ => break,
+        };
+        current = next;
+    }
+    let mut out = match &current {
+        Ty::Dwarf(id) => body(ev.image, *id, offsets, 0)?,
+        other => ev.type_name(other)?,
+    };
+    if !declarator.is_empty() {
+        out.push(' ');
+        out.push_str(&declarator);
+    }
+    Ok(out)
+}
+
+fn wrap_array(declarator: &mut String, dims: &[Option<u64>]) {
+    if declarator.starts_with('*') {
+        *declarator = format!("({declarator})");
+    }
+    for d in dims {
+        match d {
+            Some(n) => write!(declarator, "[{n}]").ok(),
+            None => write!(declarator, "[]").ok(),
+        };
+    }
+}
+
+/// The type `id` itself: a struct, union or enum with its members, else its name.
+fn body(image: &Image, id: TypeId, offsets: Offsets, indent: usize) -> Result<String, EvalError> {
+    let t = image.type_(id)?;
+    let name = image.type_name(id)?;
+    let header = if t.name.is_some() {
+        name.clone()
+    } else {
+        name.trim_end_matches("{...}").trim_end().to_owned()
+    };
+    let mut out = String::new();
+    match &t.kind {
+        TypeKind::Struct(members) | TypeKind::Union(members) if t.rust => {
+            let keyword = if matches!(t.kind, TypeKind::Union(_)) {
+                "union"
+            } else {
+                "struct"
+            };
+            writeln!(out, "{keyword} {header} {{").ok();
+            for m in members {
+                let off = offset_column(m, 0, offsets);
+                let pad = if off.is_empty() {
+                    " ".repeat(indent + 2)
+                } else {
+                    pad_after(&off, &" ".repeat(indent + 4))
+                };
+                let ty = name_of(image, m.ty)?;
+                writeln!(out, "{off}{pad}{}: {ty},", m.name.as_deref().unwrap_or("_")).ok();
+            }
+            write!(out, "{}}}", " ".repeat(indent)).ok();
+        }
+        TypeKind::Struct(members) | TypeKind::Union(members) => {
+            writeln!(out, "{header} {{").ok();
+            c_members(image, members, 0, offsets, indent + 4, &mut out)?;
+            write!(out, "{}}}", " ".repeat(indent)).ok();
+        }
+        TypeKind::Enum(e) => {
+            write!(out, "{header} {{").ok();
+            let mut next = 0i128;
+            for (i, en) in e.enumerators.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&en.name);
+                if en.value != next {
+                    write!(out, " = {}", en.value).ok();
+                }
+                next = en.value.wrapping_add(1);
+            }
+            out.push('}');
+        }
+        TypeKind::Variants(vs) => {
+            writeln!(out, "enum {header} {{").ok();
+            for v in &vs.variants {
+                let vname = v.member.name.as_deref().unwrap_or("_");
+                let fields = match v.member.ty {
+                    Some(vid) => match image.type_(vid)?.kind.clone() {
+                        TypeKind::Struct(ms) => ms,
+                        _ => Vec::new(),
+                    },
+                    None => Vec::new(),
+                };
+                let tuple = fields
+                    .iter()
+                    .all(|f| f.name.as_deref().is_some_and(|n| n.starts_with("__")));
+                let mut parts = Vec::new();
+                for f in &fields {
+                    let ty = name_of(image, f.ty)?;
+                    parts.push(if tuple {
+                        ty
+                    } else {
+                        format!("{}: {ty}", f.name.as_deref().unwrap_or("_"))
+                    });
+                }
+                let shown = match (fields.is_empty(), tuple) {
+                    (true, _) => vname.to_owned(),
+                    (false, true) => format!("{vname}({})", parts.join(", ")),
+                    (false, false) => format!("{vname}{{{}}}", parts.join(", ")),
+                };
+                writeln!(out, "{}  {shown},", " ".repeat(indent)).ok();
+            }
+            write!(out, "{}}}", " ".repeat(indent)).ok();
+        }
+        _ => out = name,
+    }
+    Ok(out)
+}
+
+/// C member declarations, one a line, anonymous structs and unions expanded in place.
+fn c_members(
+    image: &Image,
+    members: &[Member],
+    base: u64,
+    offsets: Offsets,
+    indent: usize,
+    out: &mut String,
+) -> Result<(), EvalError> {
+    for m in members {
+        let pad = " ".repeat(indent);
+        let off = offset_column(m, base, offsets);
+        let anonymous = match m.ty {
+            Some(id) => {
+                let t = image.type_(id)?;
+                (t.name.is_none() && matches!(t.kind, TypeKind::Struct(_) | TypeKind::Union(_)))
+                    .then_some(t)
+            }
+            None => None,
+        };
+        if let Some(t) = anonymous {
+            let (TypeKind::Struct(inner) | TypeKind::Union(inner)) = &t.kind else {
+                continue;
+            };
+            let keyword = if matches!(t.kind, TypeKind::Union(_)) {
+                "union"
+            } else {
+                "struct"
+            };
+            writeln!(out, "{off}{pad}{keyword} {{").ok();
+            c_members(image, inner, base + m.offset, offsets, indent + 4, out)?;
+            let blank = " ".repeat(off.len());
+            let pad = pad_after(&off, &pad);
+            match &m.name {
+                Some(n) => writeln!(out, "{blank}{pad}}} {n};").ok(),
+                None => writeln!(out, "{blank}{pad}}};").ok(),
+            };
+            continue;
+        }
+        let ty = name_of(image, m.ty)?;
+        let mut line = declaration(&ty, m.name.as_deref().unwrap_or(""));
+        if let Some(bf) = m.bit_field {
+            write!(line, " : {}", bf.bit_size).ok();
+        }
+        writeln!(out, "{off}{}{line};", pad_after(&off, &pad)).ok();
+    }
+    Ok(())
+}
+
+/// The indentation after an offset column: one space after the offset, as crash's `struct -o`.
+fn pad_after(off: &str, pad: &str) -> String {
+    if off.is_empty() {
+        pad.to_owned()
+    } else {
+        " ".repeat(pad.len().saturating_sub(3))
+        // (one space, plus the nesting beyond the first level)
+    }
+}
+
+/// `[0x8] ` for crash's `struct -o`, nothing otherwise.
+fn offset_column(m: &Member, base: u64, offsets: Offsets) -> String {
+    match offsets {
+        Offsets::None => String::new(),
+        Offsets::Hex => {
+            let at = base.wrapping_add(m.offset);
+            let col = match m.bit_field {
+                Some(bf) => format!("[{at:#x}:{}]", bf.bit_offset % 8),
+                None => format!("[{at:#x}]"),
+            };
+            format!("{col:>9}")
+        }
+    }
+}
+
+/// A C declaration of `name` with the type named `ty`: `const char *name`, `char name[24]`,
+/// `uint64_t (*name)[5]`.
+pub fn declaration(ty: &str, name: &str) -> String {
+    if let Some(at) = ty.find("(*)") {
+        return format!("{}(*{name}){}", &ty[..at], &ty[at + 3..]);
+    }
+    if let Some(at) = ty.find(" [") {
+        return format!("{} {name}{}", &ty[..at], &ty[at + 1..]);
+    }
+    if ty.ends_with('*') {
+        return format!("{ty}{name}");
+    }
+    format!("{ty} {name}")
+}
+
+fn name_of(image: &Image, id: Option<TypeId>) -> Result<String, EvalError> {
+    match id {
+        Some(id) => Ok(image.type_name(id)?),
+        None => Ok("void".into()),
+    }
+}

@@ -1,0 +1,910 @@
+//! A value read out of the dump as a tree ([`Node`]), and that tree written the way gdb's
+//! `print` writes it, or as JSON.
+//!
+//! Reading and writing are apart so that the text and `--json` say the same thing. Reading stops
+//! where gdb's does: at most [`Options::limit`] elements of an array or characters of a string,
+//! runs of more than [`Options::repeats`] equal elements folded into one. What cannot be read
+//! becomes a node that says so; the rest of the value is still read.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Map, Value as Json};
+use symbols::{Type, TypeKind};
+
+use super::eval::{
+    cannot_access, extend, EvalError, Evaluator, IntStyle, IntTy, Place, Shape, Ty, Value,
+};
+
+/// gdb's `print` settings that kcrash honours.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// A format letter (`x d u o t c a z`), as in `p/x`.
+    pub format: Option<char>,
+    /// Members one per line, as gdb's `set print pretty on`.
+    pub pretty: bool,
+    /// gdb's `print elements`: elements of an array or characters of a string shown.
+    pub limit: u64,
+    /// gdb's `print repeats`: runs longer than this are shown as `<repeats N times>`.
+    pub repeats: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            format: None,
+            pretty: false,
+            limit: 200,
+            repeats: 10,
+        }
+    }
+}
+
+/// The format letters `p/FMT` takes.
+pub const FORMATS: &str = "xduotcaz";
+
+/// One value as read, with where it is and its type.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub addr: Option<u64>,
+    pub ty: Ty,
+    pub kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    Int {
+        bits: u64,
+        int: IntTy,
+        style: IntStyle,
+    },
+    Float {
+        bits: u64,
+        size: u8,
+    },
+    /// An enum's value and how gdb names it (`DBG_FS`, `(A | B)`); `None` when no name fits.
+    Enum {
+        bits: u64,
+        int: IntTy,
+        name: Option<String>,
+    },
+    Pointer {
+        addr: u64,
+        /// `<symbol+offset>` of the address.
+        symbol: Option<String>,
+        /// For a pointer to characters: the string there.
+        string: Option<CString>,
+    },
+    /// A function (what `*fp` is): its address.
+    Function {
+        addr: u64,
+        symbol: Option<String>,
+    },
+    Fields(Vec<Field>),
+    /// A Rust enum's value: the variant and its fields.
+    Variant {
+        name: String,
+        fields: Vec<Field>,
+    },
+    /// An array: runs of equal elements, each with its length; `more` when cut at the limit.
+    Elements {
+        runs: Vec<(Node, u64)>,
+        more: bool,
+    },
+    /// An array of characters, as read; `more` when cut at the limit.
+    Chars {
+        bytes: Vec<u8>,
+        more: bool,
+    },
+    /// Could not be read: the first address that failed.
+    Unreadable(u64),
+    /// Cannot be shown, and why (`<optimized out>`-like).
+    Opaque(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Field {
+    /// `None` for an anonymous struct or union member.
+    pub name: Option<String>,
+    pub node: Node,
+}
+
+/// A string a character pointer points to.
+#[derive(Debug, Clone)]
+pub enum CString {
+    Text { bytes: Vec<u8>, more: bool },
+    Unreadable(u64),
+}
+
+/// Nesting deeper than this is a type cycle in broken DWARF, not a real value.
+const MAX_NESTING: usize = 64;
+
+/// Reads values into nodes.
+pub struct Reader<'e, 'a> {
+    pub ev: &'e Evaluator<'a>,
+    pub opts: Options,
+}
+
+impl Reader<'_, '_> {
+    /// Reads `v`. Fails only when nothing of it can be read; parts that cannot be read are
+    /// [`Kind::Unreadable`] nodes.
+    pub fn read(&self, v: &Value) -> Result<Node, EvalError> {
+        if let Place::Memory(addr) = v.place {
+            match self.ev.shape(&v.ty)? {
+                Shape::NoDebug => {
+                    return Err(EvalError(
+                        "the symbol has no debug info: cast it to its declared type".into(),
+                    ))
+                }
+                Shape::Function => {}
+                _ => {
+                    let mut probe = [0u8; 1];
+                    if self.ev.mem.read(addr, &mut probe).is_err() {
+                        return Err(EvalError(cannot_access(addr)));
+                    }
+                }
+            }
+        }
+        self.node(&v.ty, v.place, 0)
+    }
+
+    fn node(&self, ty: &Ty, place: Place, depth: usize) -> Result<Node, EvalError> {
+        let addr = match place {
+            Place::Memory(a) => Some(a),
+            _ => None,
+        };
+        let node = |kind| {
+            Ok(Node {
+                addr,
+                ty: ty.clone(),
+                kind,
+            })
+        };
+        if depth > MAX_NESTING {
+            return node(Kind::Opaque("<nested too deeply>".into()));
+        }
+        let value = Value {
+            ty: ty.clone(),
+            place,
+        };
+        let scalar = || match self.ev.scalar(&value) {
+            Ok((bits, _)) => Ok(bits),
+            Err(_) => Err(Kind::Unreadable(first_addr(place))),
+        };
+        match self.ev.shape(ty)? {
+            Shape::Int(int, style) => node(match scalar() {
+                Ok(bits) => Kind::Int { bits, int, style },
+                Err(k) => k,
+            }),
+            Shape::Float(size) => node(match self.ev.bits(&value, u64::from(size)) {
+                Ok(bits) => Kind::Float { bits, size },
+                Err(_) => Kind::Unreadable(first_addr(place)),
+            }),
+            Shape::Enum(t, int) => node(match scalar() {
+                Ok(bits) => Kind::Enum {
+                    bits,
+                    int,
+                    name: enum_name(&t, bits, int),
+                },
+                Err(k) => k,
+            }),
+            Shape::Pointer(target) => node(match scalar() {
+                Ok(addr) => self.pointer(&target, addr)?,
+                Err(k) => k,
+            }),
+            Shape::Function => {
+                let a = first_addr(place);
+                node(Kind::Function {
+                    addr: a,
+                    symbol: self.symbol(a),
+                })
+            }
+            Shape::Struct(t) if newtype(&t).is_some() => match (newtype(&t), place) {
+                // A Rust newtype (`DbgIntensity(AtomicU32)`) is shown as what it holds.
+                (Some(inner), Place::Memory(a)) => self.node(&inner, Place::Memory(a), depth + 1),
+                _ => node(Kind::Opaque("<not in memory>".into())),
+            },
+            Shape::Struct(t) | Shape::Union(t) => match place {
+                Place::Memory(a) => node(Kind::Fields(self.fields(&t, a, depth)?)),
+                _ => node(Kind::Opaque("<not in memory>".into())),
+            },
+            Shape::Variants(t) => match place {
+                Place::Memory(a) => node(self.variant(&t, a, depth)?),
+                _ => node(Kind::Opaque("<not in memory>".into())),
+            },
+            Shape::Array(elem, dims) => match place {
+                Place::Memory(a) => node(self.array(&elem, &dims, a, depth)?),
+                _ => node(Kind::Opaque("<not in memory>".into())),
+            },
+            Shape::Void => node(Kind::Opaque("void".into())),
+            Shape::NoDebug => node(Kind::Opaque("<data variable, no debug info>".into())),
+            Shape::Other(name) => node(Kind::Opaque(format!("<{name}>"))),
+        }
+    }
+
+    fn symbol(&self, addr: u64) -> Option<String> {
+        let (sym, off) = self.ev.image.symbolize(addr)?;
+        let name = sym.demangled();
+        Some(if off == 0 {
+            name
+        } else {
+            format!("{name}+{off}")
+        })
+    }
+
+    fn pointer(&self, target: &Ty, addr: u64) -> Result<Kind, EvalError> {
+        let chars = match self.ev.shape(target)? {
+            Shape::Int(IntTy { size: 1, .. }, IntStyle::Char) => true,
+            // Rust spells C's `char *` `*const i8` (or `u8`): shown as a string too.
+            Shape::Int(IntTy { size: 1, .. }, IntStyle::Plain) => self.ev.is_rust(target),
+            _ => false,
+        };
+        if self.opts.format.is_some_and(|f| f != 'a') {
+            return Ok(Kind::Pointer {
+                addr,
+                symbol: None,
+                string: None,
+            });
+        }
+        if chars && addr != 0 && self.opts.format.is_none() {
+            let mut bytes = Vec::new();
+            let limit = usize::try_from(self.opts.limit).unwrap_or(usize::MAX);
+            let string = match self.ev.mem.read_cstring(addr, limit, &mut bytes) {
+                Ok(()) => {
+                    // A string as long as the limit may go on: gdb reads one more to know.
+                    let more = bytes.len() == limit
+                        && self
+                            .ev
+                            .mem
+                            .read_uint(addr.wrapping_add(limit as u64), 1)
+                            .is_ok_and(|b| b != 0);
+                    CString::Text { bytes, more }
+                }
+                Err(u) => CString::Unreadable(u.addr),
+            };
+            return Ok(Kind::Pointer {
+                addr,
+                symbol: None,
+                string: Some(string),
+            });
+        }
+        Ok(Kind::Pointer {
+            addr,
+            symbol: self.symbol(addr),
+            string: None,
+        })
+    }
+
+    fn fields(&self, t: &Type, addr: u64, depth: usize) -> Result<Vec<Field>, EvalError> {
+        let (TypeKind::Struct(members) | TypeKind::Union(members)) = &t.kind else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::with_capacity(members.len());
+        for m in members {
+            let ty = m.ty.map_or(Ty::Void, Ty::Dwarf);
+            let place = match m.bit_field {
+                Some(bf) => Place::Bits {
+                    addr,
+                    bit_offset: bf.bit_offset,
+                    bit_size: bf.bit_size,
+                },
+                None => Place::Memory(addr.wrapping_add(m.offset)),
+            };
+            out.push(Field {
+                name: m.name.clone(),
+                node: self.node(&ty, place, depth + 1)?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A Rust enum: the variant its discriminant selects, with that variant's fields.
+    fn variant(&self, t: &Type, addr: u64, depth: usize) -> Result<Kind, EvalError> {
+        let TypeKind::Variants(vs) = &t.kind else {
+            return Ok(Kind::Opaque("<not an enum>".into()));
+        };
+        let discr = match &vs.discriminant {
+            Some(d) => {
+                let size = vs.discriminant_size.unwrap_or(8);
+                let at = addr.wrapping_add(d.offset);
+                match self.ev.mem.read_uint(at, size) {
+                    Ok(v) => v,
+                    Err(u) => return Ok(Kind::Unreadable(u.addr)),
+                }
+            }
+            None => 0,
+        };
+        let Some(v) = vs.select(discr) else {
+            return Ok(Kind::Opaque(format!("<invalid discriminant {discr:#x}>")));
+        };
+        let name = v.member.name.clone().unwrap_or_default();
+        let fields = match v.member.ty {
+            Some(id) => {
+                let inner = self.ev.image.type_(self.ev.image.value_type(id)?)?;
+                self.fields(&inner, addr.wrapping_add(v.member.offset), depth)?
+            }
+            None => Vec::new(),
+        };
+        Ok(Kind::Variant { name, fields })
+    }
+
+    fn array(
+        &self,
+        elem: &Ty,
+        dims: &[Option<u64>],
+        addr: u64,
+        depth: usize,
+    ) -> Result<Kind, EvalError> {
+        let len = dims.first().copied().flatten().unwrap_or(0);
+        let ty = match dims.get(1..) {
+            Some(rest) if !rest.is_empty() => Ty::Array(Box::new(elem.clone()), rest.to_vec()),
+            _ => elem.clone(),
+        };
+        let size = self.ev.size_of(&ty)?.unwrap_or(0);
+        let is_chars = dims.len() == 1
+            && self.opts.format.is_none()
+            && matches!(
+                self.ev.shape(&ty)?,
+                Shape::Int(IntTy { size: 1, .. }, IntStyle::Char)
+            );
+        if is_chars {
+            let n = len.min(self.opts.limit + 1);
+            let mut bytes = vec![0u8; n as usize];
+            if let Err(u) = self.ev.mem.read(addr, &mut bytes) {
+                return Ok(Kind::Unreadable(u.addr));
+            }
+            let more = len > self.opts.limit;
+            bytes.truncate(self.opts.limit.min(len) as usize);
+            return Ok(Kind::Chars { bytes, more });
+        }
+        let mut runs = Vec::new();
+        let mut printed = 0;
+        let mut i = 0;
+        // Element bytes, compared to fold runs as gdb does; big elements are never folded.
+        let raw = |i: u64| -> Option<Vec<u8>> {
+            if size == 0 || size > 4096 {
+                return None;
+            }
+            let mut b = vec![0u8; size as usize];
+            self.ev
+                .mem
+                .read(addr.wrapping_add(i.wrapping_mul(size)), &mut b)
+                .ok()?;
+            Some(b)
+        };
+        while i < len && printed < self.opts.limit {
+            let at = addr.wrapping_add(i.wrapping_mul(size));
+            let this = raw(i);
+            let mut reps = 1;
+            if this.is_some() {
+                while i + reps < len && raw(i + reps) == this {
+                    reps += 1;
+                }
+            }
+            let node = self.node(&ty, Place::Memory(at), depth + 1)?;
+            if reps > self.opts.repeats {
+                printed += self.opts.repeats;
+                runs.push((node, reps));
+                i += reps;
+            } else {
+                printed += 1;
+                runs.push((node, 1));
+                i += 1;
+            }
+        }
+        Ok(Kind::Elements {
+            runs,
+            more: i < len,
+        })
+    }
+}
+
+/// For a Rust tuple struct of one field at offset 0: that field's type.
+fn newtype(t: &Type) -> Option<Ty> {
+    let TypeKind::Struct(members) = &t.kind else {
+        return None;
+    };
+    match members.as_slice() {
+        [m] if t.rust
+            && m.name.as_deref() == Some("__0")
+            && m.offset == 0
+            && m.bit_field.is_none() =>
+        {
+            m.ty.map(Ty::Dwarf)
+        }
+        _ => None,
+    }
+}
+
+fn first_addr(place: Place) -> u64 {
+    match place {
+        Place::Memory(a) | Place::Immediate(a) => a,
+        Place::Bits {
+            addr, bit_offset, ..
+        } => addr.wrapping_add(bit_offset / 8),
+    }
+}
+
+/// How gdb names an enum value: its enumerator, or for a flag enum (every enumerator a disjoint
+/// set of bits) the flags it is made of, `(A | B | unknown: 0x8)`.
+fn enum_name(t: &Type, bits: u64, int: IntTy) -> Option<String> {
+    let TypeKind::Enum(e) = &t.kind else {
+        return None;
+    };
+    let value = if int.signed {
+        i128::from(bits as i64)
+    } else {
+        i128::from(bits)
+    };
+    if let Some(en) = e.enumerators.iter().find(|en| en.value == value) {
+        return Some(en.name.clone());
+    }
+    let mut seen = 0u64;
+    let flag_enum = e.enumerators.iter().all(|en| {
+        let Ok(v) = u64::try_from(en.value) else {
+            return false;
+        };
+        let disjoint = v & seen == 0;
+        seen |= v;
+        disjoint
+    });
+    if !flag_enum || value < 0 || e.enumerators.is_empty() {
+        return None;
+    }
+    let mut rest = bits;
+    let mut parts = Vec::new();
+    for en in &e.enumerators {
+        let v = en.value as u64;
+        if v != 0 && rest & v == v {
+            parts.push(en.name.clone());
+            rest &= !v;
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    if rest != 0 {
+        parts.push(format!("unknown: {rest:#x}"));
+    }
+    Some(format!("({})", parts.join(" | ")))
+}
+
+/// Writes nodes as gdb's `print` does.
+pub struct Writer<'e, 'a> {
+    pub ev: &'e Evaluator<'a>,
+    pub opts: Options,
+}
+
+impl Writer<'_, '_> {
+    /// The whole value, as after gdb's `$1 = `: pointers get their type in front, as gdb does for
+    /// a value printed on its own.
+    pub fn top(&self, n: &Node) -> Result<String, EvalError> {
+        let mut out = String::new();
+        if let Kind::Pointer { .. } = n.kind {
+            let ty = self.ev.unwrapped(&n.ty)?;
+            if self.opts.format.is_none() && !self.is_plain_char_pointer(&ty)? {
+                write!(out, "({}) ", self.ev.type_name(&ty)?).ok();
+            }
+        }
+        if let Kind::Function { .. } = n.kind {
+            out.push_str("{function} ");
+        }
+        self.write(n, 0, &mut out);
+        Ok(out)
+    }
+
+    /// gdb leaves the type off an unnamed pointer to plain `char`: the string says it.
+    fn is_plain_char_pointer(&self, ty: &Ty) -> Result<bool, EvalError> {
+        let target = match ty {
+            Ty::Pointer(t) => (**t).clone(),
+            Ty::Dwarf(id) => {
+                let t = self.ev.image.type_(*id)?;
+                match t.kind {
+                    TypeKind::Pointer(Some(target)) if t.name.is_none() => Ty::Dwarf(target),
+                    _ => return Ok(false),
+                }
+            }
+            _ => return Ok(false),
+        };
+        let Ty::Dwarf(id) = target else {
+            return Ok(false);
+        };
+        let mut id = id;
+        // Through qualifiers only: `const char`, not a typedef of char.
+        for _ in 0..8 {
+            let t = self.ev.image.type_(id)?;
+            match t.kind {
+                TypeKind::Qualified(_, Some(inner)) => id = inner,
+                _ => return Ok(t.name.as_deref() == Some("char")),
+            }
+        }
+        Ok(false)
+    }
+
+    pub fn write(&self, n: &Node, indent: usize, out: &mut String) {
+        match &n.kind {
+            Kind::Int { bits, int, style } => self.int(*bits, *int, *style, out),
+            Kind::Float { bits, size } => match self.opts.format {
+                Some(f) => self.formatted(
+                    *bits,
+                    IntTy {
+                        size: *size,
+                        signed: true,
+                    },
+                    f,
+                    out,
+                ),
+                None => float(*bits, *size, out),
+            },
+            Kind::Enum { bits, int, name } => match (self.opts.format, name) {
+                (None, Some(name)) => out.push_str(name),
+                (None, None) => self.int(*bits, *int, IntStyle::Plain, out),
+                (Some(f), _) => self.formatted(*bits, *int, f, out),
+            },
+            Kind::Pointer {
+                addr,
+                symbol,
+                string,
+            } => {
+                match self.opts.format {
+                    Some(f) if f != 'a' => self.formatted(*addr, IntTy::ULONG, f, out),
+                    _ => {
+                        write!(out, "{addr:#x}").ok();
+                    }
+                }
+                if let Some(s) = symbol {
+                    write!(out, " <{s}>").ok();
+                }
+                match string {
+                    Some(CString::Text { bytes, more }) => {
+                        out.push(' ');
+                        self.chars(bytes, *more, false, out);
+                    }
+                    Some(CString::Unreadable(a)) => {
+                        write!(out, " <error: {}>", cannot_access(*a)).ok();
+                    }
+                    None => {}
+                }
+            }
+            Kind::Function { addr, symbol } => {
+                write!(out, "{addr:#x}").ok();
+                if let Some(s) = symbol {
+                    write!(out, " <{s}>").ok();
+                }
+            }
+            Kind::Fields(fields) => self.fields(fields, indent, out),
+            Kind::Variant { name, fields } => {
+                out.push_str(name);
+                let tuple = fields
+                    .iter()
+                    .all(|f| f.name.as_deref().is_some_and(|n| n.starts_with("__")));
+                if fields.is_empty() {
+                } else if tuple {
+                    out.push('(');
+                    for (i, f) in fields.iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(", ");
+                        }
+                        self.write(&f.node, indent, out);
+                    }
+                    out.push(')');
+                } else {
+                    out.push(' ');
+                    self.fields(fields, indent, out);
+                }
+            }
+            Kind::Elements { runs, more } => {
+                out.push('{');
+                for (i, (node, reps)) in runs.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    self.write(node, indent, out);
+                    if *reps > 1 {
+                        write!(out, " <repeats {reps} times>").ok();
+                    }
+                }
+                if *more {
+                    out.push_str("...");
+                }
+                out.push('}');
+            }
+            Kind::Chars { bytes, more } => self.chars(bytes, *more, true, out),
+            Kind::Unreadable(a) => {
+                write!(out, "<error: {}>", cannot_access(*a)).ok();
+            }
+            Kind::Opaque(what) => out.push_str(what),
+        }
+    }
+
+    fn fields(&self, fields: &[Field], indent: usize, out: &mut String) {
+        if fields.is_empty() {
+            out.push_str("{<No data fields>}");
+            return;
+        }
+        out.push('{');
+        for (i, f) in fields.iter().enumerate() {
+            if self.opts.pretty {
+                out.push('\n');
+                out.push_str(&" ".repeat(indent + 2));
+            } else if i > 0 {
+                out.push(' ');
+            }
+            if let Some(name) = &f.name {
+                write!(out, "{name} = ").ok();
+            }
+            self.write(&f.node, indent + 2, out);
+            if i + 1 < fields.len() {
+                out.push(',');
+            }
+        }
+        if self.opts.pretty {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+        }
+        out.push('}');
+    }
+
+    fn int(&self, bits: u64, int: IntTy, style: IntStyle, out: &mut String) {
+        if let Some(f) = self.opts.format {
+            return self.formatted(bits, int, f, out);
+        }
+        let width = u64::from(int.size) * 8;
+        match style {
+            IntStyle::Bool if bits == 0 => out.push_str("false"),
+            IntStyle::Bool if bits == 1 => out.push_str("true"),
+            IntStyle::Char => {
+                decimal(bits, width, int.signed, out);
+                out.push_str(" '");
+                char_escape((bits & 0xff) as u8, b'\'', out);
+                out.push('\'');
+            }
+            IntStyle::Utf => {
+                decimal(bits, width, false, out);
+                match char::from_u32(bits as u32) {
+                    Some(c) if !c.is_control() => write!(out, " '{c}'").ok(),
+                    _ => write!(out, " '\\u{{{bits:x}}}'").ok(),
+                };
+            }
+            _ => decimal(bits, width, int.signed, out),
+        }
+    }
+
+    /// An integer in the format letter `f`, as gdb's `print/f`.
+    fn formatted(&self, bits: u64, int: IntTy, f: char, out: &mut String) {
+        let width = u64::from(int.size) * 8;
+        let unsigned = extend(bits, width, false);
+        match f {
+            'x' => write!(out, "{unsigned:#x}").unwrap_or(()),
+            'z' => write!(out, "0x{unsigned:0w$x}", w = usize::from(int.size) * 2).unwrap_or(()),
+            'o' if unsigned == 0 => out.push('0'),
+            'o' => write!(out, "0{unsigned:o}").unwrap_or(()),
+            't' => write!(out, "{unsigned:b}").unwrap_or(()),
+            'd' => decimal(bits, width, true, out),
+            'u' => decimal(bits, width, false, out),
+            'c' => {
+                let b = (bits & 0xff) as u8;
+                decimal(u64::from(b), 8, int.signed, out);
+                out.push_str(" '");
+                char_escape(b, b'\'', out);
+                out.push('\'');
+            }
+            'a' => {
+                write!(out, "{unsigned:#x}").ok();
+                if let Some((sym, off)) = self.ev.image.symbolize(unsigned) {
+                    let name = sym.demangled();
+                    if off == 0 {
+                        write!(out, " <{name}>").ok();
+                    } else {
+                        write!(out, " <{name}+{off}>").ok();
+                    }
+                }
+            }
+            _ => decimal(bits, width, int.signed, out),
+        }
+    }
+
+    /// Characters as gdb's printstr: quoted runs, long runs of one character as
+    /// `'c' <repeats N times>`, a trailing NUL of an array dropped, `...` when cut.
+    fn chars(&self, bytes: &[u8], more: bool, array: bool, out: &mut String) {
+        let mut bytes = bytes;
+        if array && !more {
+            if let Some((0, rest)) = bytes.split_last() {
+                bytes = rest;
+            }
+        }
+        if bytes.is_empty() {
+            out.push_str("\"\"");
+            if more {
+                out.push_str("...");
+            }
+            return;
+        }
+        let mut i = 0;
+        let mut in_quote = false;
+        let mut first = true;
+        while i < bytes.len() {
+            let c = bytes[i];
+            let run = bytes[i..].iter().take_while(|&&b| b == c).count() as u64;
+            if run > self.opts.repeats {
+                if in_quote {
+                    out.push('"');
+                    in_quote = false;
+                }
+                if !first {
+                    out.push_str(", ");
+                }
+                out.push('\'');
+                char_escape(c, b'\'', out);
+                write!(out, "' <repeats {run} times>").ok();
+                i += run as usize;
+            } else {
+                if !in_quote {
+                    if !first {
+                        out.push_str(", ");
+                    }
+                    out.push('"');
+                    in_quote = true;
+                }
+                char_escape(c, b'"', out);
+                i += 1;
+            }
+            first = false;
+        }
+        if in_quote {
+            out.push('"');
+        }
+        if more {
+            out.push_str("...");
+        }
+    }
+}
+
+fn decimal(bits: u64, width: u64, signed: bool, out: &mut String) {
+    let v = extend(bits, width, signed);
+    if signed {
+        write!(out, "{}", v as i64).ok();
+    } else {
+        write!(out, "{v}").ok();
+    }
+}
+
+fn float(bits: u64, size: u8, out: &mut String) {
+    if size == 4 {
+        write!(out, "{}", f32::from_bits(bits as u32)).ok();
+    } else {
+        write!(out, "{}", f64::from_bits(bits)).ok();
+    }
+}
+
+/// One byte as C writes it in a literal quoted by `quote`: `\n`, `\\`, `\"`, `\033`.
+fn char_escape(b: u8, quote: u8, out: &mut String) {
+    match b {
+        b'\n' => out.push_str("\\n"),
+        b'\t' => out.push_str("\\t"),
+        b'\r' => out.push_str("\\r"),
+        0x07 => out.push_str("\\a"),
+        0x08 => out.push_str("\\b"),
+        0x0c => out.push_str("\\f"),
+        0x0b => out.push_str("\\v"),
+        0x1b => out.push_str("\\033"),
+        b'\\' => out.push_str("\\\\"),
+        _ if b == quote => {
+            out.push('\\');
+            out.push(b as char);
+        }
+        0x20..=0x7e => out.push(b as char),
+        _ => {
+            write!(out, "\\{b:03o}").ok();
+        }
+    }
+}
+
+/// The node as JSON: `{"type", "address", ...}` with `value`, `fields` or `elements`.
+pub fn to_json(ev: &Evaluator<'_>, n: &Node) -> Json {
+    let mut o = Map::new();
+    o.insert(
+        "type".into(),
+        json!(ev.type_name(&n.ty).unwrap_or_else(|e| format!("<{e}>"))),
+    );
+    o.insert("address".into(), json!(n.addr));
+    match &n.kind {
+        Kind::Int { bits, int, style } => {
+            let v = extend(*bits, u64::from(int.size) * 8, int.signed);
+            match style {
+                IntStyle::Bool if *bits <= 1 => o.insert("value".into(), json!(*bits == 1)),
+                _ if int.signed => o.insert("value".into(), json!(v as i64)),
+                _ => o.insert("value".into(), json!(v)),
+            };
+        }
+        Kind::Float { bits, size } => {
+            let v = if *size == 4 {
+                f64::from(f32::from_bits(*bits as u32))
+            } else {
+                f64::from_bits(*bits)
+            };
+            o.insert("value".into(), json!(v));
+        }
+        Kind::Enum { bits, int, name } => {
+            let v = extend(*bits, u64::from(int.size) * 8, int.signed);
+            o.insert(
+                "value".into(),
+                if int.signed {
+                    json!(v as i64)
+                } else {
+                    json!(v)
+                },
+            );
+            o.insert("enumerator".into(), json!(name));
+        }
+        Kind::Pointer {
+            addr,
+            symbol,
+            string,
+        } => {
+            o.insert("value".into(), json!(addr));
+            if let Some(s) = symbol {
+                o.insert("symbol".into(), json!(s));
+            }
+            match string {
+                Some(CString::Text { bytes, more }) => {
+                    o.insert("string".into(), json!(String::from_utf8_lossy(bytes)));
+                    o.insert("truncated".into(), json!(more));
+                }
+                Some(CString::Unreadable(a)) => {
+                    o.insert("error".into(), json!(cannot_access(*a)));
+                }
+                None => {}
+            }
+        }
+        Kind::Function { addr, symbol } => {
+            o.insert("value".into(), json!(addr));
+            o.insert("symbol".into(), json!(symbol));
+        }
+        Kind::Fields(fields) => {
+            o.insert("fields".into(), fields_json(ev, fields));
+        }
+        Kind::Variant { name, fields } => {
+            o.insert("variant".into(), json!(name));
+            o.insert("fields".into(), fields_json(ev, fields));
+        }
+        Kind::Elements { runs, more } => {
+            let elems: Vec<Json> = runs
+                .iter()
+                .map(|(n, reps)| {
+                    let mut e = to_json(ev, n);
+                    if *reps > 1 {
+                        e["repeats"] = json!(reps);
+                    }
+                    e
+                })
+                .collect();
+            o.insert("elements".into(), json!(elems));
+            o.insert("truncated".into(), json!(more));
+        }
+        Kind::Chars { bytes, more } => {
+            o.insert("string".into(), json!(String::from_utf8_lossy(bytes)));
+            o.insert("bytes".into(), json!(bytes));
+            o.insert("truncated".into(), json!(more));
+        }
+        Kind::Unreadable(a) => {
+            o.insert("error".into(), json!(cannot_access(*a)));
+        }
+        Kind::Opaque(what) => {
+            o.insert("error".into(), json!(what));
+        }
+    }
+    Json::Object(o)
+}
+
+fn fields_json(ev: &Evaluator<'_>, fields: &[Field]) -> Json {
+    Json::Array(
+        fields
+            .iter()
+            .map(|f| {
+                let mut e = to_json(ev, &f.node);
+                e["name"] = json!(f.name);
+                e
+            })
+            .collect(),
+    )
+}
