@@ -668,3 +668,240 @@ impl Parser {
 fn is_type_word(w: &str) -> bool {
     TYPE_WORDS.contains(&w)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn p(s: &str) -> Expr {
+        parse_expr(s).unwrap_or_else(|e| panic!("{s:?}: {}", e.show(s)))
+    }
+
+    fn name(s: &str) -> Box<Expr> {
+        Box::new(Expr::Name(s.into()))
+    }
+
+    fn int(n: u64) -> Box<Expr> {
+        Box::new(Expr::Int(n))
+    }
+
+    fn ty(base: &str, pointers: usize) -> TypeName {
+        TypeName {
+            base: base.into(),
+            pointers,
+        }
+    }
+
+    #[test]
+    fn postfix_binds_tighter_than_unary() {
+        // *KLogs[3].name is *((KLogs[3]).name)
+        assert_eq!(
+            p("*KLogs[3].name"),
+            Expr::Unary(
+                UnOp::Deref,
+                Box::new(Expr::Member(
+                    Box::new(Expr::Index(name("KLogs"), int(3))),
+                    "name".into()
+                ))
+            )
+        );
+        assert_eq!(
+            p("&KLogs[1]"),
+            Expr::Unary(UnOp::AddrOf, Box::new(Expr::Index(name("KLogs"), int(1))))
+        );
+    }
+
+    #[test]
+    fn binary_precedence_and_associativity() {
+        // a + b * c - d  is  (a + (b * c)) - d
+        assert_eq!(
+            p("a + b * c - d"),
+            Expr::Binary(
+                BinOp::Sub,
+                Box::new(Expr::Binary(
+                    BinOp::Add,
+                    name("a"),
+                    Box::new(Expr::Binary(BinOp::Mul, name("b"), name("c")))
+                )),
+                name("d")
+            )
+        );
+        // | is looser than &, which is looser than ==, << and +
+        assert_eq!(
+            p("1 | 2 & 3 == 4 << 5 + 6"),
+            Expr::Binary(
+                BinOp::BitOr,
+                int(1),
+                Box::new(Expr::Binary(
+                    BinOp::BitAnd,
+                    int(2),
+                    Box::new(Expr::Binary(
+                        BinOp::Eq,
+                        int(3),
+                        Box::new(Expr::Binary(
+                            BinOp::Shl,
+                            int(4),
+                            Box::new(Expr::Binary(BinOp::Add, int(5), int(6)))
+                        ))
+                    ))
+                ))
+            )
+        );
+        assert_eq!(
+            p("(1 + 2) * 3"),
+            Expr::Binary(
+                BinOp::Mul,
+                Box::new(Expr::Binary(BinOp::Add, int(1), int(2))),
+                int(3)
+            )
+        );
+    }
+
+    #[test]
+    fn casts_and_parenthesized_expressions() {
+        assert_eq!(
+            p("(struct _KLog *)0xffff800000001000"),
+            Expr::Cast(ty("struct _KLog", 1), int(0xffff_8000_0000_1000))
+        );
+        assert_eq!(
+            p("((KLog *)ADDR)->next_write"),
+            Expr::Arrow(
+                Box::new(Expr::Cast(ty("KLog", 1), name("ADDR"))),
+                "next_write".into()
+            )
+        );
+        // A cast binds tighter than a postfix operator's operand would: (T *)p->x casts p->x.
+        assert_eq!(
+            p("(KLog *)p->x"),
+            Expr::Cast(ty("KLog", 1), Box::new(Expr::Arrow(name("p"), "x".into())))
+        );
+        // `(name)` then an operand is a cast; then a binary operator, a parenthesized name.
+        assert_eq!(p("(KLog)x"), Expr::Cast(ty("KLog", 0), name("x")));
+        assert_eq!(p("(a) - 1"), Expr::Binary(BinOp::Sub, name("a"), int(1)));
+        assert_eq!(p("(a)"), Expr::Name("a".into()));
+        assert_eq!(p("(a[1])"), Expr::Index(name("a"), int(1)));
+        assert_eq!(
+            p("(unsigned long)x"),
+            Expr::Cast(ty("unsigned long", 0), name("x"))
+        );
+        assert_eq!(p("(const char **)x"), Expr::Cast(ty("char", 2), name("x")));
+        assert_eq!(p("(*mut u64)x"), Expr::Cast(ty("u64", 1), name("x")));
+        assert_eq!(
+            p("(core::sync::atomic::AtomicPtr<u64> *)x"),
+            Expr::Cast(ty("core::sync::atomic::AtomicPtr<u64>", 1), name("x"))
+        );
+        // `(a < b)` is a comparison, not a generic.
+        assert_eq!(p("(a < b)"), Expr::Binary(BinOp::Lt, name("a"), name("b")));
+    }
+
+    #[test]
+    fn sizeof_of_a_type_and_of_an_expression() {
+        assert_eq!(
+            p("sizeof(struct _KLog)"),
+            Expr::SizeofType(ty("struct _KLog", 0))
+        );
+        assert_eq!(p("sizeof(KLog *)"), Expr::SizeofType(ty("KLog", 1)));
+        assert_eq!(
+            p("sizeof KLogs[1]"),
+            Expr::SizeofExpr(Box::new(Expr::Index(name("KLogs"), int(1))))
+        );
+        assert_eq!(
+            p("sizeof(KLogs) / sizeof(KLogs[0])").to_owned(),
+            Expr::Binary(
+                BinOp::Div,
+                Box::new(Expr::SizeofType(ty("KLogs", 0))),
+                Box::new(Expr::SizeofExpr(Box::new(Expr::Index(
+                    name("KLogs"),
+                    int(0)
+                ))))
+            )
+        );
+    }
+
+    #[test]
+    fn literals_and_names() {
+        assert_eq!(p("0x1F"), Expr::Int(31));
+        assert_eq!(p("017"), Expr::Int(15));
+        assert_eq!(p("0b101"), Expr::Int(5));
+        assert_eq!(p("42UL"), Expr::Int(42));
+        assert_eq!(p("'S'"), Expr::Int(83));
+        assert_eq!(p("'\\n'"), Expr::Int(10));
+        assert_eq!(p("'\\x41'"), Expr::Int(0x41));
+        assert_eq!(p("hosted::KLogs"), Expr::Name("hosted::KLogs".into()));
+        assert_eq!(p("x.0"), Expr::Member(name("x"), "__0".into()));
+        assert_eq!(
+            p("- -1"),
+            Expr::Unary(UnOp::Neg, Box::new(Expr::Unary(UnOp::Neg, int(1))))
+        );
+    }
+
+    #[test]
+    fn type_names_alone() {
+        assert_eq!(parse_type("struct _KLog"), Some(ty("struct _KLog", 0)));
+        assert_eq!(parse_type("KLog *"), Some(ty("KLog", 1)));
+        assert_eq!(
+            parse_type("klog_runtime::ring::KLog"),
+            Some(ty("klog_runtime::ring::KLog", 0))
+        );
+        assert_eq!(parse_type("unsigned int"), Some(ty("unsigned int", 0)));
+        assert_eq!(parse_type("KLogs[1]"), None);
+        assert_eq!(parse_type("struct"), None);
+        assert_eq!(parse_type("KLog x"), None);
+    }
+
+    #[test]
+    fn errors_say_where() {
+        let cases = [
+            ("KLogs[", 6, "expected an expression"),
+            ("KLogs[1", 7, "expected `]`"),
+            ("a +", 3, "expected an expression"),
+            ("a b", 2, "unexpected `b`"),
+            ("KLogs.", 6, "expected a member name"),
+            ("(KLog *)", 8, "expected an expression after the cast"),
+            ("0x", 0, "invalid number"),
+            ("99999999999999999999", 0, "invalid number"),
+            ("a # b", 2, "unexpected character"),
+            ("int", 0, "starts a type"),
+            ("", 0, "expected an expression"),
+            ("'ab'", 0, "invalid character literal"),
+        ];
+        for (input, pos, msg) in cases {
+            let e = parse_expr(input).expect_err(input);
+            assert_eq!(e.pos, pos, "{input:?}: {e}");
+            assert!(e.msg.contains(msg), "{input:?}: {e}");
+        }
+        let shown = parse_expr("KLogs[1").unwrap_err().show("KLogs[1");
+        assert_eq!(shown, "expected `]`, found the end\n  KLogs[1\n         ^");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_stack_overflow() {
+        let deep = "(".repeat(100_000) + "1" + &")".repeat(100_000);
+        assert!(parse_expr(&deep)
+            .unwrap_err()
+            .msg
+            .contains("nested too deeply"));
+        let stars = "*".repeat(100_000) + "p";
+        assert!(parse_expr(&stars).is_err());
+        let ok = "(".repeat(100) + "1" + &")".repeat(100);
+        assert_eq!(parse_expr(&ok), Ok(Expr::Int(1)));
+    }
+
+    proptest! {
+        #[test]
+        fn no_input_panics(s in "\\PC{0,60}") {
+            let _ = parse_expr(&s);
+            let _ = parse_type(&s);
+        }
+
+        #[test]
+        fn no_expression_like_input_panics(s in "[a-z0-9_ ()\\[\\]*&.<>:'\\\\x+-]{0,40}|(->)") {
+            if let Err(e) = parse_expr(&s) {
+                prop_assert!(e.pos <= s.len());
+                let _ = e.show(&s);
+            }
+            let _ = parse_type(&s);
+        }
+    }
+}
