@@ -62,14 +62,22 @@ pub fn run_line(
             let klog = session.klog().map_err(|e| anyhow!("klog: {e}"))?;
             commands::klog::run(args, session, klog, out, err)?;
         }
+        // Expressions take the line as typed: shell quoting would eat C's 'c' literals.
         p if p == "p" || p == "print" || p.starts_with("p/") || p.starts_with("print/") => {
-            commands::print::run(session, p, args, out)?;
+            commands::print::run(session, p, after_word(line), out)?;
         }
-        "whatis" => commands::types::whatis(session, args, out)?,
-        "ptype" => commands::types::ptype(session, args, out)?,
+        "whatis" => commands::types::whatis(session, after_word(line), out)?,
+        "ptype" => commands::types::ptype(session, after_word(line), out)?,
         "struct" | "union" => commands::types::struct_(session, name, args, out)?,
         other => return Err(anyhow!("{other}: no such command (try help)")),
     }
     out.flush()?;
     Ok(Flow::Continue)
+}
+
+/// The text after a line's first word.
+fn after_word(line: &str) -> &str {
+    let line = line.trim_start();
+    line.find(char::is_whitespace)
+        .map_or("", |at| line[at..].trim())
 }

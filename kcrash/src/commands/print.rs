@@ -27,14 +27,16 @@ Examples:
   p ((KLog *)0xffffffff80101040)->buffer
   p --json DebugFlags[1]";
 
-/// Runs `p` with the command word `name` (`p`, `print`, `p/x`) and its arguments.
-pub fn run(session: &Session<'_>, name: &str, args: &[String], out: &mut dyn Write) -> Result<()> {
+/// Runs `p` with the command word `name` (`p`, `print`, `p/x`) and the rest of the line as typed.
+pub fn run(session: &Session<'_>, name: &str, line: &str, out: &mut dyn Write) -> Result<()> {
     let mut format = name.split_once('/').map(|(_, f)| f.to_owned());
     let mut opts = Options::default();
     let mut json = false;
-    let mut rest = args;
-    while let Some((first, tail)) = rest.split_first() {
-        match first.as_str() {
+    let mut rest = line.trim_start();
+    // Options come first, each a word of its own; the expression is the rest, as typed.
+    loop {
+        let (first, tail) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        match first {
             "--json" => json = true,
             "--pretty" => opts.pretty = true,
             "--help" | "-h" => {
@@ -42,13 +44,13 @@ pub fn run(session: &Session<'_>, name: &str, args: &[String], out: &mut dyn Wri
                 return Ok(());
             }
             "--" => {
-                rest = tail;
+                rest = tail.trim_start();
                 break;
             }
             f if f.starts_with('/') && format.is_none() => format = Some(f[1..].to_owned()),
             _ => break,
         }
-        rest = tail;
+        rest = tail.trim_start();
     }
     if let Some(f) = format {
         let mut letters = f.chars();
@@ -57,7 +59,7 @@ pub fn run(session: &Session<'_>, name: &str, args: &[String], out: &mut dyn Wri
             _ => bail!("p/{f}: unknown format (one of {FORMATS})"),
         }
     }
-    let text = rest.join(" ");
+    let text = rest.trim().to_owned();
     if text.trim().is_empty() {
         bail!("print what? (p EXPR; p --help)");
     }

@@ -64,16 +64,17 @@ fn type_of(ev: &Evaluator<'_>, text: &str) -> Result<(Ty, bool)> {
     Ok((ev.eval(&expr)?.ty, false))
 }
 
-fn argument(args: &[String], what: &str) -> Result<String> {
-    match args.first().map(String::as_str) {
-        None => bail!("{what} what? ({what} --help)"),
-        Some("--help" | "-h") => Ok(String::new()),
-        Some(_) => Ok(args.join(" ")),
+/// The argument of `whatis`/`ptype` as typed; empty for `--help`.
+fn argument(line: &str, what: &str) -> Result<String> {
+    match line.trim() {
+        "" => bail!("{what} what? ({what} --help)"),
+        "--help" | "-h" => Ok(String::new()),
+        text => Ok(text.to_owned()),
     }
 }
 
-pub fn whatis(session: &Session<'_>, args: &[String], out: &mut dyn Write) -> Result<()> {
-    let text = argument(args, "whatis")?;
+pub fn whatis(session: &Session<'_>, line: &str, out: &mut dyn Write) -> Result<()> {
+    let text = argument(line, "whatis")?;
     if text.is_empty() {
         writeln!(out, "{WHATIS_HELP}")?;
         return Ok(());
@@ -93,8 +94,8 @@ pub fn whatis(session: &Session<'_>, args: &[String], out: &mut dyn Write) -> Re
     Ok(())
 }
 
-pub fn ptype(session: &Session<'_>, args: &[String], out: &mut dyn Write) -> Result<()> {
-    let text = argument(args, "ptype")?;
+pub fn ptype(session: &Session<'_>, line: &str, out: &mut dyn Write) -> Result<()> {
+    let text = argument(line, "ptype")?;
     if text.is_empty() {
         writeln!(out, "{PTYPE_HELP}")?;
         return Ok(());

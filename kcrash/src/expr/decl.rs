@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use symbols::{Image, Member, TypeId, TypeKind};
+use symbols::{Image, Member, Qualifier, TypeId, TypeKind};
 
 use super::eval::{EvalError, Evaluator, Shape, Ty};
 
@@ -28,13 +28,16 @@ pub fn expanded(ev: &Evaluator<'_>, ty: &Ty, offsets: Offsets) -> Result<String,
     {
         return ev.type_name(&ev.unwrapped(ty)?);
     }
-    // The declarator around the base type, built outside in: `*`, `[5]`, `(*)[5]`.
+    // The declarator around the base type, built outside in: `*`, `[5]`, `(*)[5]`; typedefs
+    // are seen through, as gdb's ptype does, and qualifiers kept on the base type.
     let mut declarator = String::new();
+    let mut qualifiers: Vec<&str> = Vec::new();
     let mut current = ty.clone();
     for _ in 0..64 {
         let next = match &current {
             Ty::Pointer(t) => {
                 declarator.insert(0, '*');
+                qualifiers.clear();
                 (**t).clone()
             }
             Ty::Array(t, dims) => {
@@ -44,11 +47,19 @@ pub fn expanded(ev: &Evaluator<'_>, ty: &Ty, offsets: Offsets) -> Result<String,
             Ty::Dwarf(id) => {
                 let t = ev.image.type_(*id)?;
                 match &t.kind {
-                    TypeKind::Typedef(target) | TypeKind::Qualified(_, target) => {
+                    TypeKind::Typedef(target) => target.map_or(Ty::Void, Ty::Dwarf),
+                    TypeKind::Qualified(q, target) => {
+                        qualifiers.push(match q {
+                            Qualifier::Const => "const",
+                            Qualifier::Volatile => "volatile",
+                            Qualifier::Restrict => "restrict",
+                            Qualifier::Atomic => "_Atomic",
+                        });
                         target.map_or(Ty::Void, Ty::Dwarf)
                     }
-                    TypeKind::Pointer(target) if t.name.is_none() || !t.rust => {
+                    TypeKind::Pointer(target) => {
                         declarator.insert(0, '*');
+                        qualifiers.clear();
                         target.map_or(Ty::Void, Ty::Dwarf)
                     }
                     TypeKind::Array(a) => {
@@ -62,15 +73,27 @@ pub fn expanded(ev: &Evaluator<'_>, ty: &Ty, offsets: Offsets) -> Result<String,
         };
         current = next;
     }
-    let mut out = match &current {
-        Ty::Dwarf(id) => body(ev.image, *id, offsets, 0)?,
+    let mut out = String::new();
+    for q in qualifiers {
+        out.push_str(q);
+        out.push(' ');
+    }
+    out.push_str(&match &current {
+        Ty::Dwarf(id) if is_aggregate(ev, *id)? => body(ev.image, *id, offsets, 0)?,
         other => ev.type_name(other)?,
-    };
+    });
     if !declarator.is_empty() {
         out.push(' ');
         out.push_str(&declarator);
     }
     Ok(out)
+}
+
+fn is_aggregate(ev: &Evaluator<'_>, id: TypeId) -> Result<bool, EvalError> {
+    Ok(matches!(
+        ev.image.type_(id)?.kind,
+        TypeKind::Struct(_) | TypeKind::Union(_) | TypeKind::Enum(_) | TypeKind::Variants(_)
+    ))
 }
 
 fn wrap_array(declarator: &mut String, dims: &[Option<u64>]) {

@@ -247,7 +247,8 @@ impl<'a> Evaluator<'a> {
     /// The type's name as C (or Rust) writes it.
     pub fn type_name(&self, ty: &Ty) -> Result<String> {
         Ok(match ty {
-            Ty::Dwarf(id) => self.image.type_name(*id)?,
+            Ty::Dwarf(id) if self.is_rust(ty) => self.image.type_name(*id)?,
+            Ty::Dwarf(id) => c_spelling(&self.image.type_name(*id)?),
             Ty::Void => "void".into(),
             Ty::Int(int) => int.name().into(),
             Ty::NoDebug => "<data variable, no debug info>".into(),
@@ -301,6 +302,11 @@ impl<'a> Evaluator<'a> {
         match e {
             Expr::Name(name) => self.variable(name),
             Expr::Int(n) => Ok(immediate(literal_type(*n), *n)),
+            // A character is the image's `char` (C's, or Rust's), as gdb types it.
+            Expr::Char(c) => Ok(match self.image.type_by_name("char")? {
+                Some(id) => immediate_ty(Ty::Dwarf(id), *c),
+                None => immediate(IntTy::INT, *c),
+            }),
             Expr::Member(base, name) => self.member(self.eval(base)?, name),
             Expr::Arrow(base, name) => {
                 let base = self.eval(base)?;
@@ -633,6 +639,25 @@ impl<'a> Evaluator<'a> {
             _ => err("Invalid cast."),
         }
     }
+}
+
+/// gcc names base types `long unsigned int`; gdb (and C programmers) write `unsigned long`.
+fn c_spelling(name: &str) -> String {
+    const SPELLINGS: &[(&str, &str)] = &[
+        ("long long unsigned int", "unsigned long long"),
+        ("long long int", "long long"),
+        ("long unsigned int", "unsigned long"),
+        ("long int", "long"),
+        ("short unsigned int", "unsigned short"),
+        ("short int", "short"),
+    ];
+    let mut out = name.to_owned();
+    for (gcc, c) in SPELLINGS {
+        if out.contains(gcc) {
+            out = out.replace(gcc, c);
+        }
+    }
+    out
 }
 
 /// C's base type names, for casts in an image that does not use them.

@@ -13,6 +13,8 @@ pub enum Expr {
     /// A variable: `KLogs`, or a Rust path `hosted::KLogs`.
     Name(String),
     Int(u64),
+    /// A character literal: `'S'`.
+    Char(u64),
     Member(Box<Expr>, String),
     /// `a->b`.
     Arrow(Box<Expr>, String),
@@ -102,6 +104,7 @@ impl std::error::Error for ParseError {}
 enum Tok {
     Ident(String),
     Int(u64),
+    Char(u64),
     /// An operator or punctuation: `->`, `<<`, `(`, ...
     Punct(&'static str),
     End,
@@ -140,7 +143,7 @@ fn lex(input: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
             toks.push((Tok::Int(number(&input[start..i], start)?), start));
         } else if c == b'\'' {
             let (value, len) = char_literal(&input[i..], i)?;
-            toks.push((Tok::Int(value), i));
+            toks.push((Tok::Char(value), i));
             i += len;
         } else if let Some(p) = PUNCTS.iter().find(|p| input[i..].starts_with(**p)) {
             toks.push((Tok::Punct(p), i));
@@ -311,7 +314,7 @@ impl Parser {
     fn describe(&self) -> String {
         match self.peek() {
             Tok::Ident(s) => format!("`{s}`"),
-            Tok::Int(n) => format!("`{n}`"),
+            Tok::Int(n) | Tok::Char(n) => format!("`{n}`"),
             Tok::Punct(p) => format!("`{p}`"),
             Tok::End => "the end".into(),
         }
@@ -432,7 +435,7 @@ impl Parser {
         // `(x)` alone is a parenthesized name unless a type word or a pointer says otherwise, or
         // an operand follows that no binary operator could start.
         let surely_type = t.pointers > 0 || t.base.contains(' ') || is_type_word(&t.base);
-        let operand_follows = matches!(self.peek(), Tok::Ident(_) | Tok::Int(_))
+        let operand_follows = matches!(self.peek(), Tok::Ident(_) | Tok::Int(_) | Tok::Char(_))
             || self.is("(")
             || self.is("~")
             || self.is("!");
@@ -589,7 +592,7 @@ impl Parser {
                     }
                     out.push_str(&w);
                 }
-                Tok::Int(n) => out.push_str(&n.to_string()),
+                Tok::Int(n) | Tok::Char(n) => out.push_str(&n.to_string()),
                 Tok::End => return self.error("unclosed `<`"),
             }
             if depth == 0 {
@@ -635,6 +638,10 @@ impl Parser {
             Tok::Int(n) => {
                 self.bump();
                 Ok(Expr::Int(n))
+            }
+            Tok::Char(n) => {
+                self.bump();
+                Ok(Expr::Char(n))
             }
             Tok::Ident(w) if is_type_word(&w) => self.error(format!(
                 "`{w}` starts a type, not an expression (a cast needs parentheses)"
@@ -825,9 +832,9 @@ mod tests {
         assert_eq!(p("017"), Expr::Int(15));
         assert_eq!(p("0b101"), Expr::Int(5));
         assert_eq!(p("42UL"), Expr::Int(42));
-        assert_eq!(p("'S'"), Expr::Int(83));
-        assert_eq!(p("'\\n'"), Expr::Int(10));
-        assert_eq!(p("'\\x41'"), Expr::Int(0x41));
+        assert_eq!(p("'S'"), Expr::Char(83));
+        assert_eq!(p("'\\n'"), Expr::Char(10));
+        assert_eq!(p("'\\x41'"), Expr::Char(0x41));
         assert_eq!(p("hosted::KLogs"), Expr::Name("hosted::KLogs".into()));
         assert_eq!(p("x.0"), Expr::Member(name("x"), "__0".into()));
         assert_eq!(
