@@ -205,6 +205,24 @@ const C_VALUES: &[&str] = &[
     "p 'S'",
     "p (char)83",
     "p (char *)8",
+    "p (enum __rlimit_resource)7",
+    "p (enum __rlimit_resource)100",
+    "p/x (enum __rlimit_resource)7",
+    "p (enum __rlimit_resource)7 + 1",
+    "p *workers@2",
+    "p KLogs[1].buffer[0]@4",
+    "p *KLogs[1].name@3",
+    "p KLogs[1].name + 1",
+    "p/s KLogs[1].name",
+    "p *KLogs",
+    "p *(KLogs + 1)",
+    "p &*KLogs",
+    "p -KLogs[1].num_recs",
+    "p (unsigned long)-1 > 0",
+    "p (long)-1 < 0",
+    "p (void *)&KLogs",
+    "p *(void **)&KLogs[1].name",
+    "p &workers[1].task.name",
 ];
 
 #[test]
@@ -247,8 +265,38 @@ fn c_types_print_as_gdb_prints_them() {
             "whatis DebugFlags[1].d_klog",
             "whatis workers",
             "whatis &workers[0].task",
+            "whatis sizeof(int)",
+            "whatis KLogs[0]@2",
+            "ptype enum __rlimit_resource",
+            "whatis (enum __rlimit_resource)1",
         ],
     );
+}
+
+/// `p --pretty` is gdb's `set print pretty on`, nested structs and arrays of structs included.
+#[test]
+fn pretty_values_print_as_gdb_prints_them() {
+    if !have_gdb("pretty_values_print_as_gdb_prints_them") {
+        return;
+    }
+    let d = hosted_c("rings");
+    let exprs = [
+        "workers",
+        "KLogs[2]",
+        "DebugFlags",
+        "boot_task",
+        "*workers@2",
+    ];
+    let mut cmds = vec!["set print pretty on".to_owned()];
+    cmds.extend(exprs.iter().map(|e| format!("p {e}")));
+    let want = gdb(&d, false, &cmds);
+    for (e, want) in exprs.iter().zip(&want[1..]) {
+        assert_eq!(
+            kcrash(&d, &format!("p --pretty {e}")),
+            *want,
+            "p --pretty {e}"
+        );
+    }
 }
 
 /// Damaged memory: a scribbled pointer reads as gdb reports it, and the rest of the value prints.

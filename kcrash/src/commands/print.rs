@@ -17,7 +17,8 @@ EXPR is C: globals (KLogs, hosted::KLogs), integers (0x10, 42, 'a'), `.` `->` `[
 `* & - ~ !`, casts `(struct _KLog *)ADDR`, `sizeof(TYPE)`, `sizeof EXPR`, and `* / % + - << >>
 < > <= >= == != & ^ |`; pointer arithmetic is scaled by the element size.
 FMT is one of gdb's letters: x (hex), d (signed), u (unsigned), o (octal), t (binary),
-c (character), a (address with symbol), z (zero-padded hex).
+c (character), a (address with symbol), z (zero-padded hex), s (strings: the default).
+`EXPR@N` is gdb's artificial array: N objects from where EXPR is (`p *KLogs[1].buffer@8`).
 
 Examples:
   p KLogs[3].next_write
@@ -55,6 +56,8 @@ pub fn run(session: &Session<'_>, name: &str, line: &str, out: &mut dyn Write) -
     if let Some(f) = format {
         let mut letters = f.chars();
         match (letters.next(), letters.next()) {
+            // gdb's /s is its default for strings and changes nothing else.
+            (Some('s'), None) => {}
             (Some(c), None) if FORMATS.contains(c) => opts.format = Some(c),
             _ => bail!("p/{f}: unknown format (one of {FORMATS})"),
         }

@@ -323,6 +323,7 @@ impl<'a> Evaluator<'a> {
             }
             Expr::Unary(op, operand) => self.unary(*op, self.eval(operand)?),
             Expr::Binary(op, l, r) => self.binary(*op, self.eval(l)?, self.eval(r)?),
+            Expr::Repeat(first, count) => self.repeat(self.eval(first)?, self.eval(count)?),
             Expr::Cast(t, operand) => self.cast(self.resolve_type(t)?, self.eval(operand)?),
             Expr::SizeofType(t) => self.sizeof(&self.resolve_type(t)?),
             Expr::SizeofExpr(operand) => self.sizeof(&self.eval(operand)?.ty),
@@ -331,7 +332,8 @@ impl<'a> Evaluator<'a> {
 
     fn sizeof(&self, ty: &Ty) -> Result<Value> {
         match self.size_of(ty)? {
-            Some(n) => Ok(immediate(IntTy::ULONG, n)),
+            // gdb types sizeof as int.
+            Some(n) => Ok(immediate(literal_type(n), n)),
             None => err(format!("{} has no size", self.type_name(ty)?)),
         }
     }
@@ -615,6 +617,21 @@ impl<'a> Evaluator<'a> {
             BinOp::Ge => return cmp(a >= b),
         };
         Ok(immediate(int, truncate(r, int)))
+    }
+
+    /// gdb's `first@count`: `count` objects like `first` from where it is, as an array.
+    fn repeat(&self, first: Value, count: Value) -> Result<Value> {
+        let (n, int) = self.scalar(&count)?;
+        if n == 0 || (int.signed && (n as i64) < 0) {
+            return err(format!("Invalid number {} of repetitions.", n as i64));
+        }
+        let Place::Memory(addr) = first.place else {
+            return err("Only values in memory can be extended with '@'.");
+        };
+        Ok(Value {
+            ty: Ty::Array(Box::new(first.ty), vec![Some(n)]),
+            place: Place::Memory(addr),
+        })
     }
 
     fn cast(&self, to: Ty, v: Value) -> Result<Value> {

@@ -21,6 +21,8 @@ pub enum Expr {
     Index(Box<Expr>, Box<Expr>),
     Unary(UnOp, Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// gdb's artificial array `first@count`.
+    Repeat(Box<Expr>, Box<Expr>),
     Cast(TypeName, Box<Expr>),
     SizeofType(TypeName),
     SizeofExpr(Box<Expr>),
@@ -112,7 +114,7 @@ enum Tok {
 
 const PUNCTS: &[&str] = &[
     "->", "<<", ">>", "<=", ">=", "==", "!=", "::", "(", ")", "[", "]", ".", "*", "&", "-", "+",
-    "~", "!", "/", "%", "<", ">", "^", "|", ",",
+    "~", "!", "/", "%", "<", ">", "^", "|", ",", "@",
 ];
 
 /// Deepest nesting of parentheses and unary operators; deeper input is refused, not a stack
@@ -338,9 +340,13 @@ impl Parser {
         Ok(())
     }
 
-    /// Binary operators by precedence climbing, loosest first.
+    /// Binary operators by precedence climbing, loosest first; gdb's `@` is looser than all.
     fn expr(&mut self) -> Result<Expr, ParseError> {
-        self.binary(0)
+        let mut e = self.binary(0)?;
+        while self.eat("@") {
+            e = Expr::Repeat(Box::new(e), Box::new(self.binary(0)?));
+        }
+        Ok(e)
     }
 
     fn binary(&mut self, level: usize) -> Result<Expr, ParseError> {
@@ -800,6 +806,23 @@ mod tests {
         );
         // `(a < b)` is a comparison, not a generic.
         assert_eq!(p("(a < b)"), Expr::Binary(BinOp::Lt, name("a"), name("b")));
+    }
+
+    #[test]
+    fn artificial_arrays_bind_loosest() {
+        assert_eq!(
+            p("*KLogs[1].buffer@2+2"),
+            Expr::Repeat(
+                Box::new(Expr::Unary(
+                    UnOp::Deref,
+                    Box::new(Expr::Member(
+                        Box::new(Expr::Index(name("KLogs"), int(1))),
+                        "buffer".into()
+                    ))
+                )),
+                Box::new(Expr::Binary(BinOp::Add, int(2), int(2)))
+            )
+        );
     }
 
     #[test]

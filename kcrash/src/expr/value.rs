@@ -598,7 +598,8 @@ impl Writer<'_, '_> {
                     if i > 0 {
                         out.push_str(", ");
                     }
-                    self.write(node, indent, out);
+                    // gdb's pretty form indents what is inside an array one step more.
+                    self.write(node, indent + 2, out);
                     if *reps > 1 {
                         write!(out, " <repeats {reps} times>").ok();
                     }
@@ -907,4 +908,57 @@ fn fields_json(ev: &Evaluator<'_>, fields: &[Field]) -> Json {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use symbols::{Enum, Enumerator};
+
+    fn enumeration(values: &[(&str, i128)]) -> Type {
+        Type {
+            name: Some("e".into()),
+            path: None,
+            byte_size: Some(4),
+            kind: TypeKind::Enum(Enum {
+                underlying: None,
+                enumerators: values
+                    .iter()
+                    .map(|(n, v)| Enumerator {
+                        name: (*n).into(),
+                        value: *v,
+                    })
+                    .collect(),
+            }),
+            transparent: None,
+            rust: false,
+        }
+    }
+
+    const U32: IntTy = IntTy {
+        size: 4,
+        signed: false,
+    };
+
+    #[test]
+    fn enum_values_are_named_as_gdb_names_them() {
+        let plain = enumeration(&[("A", 0), ("B", 1), ("C", 2), ("D", 3)]);
+        assert_eq!(enum_name(&plain, 2, U32).as_deref(), Some("C"));
+        // Not a flag enum (1, 2, 3 share bits): an unknown value is a number.
+        assert_eq!(enum_name(&plain, 7, U32), None);
+        let flags = enumeration(&[("NONE", 0), ("R", 1), ("W", 2), ("X", 4)]);
+        assert_eq!(enum_name(&flags, 0, U32).as_deref(), Some("NONE"));
+        assert_eq!(enum_name(&flags, 3, U32).as_deref(), Some("(R | W)"));
+        assert_eq!(
+            enum_name(&flags, 0x15, U32).as_deref(),
+            Some("(R | X | unknown: 0x10)")
+        );
+        assert_eq!(enum_name(&flags, 0x10, U32), None);
+        let signed = enumeration(&[("NEG", -1), ("ZERO", 0)]);
+        let i32_ = IntTy {
+            size: 4,
+            signed: true,
+        };
+        assert_eq!(enum_name(&signed, u64::MAX, i32_).as_deref(), Some("NEG"));
+    }
 }
