@@ -11,7 +11,7 @@
 //! Without gdb the comparisons say on stderr that they did not run, and pass; with
 //! KCRASH_REQUIRE_TOOLS=1 they fail.
 
-use std::io::Read;
+use std::io::{Read, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -31,7 +31,7 @@ fn unpack(gz: &Path, image: PathBuf) -> Dump {
         .read_to_end(&mut data)
         .expect("gunzip");
     let mut f = tempfile::NamedTempFile::new().expect("temp file");
-    std::io::Write::write_all(&mut f, &data).expect("write temp");
+    f.write_all(&data).expect("write temp");
     Dump {
         core: f.into_temp_path(),
         image,
@@ -91,7 +91,8 @@ fn have_gdb(test: &str) -> bool {
         if std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() == Ok("1") {
             panic!("{msg} (KCRASH_REQUIRE_TOOLS=1)");
         }
-        eprintln!("SKIPPED {msg}");
+        // Straight to the process's stderr: the test harness would hide eprintln! of a passing test.
+        let _ = writeln!(std::io::stderr(), "SKIPPED {msg}");
     }
     ok
 }
@@ -474,20 +475,47 @@ fn hosted_rust_values_match_gdb() {
     rust_leaves(&hosted_rust("rings"), "hosted::");
 }
 
-/// Rust strings: gdb shows a `*const i8` as an address only; kcrash adds the C string there,
-/// which gdb's C `x/s` reads the same.
+/// Rust strings: gdb shows a `*const i8` or a `&CStr` as an address only; kcrash adds the C
+/// string there, which gdb's `x/s` reads the same.
 #[test]
 fn rust_char_pointers_show_their_string() {
     if !have_gdb("rust_char_pointers_show_their_string") {
         return;
     }
     let d = bare("rings");
-    let got = kcrash(&d, "p KLogs[3].name");
-    let (ty, rest) = got.split_once(") ").expect("typed pointer");
-    assert_eq!(ty, "(*const i8");
-    let (addr, string) = rest.split_once(' ').expect("address and string");
-    let want = gdb(&d, false, &[format!("x/s {addr}")]);
-    assert_eq!(want[0], format!("{addr}:\t{string}"));
+    for (expr, ty, gdb_addr) in [
+        (
+            "KLogs[3].name",
+            "*const i8",
+            "p/x bare::platform::KLogs[3].name",
+        ),
+        (
+            "bare::chore::CHORES[1].name",
+            "&core::ffi::c_str::CStr",
+            "p/x bare::chore::CHORES[1].name.data_ptr",
+        ),
+    ] {
+        let got = kcrash(&d, &format!("p {expr}"));
+        let (got_ty, rest) = got.split_once(") ").expect("typed pointer");
+        assert_eq!(got_ty, format!("({ty}"));
+        let (addr, string) = rest.split_once(' ').expect("address and string");
+        let want = gdb(&d, true, &[gdb_addr.into()]);
+        assert_eq!(want[0], addr, "{expr}");
+        let want = gdb(&d, false, &[format!("x/s {addr}")]);
+        assert!(
+            want[0].starts_with(addr) && want[0].ends_with(&format!(":\t{string}")),
+            "{expr}: kcrash {string}, gdb {}",
+            want[0]
+        );
+    }
+    // A symbol LLVM made up, named in full as gdb's /a names it.
+    let got = kcrash(&d, "p/a bare::chore::CHORES[1].name.data_ptr");
+    let want = gdb(
+        &d,
+        true,
+        &["p/a bare::chore::CHORES[1].name.data_ptr".into()],
+    );
+    assert_eq!(got, want[0]);
 }
 
 #[test]

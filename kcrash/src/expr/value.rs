@@ -203,6 +203,12 @@ impl Reader<'_, '_> {
                 (Some(inner), Place::Memory(a)) => self.node(&inner, Place::Memory(a), depth + 1),
                 _ => node(Kind::Opaque("<not in memory>".into())),
             },
+            Shape::Struct(t) if self.opts.format.is_none() && rust_string(&t).is_some() => {
+                match (rust_string(&t), place) {
+                    (Some(kind), Place::Memory(a)) => node(self.rust_str(kind, a)),
+                    _ => node(Kind::Opaque("<not in memory>".into())),
+                }
+            }
             Shape::Struct(t) | Shape::Union(t) => match place {
                 Place::Memory(a) => node(Kind::Fields(self.fields(&t, a, depth)?)),
                 _ => node(Kind::Opaque("<not in memory>".into())),
@@ -222,13 +228,43 @@ impl Reader<'_, '_> {
     }
 
     fn symbol(&self, addr: u64) -> Option<String> {
-        let (sym, off) = self.ev.image.symbolize(addr)?;
-        let name = sym.demangled();
-        Some(if off == 0 {
-            name
-        } else {
-            format!("{name}+{off}")
-        })
+        symbol_at(self.ev, addr)
+    }
+
+    /// A Rust `&str` (its characters) or `&CStr` (its address and characters), read from its
+    /// data pointer for its length, at most the limit.
+    fn rust_str(&self, kind: RustString, addr: u64) -> Kind {
+        let (ptr, len) = match (
+            self.ev.mem.read_u64(addr),
+            self.ev.mem.read_u64(addr.wrapping_add(8)),
+        ) {
+            (Ok(p), Ok(l)) => (p, l),
+            (Err(u), _) | (_, Err(u)) => return Kind::Unreadable(u.addr),
+        };
+        let n = len.min(self.opts.limit);
+        let mut bytes = vec![0u8; n as usize];
+        let text = match self.ev.mem.read(ptr, &mut bytes) {
+            Ok(()) => {
+                if kind == RustString::CStr && n == len {
+                    // The length counts the NUL.
+                    bytes.pop();
+                }
+                CString::Text {
+                    bytes,
+                    more: len > n,
+                }
+            }
+            Err(u) => CString::Unreadable(u.addr),
+        };
+        match (kind, text) {
+            (RustString::Str, CString::Text { bytes, more }) => Kind::Chars { bytes, more },
+            (RustString::Str, CString::Unreadable(a)) => Kind::Unreadable(a),
+            (RustString::CStr, text) => Kind::Pointer {
+                addr: ptr,
+                symbol: None,
+                string: Some(text),
+            },
+        }
     }
 
     fn pointer(&self, target: &Ty, addr: u64) -> Result<Kind, EvalError> {
@@ -395,6 +431,39 @@ impl Reader<'_, '_> {
             runs,
             more: i < len,
         })
+    }
+}
+
+/// `<symbol+offset>` for an address, the symbol demangled as gdb's C printer shows it.
+pub fn symbol_at(ev: &Evaluator<'_>, addr: u64) -> Option<String> {
+    let (sym, off) = ev.image.symbolize(addr)?;
+    let name = sym.demangled();
+    Some(if off == 0 {
+        name
+    } else {
+        format!("{name}+{off}")
+    })
+}
+
+/// Rust's string references, fat pointers of a data pointer and a length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RustString {
+    Str,
+    CStr,
+}
+
+fn rust_string(t: &Type) -> Option<RustString> {
+    let TypeKind::Struct(members) = &t.kind else {
+        return None;
+    };
+    let names: Vec<Option<&str>> = members.iter().map(|m| m.name.as_deref()).collect();
+    if !t.rust || names != [Some("data_ptr"), Some("length")] {
+        return None;
+    }
+    match t.name.as_deref()? {
+        "&str" | "&mut str" => Some(RustString::Str),
+        n if n.ends_with("::CStr") => Some(RustString::CStr),
+        _ => None,
     }
 }
 
@@ -691,13 +760,8 @@ impl Writer<'_, '_> {
             }
             'a' => {
                 write!(out, "{unsigned:#x}").ok();
-                if let Some((sym, off)) = self.ev.image.symbolize(unsigned) {
-                    let name = sym.demangled();
-                    if off == 0 {
-                        write!(out, " <{name}>").ok();
-                    } else {
-                        write!(out, " <{name}+{off}>").ok();
-                    }
+                if let Some(s) = symbol_at(self.ev, unsigned) {
+                    write!(out, " <{s}>").ok();
                 }
             }
             _ => decimal(bits, width, int.signed, out),
