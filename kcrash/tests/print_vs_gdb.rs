@@ -647,3 +647,36 @@ fn bad_expressions_fail_with_one_message_and_the_session_goes_on() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "3\n");
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// A Rust enum with data prints the variant its discriminant selects: gdb's answer without the
+/// type's path in front (kcrash writes the variant as C writes a value, with no type).
+#[test]
+fn rust_enums_select_the_variant_gdb_selects() {
+    if !have_gdb("rust_enums_select_the_variant_gdb_selects") {
+        return;
+    }
+    let d = bare("rings");
+    let places = [
+        "&bare::platform::KLogs[0]",
+        "&bare::platform::KLogs[1]",
+        "&bare::platform::KLogs[1].num_recs",
+        "&bare::platform::KLogs[3].subsystem",
+    ];
+    let theirs: Vec<String> = places
+        .iter()
+        .map(|p| format!("p *({p} as *const core::option::Option<u8>)"))
+        .collect();
+    let want = gdb(&d, true, &theirs);
+    for (p, want) in places.iter().zip(&want) {
+        let got = kcrash(&d, &format!("p *(core::option::Option<u8> *){p}"));
+        // A discriminant no variant has (3): gdb errors, kcrash says so in the value's place.
+        if want.contains("Could not find active enum variant") {
+            assert_eq!(got, "<invalid discriminant 0x3>", "{p}");
+            continue;
+        }
+        let want = want
+            .strip_prefix("core::option::Option<u8>::")
+            .unwrap_or_else(|| panic!("gdb: {want}"));
+        assert_eq!(got, want, "{p}");
+    }
+}
