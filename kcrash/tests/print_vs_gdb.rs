@@ -178,6 +178,8 @@ const C_VALUES: &[&str] = &[
     "p sizeof(KLog)",
     "p sizeof(struct _KLog) * 5",
     "p sizeof KLogs",
+    "p sizeof(KLogs) / sizeof(KLogs[0])",
+    "p sizeof(workers[1].task.name)",
     "p KLogs[0].header >> 32",
     "p KLogs[0].header & 0xff",
     "p (1 + 2) * 3 - 10 / 3 % 2",

@@ -195,6 +195,9 @@ fn body(image: &Image, id: TypeId, offsets: Offsets, indent: usize) -> Result<St
     Ok(out)
 }
 
+/// Anonymous structs inside anonymous structs deeper than this are a cycle in broken DWARF.
+const MAX_ANONYMOUS_NESTING: usize = 32;
+
 /// C member declarations, one a line, anonymous structs and unions expanded in place.
 fn c_members(
     image: &Image,
@@ -225,7 +228,19 @@ fn c_members(
                 "struct"
             };
             writeln!(out, "{off}{pad}{keyword} {{").ok();
-            c_members(image, inner, base + m.offset, offsets, indent + 4, out)?;
+            if indent > 4 * MAX_ANONYMOUS_NESTING {
+                return Err(EvalError(
+                    "anonymous members nested too deeply (a type cycle in the DWARF?)".into(),
+                ));
+            }
+            c_members(
+                image,
+                inner,
+                base.wrapping_add(m.offset),
+                offsets,
+                indent + 4,
+                out,
+            )?;
             let blank = " ".repeat(off.len());
             let pad = pad_after(&off, &pad);
             match &m.name {

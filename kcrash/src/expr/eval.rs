@@ -325,7 +325,15 @@ impl<'a> Evaluator<'a> {
             Expr::Binary(op, l, r) => self.binary(*op, self.eval(l)?, self.eval(r)?),
             Expr::Repeat(first, count) => self.repeat(self.eval(first)?, self.eval(count)?),
             Expr::Cast(t, operand) => self.cast(self.resolve_type(t)?, self.eval(operand)?),
-            Expr::SizeofType(t) => self.sizeof(&self.resolve_type(t)?),
+            // `sizeof(x)` parses as a type; a variable `x` is meant when no type has that name.
+            Expr::SizeofType(t) => match self.resolve_type(t) {
+                Ok(ty) => self.sizeof(&ty),
+                Err(e) if t.pointers > 0 || t.base.contains(' ') => Err(e),
+                Err(e) => match self.variable(&t.base) {
+                    Ok(v) => self.sizeof(&v.ty),
+                    Err(_) => Err(e),
+                },
+            },
             Expr::SizeofExpr(operand) => self.sizeof(&self.eval(operand)?.ty),
         }
     }
@@ -505,7 +513,7 @@ impl<'a> Evaluator<'a> {
             let Some(id) = m.ty else { continue };
             let inner = self.image.type_(self.image.value_type(id)?)?;
             if let Some((off, found)) = self.find_member(&inner, name, depth + 1)? {
-                return Ok(Some((m.offset + off, found)));
+                return Ok(Some((m.offset.wrapping_add(off), found)));
             }
         }
         Ok(None)
@@ -581,7 +589,7 @@ impl<'a> Evaluator<'a> {
                 if ls != rs {
                     return err("First argument of `-' is a pointer and second argument is neither\nan integer nor a pointer of the same type.");
                 }
-                let diff = (a.wrapping_sub(b) as i64) / ls as i64;
+                let diff = (a.wrapping_sub(b) as i64).wrapping_div(ls as i64);
                 return Ok(immediate(IntTy::LONG, diff as u64));
             }
             _ => {}
