@@ -530,7 +530,7 @@ impl<'a> Evaluator<'a> {
                 _ => err("Attempt to take address of value not located in memory."),
             },
             UnOp::Neg | UnOp::BitNot | UnOp::Not => {
-                let (x, int) = self.arith_operand(&v)?;
+                let (x, int) = self.scalar(&v)?;
                 let int = promote(int);
                 let r = match op {
                     UnOp::Neg => x.wrapping_neg(),
@@ -540,11 +540,6 @@ impl<'a> Evaluator<'a> {
                 Ok(immediate(int, truncate(r, int)))
             }
         }
-    }
-
-    /// An integer operand of arithmetic (pointers allowed, as their address).
-    fn arith_operand(&self, v: &Value) -> Result<(u64, IntTy)> {
-        self.scalar(v)
     }
 
     /// The pointee size a pointer or array steps by, or `None` for an integer.
@@ -566,8 +561,8 @@ impl<'a> Evaluator<'a> {
     }
 
     fn binary(&self, op: BinOp, l: Value, r: Value) -> Result<Value> {
-        let (a, ai) = self.arith_operand(&l)?;
-        let (b, bi) = self.arith_operand(&r)?;
+        let (a, ai) = self.scalar(&l)?;
+        let (b, bi) = self.scalar(&r)?;
         let (ls, rs) = (self.stride(&l)?, self.stride(&r)?);
         match (op, ls, rs) {
             (BinOp::Add, Some((t, size)), None) | (BinOp::Sub, Some((t, size)), None) => {
