@@ -682,3 +682,35 @@ fn rust_enums_select_the_variant_gdb_selects() {
         assert_eq!(got, want, "{p}");
     }
 }
+
+/// `struct --json` gives each member's offset and size; gdb's `&((T *)0)->m` and `sizeof` agree.
+#[test]
+fn layout_json_offsets_and_sizes_match_gdb() {
+    let d = hosted_c("rings");
+    let mut gdb_cmds = Vec::new();
+    let mut ours = Vec::new();
+    for name in ["_KLog", "task", "worker"] {
+        let layout: serde_json::Value =
+            serde_json::from_str(&kcrash(&d, &format!("struct --json {name}"))).expect("JSON");
+        assert_eq!(layout["kind"], "struct");
+        assert_eq!(
+            layout["size"].to_string(),
+            kcrash(&d, &format!("p sizeof(struct {name})"))
+        );
+        for m in layout["members"].as_array().expect("members") {
+            let member = m["name"].as_str().expect("named member");
+            gdb_cmds.push(format!("p (long)&((struct {name} *)0)->{member}"));
+            gdb_cmds.push(format!("p sizeof(((struct {name} *)0)->{member})"));
+            ours.push(m["offset"].to_string());
+            ours.push(m["size"].to_string());
+        }
+    }
+    assert!(ours.len() >= 20, "{ours:?}");
+    if !have_gdb("layout_json_offsets_and_sizes_match_gdb") {
+        return;
+    }
+    let want = gdb(&d, false, &gdb_cmds);
+    for ((cmd, got), want) in gdb_cmds.iter().zip(&ours).zip(&want) {
+        assert_eq!(got, want, "{cmd}");
+    }
+}

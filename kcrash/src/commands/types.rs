@@ -6,14 +6,14 @@ use std::io::Write;
 use anyhow::{anyhow, bail, Result};
 use symbols::Image;
 
-use crate::expr::decl::{expanded, Offsets};
+use crate::expr::decl::{self, expanded, Offsets};
 use crate::expr::eval::{Place, Shape};
-use crate::expr::value::{Options, Reader, Writer};
+use crate::expr::value::{self, Options, Reader, Writer};
 use crate::expr::{parse_expr, parse_type, Evaluator, Ty, Value};
 use crate::session::Session;
 
 pub const WHATIS_HELP: &str = "\
-whatis EXPR|TYPE — the type of an expression, or what a type name names (one typedef unrolled)
+whatis [--json] EXPR|TYPE — the type of an expression, or what a type name names (one typedef unrolled)
 
 Examples:
   whatis KLogs
@@ -21,7 +21,7 @@ Examples:
   whatis KLog";
 
 pub const PTYPE_HELP: &str = "\
-ptype EXPR|TYPE — a type with its struct, union or enum spelled out, as gdb's ptype
+ptype [--json] EXPR|TYPE — a type with its struct, union or enum spelled out, as gdb's ptype
 
 Examples:
   ptype KLog
@@ -30,7 +30,7 @@ Examples:
   ptype klog_runtime::ring::KLog";
 
 pub const STRUCT_HELP: &str = "\
-struct [-o] NAME [ADDR] — a struct's layout, or the object at ADDR shown as that struct (crash's)
+struct [-o] [--json] NAME [ADDR] — a struct's layout, or the object at ADDR shown as that struct (crash's)
 union [-o] NAME [ADDR] — the same for a union
 
 NAME is a tag (_KLog), a typedef (KLog) or a Rust path (klog_runtime::ring::KLog). -o puts each
@@ -64,17 +64,25 @@ fn type_of(ev: &Evaluator<'_>, text: &str) -> Result<(Ty, bool)> {
     Ok((ev.eval(&expr)?.ty, false))
 }
 
-/// The argument of `whatis`/`ptype` as typed; empty for `--help`.
-fn argument(line: &str, what: &str) -> Result<String> {
-    match line.trim() {
+/// The argument of `whatis`/`ptype` as typed (empty for `--help`), and whether `--json` came
+/// first.
+fn argument(line: &str, what: &str) -> Result<(String, bool)> {
+    let line = line.trim();
+    let (json, text) = match line.strip_prefix("--json") {
+        Some(rest) if rest.is_empty() || rest.starts_with(char::is_whitespace) => {
+            (true, rest.trim())
+        }
+        _ => (false, line),
+    };
+    match text {
         "" => bail!("{what} what? ({what} --help)"),
-        "--help" | "-h" => Ok(String::new()),
-        text => Ok(text.to_owned()),
+        "--help" | "-h" => Ok((String::new(), json)),
+        text => Ok((text.to_owned(), json)),
     }
 }
 
 pub fn whatis(session: &Session<'_>, line: &str, out: &mut dyn Write) -> Result<()> {
-    let text = argument(line, "whatis")?;
+    let (text, json) = argument(line, "whatis")?;
     if text.is_empty() {
         writeln!(out, "{WHATIS_HELP}")?;
         return Ok(());
@@ -90,12 +98,20 @@ pub fn whatis(session: &Session<'_>, line: &str, out: &mut dyn Write) -> Result<
         },
         _ => ty.clone(),
     };
-    writeln!(out, "type = {}", ev.type_name(&shown)?)?;
+    if json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({ "type": ev.type_name(&shown)? })
+        )?;
+    } else {
+        writeln!(out, "type = {}", ev.type_name(&shown)?)?;
+    }
     Ok(())
 }
 
 pub fn ptype(session: &Session<'_>, line: &str, out: &mut dyn Write) -> Result<()> {
-    let text = argument(line, "ptype")?;
+    let (text, json) = argument(line, "ptype")?;
     if text.is_empty() {
         writeln!(out, "{PTYPE_HELP}")?;
         return Ok(());
@@ -103,7 +119,11 @@ pub fn ptype(session: &Session<'_>, line: &str, out: &mut dyn Write) -> Result<(
     let image = image(session)?;
     let ev = Evaluator::new(image, session);
     let (ty, _) = type_of(&ev, &text)?;
-    writeln!(out, "type = {}", expanded(&ev, &ty, Offsets::None)?)?;
+    if json {
+        writeln!(out, "{}", decl::to_json(&ev, &ty)?)?;
+    } else {
+        writeln!(out, "type = {}", expanded(&ev, &ty, Offsets::None)?)?;
+    }
     Ok(())
 }
 
@@ -115,10 +135,12 @@ pub fn struct_(
     out: &mut dyn Write,
 ) -> Result<()> {
     let mut offsets = Offsets::None;
+    let mut json = false;
     let mut rest: Vec<&str> = Vec::new();
     for a in args {
         match a.as_str() {
             "-o" => offsets = Offsets::Hex,
+            "--json" => json = true,
             "--help" | "-h" => {
                 writeln!(out, "{STRUCT_HELP}")?;
                 return Ok(());
@@ -148,6 +170,10 @@ pub fn struct_(
     if !is_kind {
         bail!("{name} is {}, not a {keyword}", ev.type_name(&ty)?);
     }
+    if addr.is_empty() && json {
+        writeln!(out, "{}", decl::to_json(&ev, &ty)?)?;
+        return Ok(());
+    }
     if addr.is_empty() {
         writeln!(out, "{}", expanded(&ev, &ty, offsets)?)?;
         if let Some(size) = ev.size_of(&ty)? {
@@ -167,6 +193,10 @@ pub fn struct_(
         ..Options::default()
     };
     let node = Reader { ev: &ev, opts }.read(&value)?;
+    if json {
+        writeln!(out, "{}", value::to_json(&ev, &node))?;
+        return Ok(());
+    }
     let shown = match ty {
         Ty::Dwarf(id) => Ty::Dwarf(image.value_type(id)?),
         other => other,

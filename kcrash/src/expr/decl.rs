@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use serde_json::{json, Value as Json};
+
 use symbols::{Image, Member, Qualifier, TypeId, TypeKind};
 
 use super::eval::{EvalError, Evaluator, Shape, Ty};
@@ -304,4 +306,84 @@ fn name_of(image: &Image, id: Option<TypeId>) -> Result<String, EvalError> {
         Some(id) => Ok(image.type_name(id)?),
         None => Ok("void".into()),
     }
+}
+
+/// The type as JSON: `type` (its name), `size`, and for a struct or union (after typedefs and
+/// qualifiers) `kind` and `members` (`name`, `type`, `offset`, `size`, `bit_offset` and
+/// `bit_size` for a bit-field, nested `members` for an anonymous one), for an enum
+/// `enumerators`.
+pub fn to_json(ev: &Evaluator<'_>, ty: &Ty) -> Result<Json, EvalError> {
+    let mut o = json!({ "type": ev.type_name(ty)?, "size": ev.size_of(ty)? });
+    let mut id = match ty {
+        Ty::Dwarf(id) => *id,
+        _ => return Ok(o),
+    };
+    for _ in 0..64 {
+        match ev.image.type_(id)?.kind {
+            TypeKind::Typedef(Some(next)) | TypeKind::Qualified(_, Some(next)) => id = next,
+            _ => break,
+        }
+    }
+    let t = ev.image.type_(id)?;
+    match &t.kind {
+        TypeKind::Struct(members) | TypeKind::Union(members) => {
+            let kind = if matches!(t.kind, TypeKind::Union(_)) {
+                "union"
+            } else {
+                "struct"
+            };
+            o["kind"] = json!(kind);
+            o["members"] = members_json(ev, members, 0, 0)?;
+        }
+        TypeKind::Enum(e) => {
+            o["kind"] = json!("enum");
+            o["enumerators"] = e
+                .enumerators
+                .iter()
+                .map(|en| {
+                    // JSON numbers here are 64-bit; a wider value goes as its decimal text.
+                    let value = i64::try_from(en.value)
+                        .map_or_else(|_| json!(en.value.to_string()), |v| json!(v));
+                    json!({ "name": en.name, "value": value })
+                })
+                .collect();
+        }
+        _ => {}
+    }
+    Ok(o)
+}
+
+fn members_json(
+    ev: &Evaluator<'_>,
+    members: &[Member],
+    base: u64,
+    depth: usize,
+) -> Result<Json, EvalError> {
+    if depth > MAX_ANONYMOUS_NESTING {
+        return Err(EvalError(
+            "anonymous members nested too deeply (a type cycle in the DWARF?)".into(),
+        ));
+    }
+    let mut out = Vec::with_capacity(members.len());
+    for m in members {
+        let ty = m.ty.map_or(Ty::Void, Ty::Dwarf);
+        let offset = base.wrapping_add(m.offset);
+        let mut e = json!({
+            "name": m.name,
+            "type": ev.type_name(&ty)?,
+            "offset": offset,
+            "size": ev.size_of(&ty)?,
+        });
+        if let Some(bf) = m.bit_field {
+            e["bit_offset"] = json!(bf.bit_offset);
+            e["bit_size"] = json!(bf.bit_size);
+        }
+        if let (None, Some(id)) = (&m.name, m.ty) {
+            if let TypeKind::Struct(inner) | TypeKind::Union(inner) = &ev.image.type_(id)?.kind {
+                e["members"] = members_json(ev, inner, offset, depth + 1)?;
+            }
+        }
+        out.push(e);
+    }
+    Ok(Json::Array(out))
 }
