@@ -144,10 +144,24 @@ impl Reader<'_, '_> {
                 }
             }
         }
-        self.node(&v.ty, v.place, 0)
+        Ok(self.node(&v.ty, v.place, 0))
     }
 
-    fn node(&self, ty: &Ty, place: Place, depth: usize) -> Result<Node, EvalError> {
+    /// The value of type `ty` at `place`; what cannot be made sense of (a malformed type) is said
+    /// in its place, as unreadable memory is, and the rest of the value still reads.
+    fn node(&self, ty: &Ty, place: Place, depth: usize) -> Node {
+        self.node_or_error(ty, place, depth)
+            .unwrap_or_else(|e| Node {
+                addr: match place {
+                    Place::Memory(a) => Some(a),
+                    _ => None,
+                },
+                ty: ty.clone(),
+                kind: Kind::Opaque(format!("<error: {e}>")),
+            })
+    }
+
+    fn node_or_error(&self, ty: &Ty, place: Place, depth: usize) -> Result<Node, EvalError> {
         let addr = match place {
             Place::Memory(a) => Some(a),
             _ => None,
@@ -200,7 +214,9 @@ impl Reader<'_, '_> {
             }
             Shape::Struct(t) if newtype(&t).is_some() => match (newtype(&t), place) {
                 // A Rust newtype (`DbgIntensity(AtomicU32)`) is shown as what it holds.
-                (Some(inner), Place::Memory(a)) => self.node(&inner, Place::Memory(a), depth + 1),
+                (Some(inner), Place::Memory(a)) => {
+                    Ok(self.node(&inner, Place::Memory(a), depth + 1))
+                }
                 _ => node(Kind::Opaque("<not in memory>".into())),
             },
             Shape::Struct(t) if self.opts.format.is_none() && rust_string(&t).is_some() => {
@@ -327,7 +343,7 @@ impl Reader<'_, '_> {
             };
             out.push(Field {
                 name: m.name.clone(),
-                node: self.node(&ty, place, depth + 1)?,
+                node: self.node(&ty, place, depth + 1),
             });
         }
         Ok(out)
@@ -416,7 +432,7 @@ impl Reader<'_, '_> {
                     reps += 1;
                 }
             }
-            let node = self.node(&ty, Place::Memory(at), depth + 1)?;
+            let node = self.node(&ty, Place::Memory(at), depth + 1);
             if reps > self.opts.repeats {
                 printed += self.opts.repeats;
                 runs.push((node, reps));
