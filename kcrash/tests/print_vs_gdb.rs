@@ -226,6 +226,9 @@ const C_VALUES: &[&str] = &[
     "p (void *)&KLogs",
     "p *(void **)&KLogs[1].name",
     "p &workers[1].task.name",
+    "p &_IO_stdin_used",
+    "p (int)_IO_stdin_used",
+    "p/x *(int *)&_IO_stdin_used",
 ];
 
 #[test]
@@ -269,6 +272,7 @@ fn c_types_print_as_gdb_prints_them() {
             "whatis workers",
             "whatis &workers[0].task",
             "whatis sizeof(int)",
+            "whatis _IO_stdin_used",
             "whatis KLogs[0]@2",
             "ptype enum __rlimit_resource",
             "whatis (enum __rlimit_resource)1",
@@ -339,6 +343,9 @@ fn c_deliberate_differences() {
             "p KLogBuffer[512]@190".into(),
             "p workers[0].body".into(),
             "p *workers[0].body".into(),
+            "p main".into(),
+            "p *main".into(),
+            "p _IO_stdin_used".into(),
         ],
     );
     // gdb refuses a 96 KiB value (max-value-size); kcrash prints the first 200 elements as gdb's
@@ -358,6 +365,19 @@ fn c_deliberate_differences() {
     let f = kcrash(&d, "p *workers[0].body");
     let (_, gdb_val) = gdb_says[2].split_once("} ").expect("gdb's function");
     assert_eq!(f, format!("{{function}} {gdb_val}"));
+    // A function known by its ELF symbol: the same, `*f` being `f` as in C.
+    for (i, cmd) in [(3, "p main"), (4, "p *main")] {
+        let (_, gdb_val) = gdb_says[i].split_once("} ").expect("gdb's function");
+        assert_eq!(kcrash(&d, cmd), format!("{{function}} {gdb_val}"), "{cmd}");
+    }
+    // A data symbol without DWARF: gdb's refusal, word for word.
+    let (_, err, ok) = kcrash_status(&d, "p _IO_stdin_used");
+    assert!(!ok);
+    assert!(
+        err.trim_end().ends_with(&gdb_says[5]),
+        "kcrash: {err}\ngdb: {}",
+        gdb_says[5]
+    );
 }
 
 /// A struct running off the end of mapped memory: gdb gives up on the whole value; kcrash prints

@@ -7,7 +7,7 @@ use std::io::Write;
 use anyhow::{anyhow, bail, Result};
 
 use crate::expr::value::{to_json, Options, Reader, Writer, FORMATS};
-use crate::expr::{parse_expr, Evaluator};
+use crate::expr::{parse_expr, Evaluator, Expr, Ty};
 use crate::session::Session;
 
 pub const HELP: &str = "\
@@ -73,6 +73,9 @@ pub fn run(session: &Session<'_>, name: &str, line: &str, out: &mut dyn Write) -
     let ev = Evaluator::new(image, session);
     let expr = parse_expr(&text).map_err(|e| anyhow!("{}", e.show(&text)))?;
     let value = ev.eval(&expr)?;
+    if let (Ty::NoDebug, Expr::Name(name)) = (&value.ty, &expr) {
+        bail!("'{name}' has unknown type; cast it to its declared type");
+    }
     let node = Reader { ev: &ev, opts }.read(&value)?;
     if json {
         writeln!(out, "{}", to_json(&ev, &node))?;

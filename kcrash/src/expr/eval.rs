@@ -7,7 +7,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use symbols::{Encoding, Image, Member, Type, TypeId, TypeKind};
+use symbols::{Encoding, Image, Member, SymbolKind, Type, TypeId, TypeKind};
 
 use super::parse::{BinOp, Expr, TypeName, UnOp};
 use crate::memory::Memory;
@@ -25,8 +25,10 @@ pub enum Ty {
     /// Elements of type `.0`, with these dimensions, outermost first.
     Array(Box<Ty>, Vec<Option<u64>>),
     Int(IntTy),
-    /// An ELF symbol without DWARF: its address is known, its type is not.
+    /// An ELF data symbol without DWARF: its address is known, its type is not.
     NoDebug,
+    /// A function, known by its ELF symbol (the type model has no function signatures).
+    Code,
 }
 
 /// An integer type of the expression language (literals, arithmetic, `sizeof`).
@@ -161,6 +163,7 @@ impl<'a> Evaluator<'a> {
             Ty::Array(elem, dims) => return Ok(Shape::Array((**elem).clone(), dims.clone())),
             Ty::Int(int) => return Ok(Shape::Int(*int, IntStyle::Plain)),
             Ty::NoDebug => return Ok(Shape::NoDebug),
+            Ty::Code => return Ok(Shape::Function),
         };
         let t = self.image.type_(id)?;
         let size = t.byte_size.unwrap_or(0);
@@ -231,7 +234,7 @@ impl<'a> Evaluator<'a> {
                 }
                 n
             }
-            Ty::NoDebug => None,
+            Ty::NoDebug | Ty::Code => None,
         })
     }
 
@@ -252,6 +255,7 @@ impl<'a> Evaluator<'a> {
             Ty::Void => "void".into(),
             Ty::Int(int) => int.name().into(),
             Ty::NoDebug => "<data variable, no debug info>".into(),
+            Ty::Code => "function".into(),
             Ty::Array(elem, dims) => {
                 let elem = self.type_name(elem)?;
                 if self.is_rust(ty) {
@@ -362,7 +366,10 @@ impl<'a> Evaluator<'a> {
         }
         match self.image.symbol(name) {
             Some(sym) => Ok(Value {
-                ty: Ty::NoDebug,
+                ty: match sym.kind {
+                    SymbolKind::Function => Ty::Code,
+                    _ => Ty::NoDebug,
+                },
                 place: Place::Memory(sym.address),
             }),
             None => err(format!("No symbol \"{name}\" in current context.")),
@@ -434,6 +441,8 @@ impl<'a> Evaluator<'a> {
                 })
             }
             Shape::Array(elem, dims) => self.element(v.place, elem, &dims, 0),
+            // As in C, `*f` of a function is the function.
+            Shape::Function => Ok(v),
             _ => err("Attempt to take contents of a non-pointer value."),
         }
     }
