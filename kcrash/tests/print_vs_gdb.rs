@@ -19,10 +19,12 @@ fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus")
 }
 
-/// A gzipped corpus dump, unpacked into a temporary file gdb and kcrash both read.
+/// A corpus dump (gzipped ones unpacked into a temporary file gdb and kcrash both read) and its
+/// image.
 struct Dump {
-    core: tempfile::TempPath,
+    core: PathBuf,
     image: PathBuf,
+    _unpacked: Option<tempfile::TempPath>,
 }
 
 fn unpack(gz: &Path, image: PathBuf) -> Dump {
@@ -32,9 +34,11 @@ fn unpack(gz: &Path, image: PathBuf) -> Dump {
         .expect("gunzip");
     let mut f = tempfile::NamedTempFile::new().expect("temp file");
     f.write_all(&data).expect("write temp");
+    let unpacked = f.into_temp_path();
     Dump {
-        core: f.into_temp_path(),
+        core: unpacked.to_path_buf(),
         image,
+        _unpacked: Some(unpacked),
     }
 }
 
@@ -68,7 +72,7 @@ fn kcrash_status(d: &Dump, cmd: &str) -> (String, String, bool) {
         .arg("-s")
         .arg("-c")
         .arg(cmd)
-        .arg(&*d.core)
+        .arg(&d.core)
         .arg(&d.image)
         .output()
         .expect("run kcrash");
@@ -112,7 +116,7 @@ fn gdb(d: &Dump, rust: bool, cmds: &[String]) -> Vec<String> {
             .arg("-ex")
             .arg(cmd);
     }
-    c.arg(&d.image).arg(&*d.core);
+    c.arg(&d.image).arg(&d.core);
     let out = c.output().expect("run gdb");
     // Errors go to stderr, interleaved: take them into the same stream.
     let text = String::from_utf8_lossy(&out.stdout);
@@ -662,7 +666,7 @@ fn bad_expressions_fail_with_one_message_and_the_session_goes_on() {
     }
     let out = Command::new(env!("CARGO_BIN_EXE_kcrash"))
         .args(["-s", "--keep-going", "-c", "p KLogs[", "-c", "p klogLevel"])
-        .arg(&*d.core)
+        .arg(&d.core)
         .arg(&d.image)
         .output()
         .expect("run kcrash");
@@ -732,5 +736,35 @@ fn layout_json_offsets_and_sizes_match_gdb() {
     let want = gdb(&d, false, &gdb_cmds);
     for ((cmd, got), want) in gdb_cmds.iter().zip(&ours).zip(&want) {
         assert_eq!(got, want, "{cmd}");
+    }
+}
+
+/// The same kernel state read from each dump format QEMU and makedumpfile wrote prints the same.
+#[test]
+fn every_dump_format_prints_the_same_values() {
+    let dir = corpus().join("bare/wrap");
+    let image = corpus().join("bare/vmlinux");
+    let cmds = [
+        "p KLogs",
+        "p DebugFlags",
+        "p bare::chore::CHORES",
+        "p *KLogs[1].buffer@16",
+        "struct klog_runtime::ring::KLog &KLogs[3]",
+    ];
+    let elf = unpack(&dir.join("vmcore-paging.elf.gz"), image.clone());
+    let want: Vec<String> = cmds.iter().map(|c| kcrash(&elf, c)).collect();
+    for gz in ["vmcore.elf.gz", "vmcore.kdump-flat.gz"] {
+        let d = unpack(&dir.join(gz), image.clone());
+        for (c, want) in cmds.iter().zip(&want) {
+            assert_eq!(kcrash(&d, c), *want, "{gz}: {c}");
+        }
+    }
+    let kdump = Dump {
+        core: dir.join("vmcore.kdump"),
+        image,
+        _unpacked: None,
+    };
+    for (c, want) in cmds.iter().zip(&want) {
+        assert_eq!(kcrash(&kdump, c), *want, "vmcore.kdump: {c}");
     }
 }
