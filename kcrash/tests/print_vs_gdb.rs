@@ -85,13 +85,18 @@ fn kcrash_status(d: &Dump, cmd: &str) -> (String, String, bool) {
 
 /// Whether gdb is here; if not, says so (or fails under KCRASH_REQUIRE_TOOLS=1).
 fn have_gdb(test: &str) -> bool {
-    let ok = Command::new("gdb")
+    have_tool("gdb", test)
+}
+
+/// Whether `tool` runs; if not, says so on stderr (or fails under KCRASH_REQUIRE_TOOLS=1).
+fn have_tool(tool: &str, test: &str) -> bool {
+    let ok = Command::new(tool)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
         let msg =
-            format!("{test}: gdb is not installed: kcrash's output was NOT compared with gdb's");
+            format!("{test}: {tool} is not installed: kcrash's output was NOT compared with gdb's");
         if std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() == Ok("1") {
             panic!("{msg} (KCRASH_REQUIRE_TOOLS=1)");
         }
@@ -767,4 +772,136 @@ fn every_dump_format_prints_the_same_values() {
     for (c, want) in cmds.iter().zip(&want) {
         assert_eq!(kcrash(&kdump, c), *want, "vmcore.kdump: {c}");
     }
+}
+
+/// gcc's DWARF for every kind of C type (tests/data/types.c: bool, signed and unsigned chars,
+/// shorts, floats, enums plain, flag and negative, a 2-D array of structs, anonymous union and
+/// struct members, escapes, long strings, NULL, pointer to pointer, a function pointer,
+/// bit-fields, 64-bit extremes), built here, run under gdb to its abort() and saved with gcore:
+/// kcrash prints it as gdb does.
+#[test]
+fn every_c_type_prints_as_gdb_prints_it() {
+    let test = "every_c_type_prints_as_gdb_prints_it";
+    if !have_gdb(test) || !have_tool("gcc", test) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = dir.path().join("types");
+    let core = dir.path().join("types.core");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/types.c");
+    let gcc = Command::new("gcc")
+        .args(["-g", "-O0", "-o"])
+        .arg(&exe)
+        .arg(&source)
+        .output()
+        .expect("run gcc");
+    assert!(
+        gcc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gcc.stderr)
+    );
+    let gcore = Command::new("gdb")
+        .args(["-batch", "-nx", "-ex", "run", "-ex"])
+        .arg(format!("gcore {}", core.display()))
+        .arg(&exe)
+        .output()
+        .expect("run gdb");
+    assert!(
+        core.exists(),
+        "gcore failed: {}",
+        String::from_utf8_lossy(&gcore.stdout)
+    );
+    let d = Dump {
+        core,
+        image: exe,
+        _unpacked: None,
+    };
+    let exprs = [
+        "M",
+        "grid",
+        "grid[1]",
+        "*grid",
+        "**grid",
+        "&grid[1]",
+        "zeros",
+        "long_text",
+        "long_ptr",
+        "escapes",
+        "W",
+        "P",
+        "M.pts",
+        "M.pts[1]",
+        "M.pts[1][2].y",
+        "M.tag",
+        "M.i",
+        "M.inner",
+        "M.text",
+        "M.msg",
+        "M.nul",
+        "M.pp",
+        "*M.pp",
+        "**M.pp",
+        "*M.self_pt",
+        "M.self_pt->y",
+        "M.bits_a",
+        "M.bits_b",
+        "M.ok",
+        "M.sc",
+        "M.uc",
+        "M.s",
+        "M.us",
+        "M.f",
+        "M.d",
+        "M.c",
+        "M.fl",
+        "M.fl2",
+        "M.n",
+        "M.big",
+        "M.ubig",
+        "(enum flags)3",
+        "(enum flags)9",
+        "(enum flags)0",
+        "(enum color)1",
+        "(enum color)4",
+        "(enum neg)-2",
+        "sizeof(struct mixed)",
+        "sizeof M.pts",
+        "&M.pts[1][1]",
+        "&M.pts[1][1] - &M.pts[0][0]",
+        "long_text + 249",
+        "escapes[3]",
+        "M.text[5]",
+    ];
+    let mut cmds: Vec<String> = exprs.iter().map(|e| format!("p {e}")).collect();
+    for f in ["x", "d", "u", "o", "t", "c", "z"] {
+        cmds.push(format!("p/{f} M"));
+    }
+    cmds.extend(
+        [
+            "ptype union word",
+            "ptype point_t",
+            "ptype enum color",
+            "ptype enum flags",
+            "ptype enum neg",
+            "ptype M.pts",
+            "ptype M.inner",
+            "whatis M.pts[1]",
+            "whatis M.inner",
+            "whatis point_t",
+        ]
+        .map(String::from),
+    );
+    let cmd_refs: Vec<&str> = cmds.iter().map(String::as_str).collect();
+    same_as_gdb(&d, false, &cmd_refs);
+    let want = gdb(
+        &d,
+        false,
+        &["set print pretty on".into(), "p M".into(), "p grid".into()],
+    );
+    assert_eq!(kcrash(&d, "p --pretty M"), want[1]);
+    assert_eq!(kcrash(&d, "p --pretty grid"), want[2]);
+    // The one difference: the type model has no function signatures (`void (*fn)(int)`).
+    let ours = kcrash(&d, "ptype struct mixed");
+    let theirs = gdb(&d, false, &["ptype struct mixed".into()]);
+    assert_eq!(ours, theirs[0].replace("void (*fn)(int);", "function *fn;"));
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Value as Json};
 
 use symbols::{Image, Member, Qualifier, TypeId, TypeKind};
 
-use super::eval::{EvalError, Evaluator, Shape, Ty};
+use super::eval::{c_spelling, EvalError, Evaluator, Shape, Ty};
 
 /// How members are introduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,11 +301,17 @@ pub fn declaration(ty: &str, name: &str) -> String {
     format!("{ty} {name}")
 }
 
+/// A member's type name, spelt as gdb spells C's base types.
 fn name_of(image: &Image, id: Option<TypeId>) -> Result<String, EvalError> {
-    match id {
-        Some(id) => Ok(image.type_name(id)?),
-        None => Ok("void".into()),
-    }
+    let Some(id) = id else {
+        return Ok("void".into());
+    };
+    let name = image.type_name(id)?;
+    Ok(if image.type_(id)?.rust {
+        name
+    } else {
+        c_spelling(&name)
+    })
 }
 
 /// The type as JSON: `type` (its name), `size`, and for a struct or union (after typedefs and

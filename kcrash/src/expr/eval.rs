@@ -417,7 +417,10 @@ impl<'a> Evaluator<'a> {
                 Place::Memory(addr) => return Ok((addr, IntTy::ULONG)),
                 _ => return err("Attempt to take address of value not located in memory."),
             },
-            _ => return err(format!("{} is not a number", self.type_name(&v.ty)?)),
+            Shape::Float(_) => {
+                return err("floating-point arithmetic is not supported: print the value alone")
+            }
+            _ => return err("Argument to arithmetic operation not a number or boolean."),
         };
         let size = u64::from(int.size);
         let bits = self.bits(v, size)?;
@@ -671,7 +674,7 @@ impl<'a> Evaluator<'a> {
 }
 
 /// gcc names base types `long unsigned int`; gdb (and C programmers) write `unsigned long`.
-fn c_spelling(name: &str) -> String {
+pub fn c_spelling(name: &str) -> String {
     const SPELLINGS: &[(&str, &str)] = &[
         ("long long unsigned int", "unsigned long long"),
         ("long long int", "long long"),

@@ -90,7 +90,7 @@ pub enum Kind {
         runs: Vec<(Node, u64)>,
         more: bool,
     },
-    /// An array of characters, as read; `more` when cut at the limit.
+    /// An array of characters, as read; `more` when the array goes on past what was read.
     Chars {
         bytes: Vec<u8>,
         more: bool,
@@ -114,6 +114,9 @@ pub enum CString {
     Text { bytes: Vec<u8>, more: bool },
     Unreadable(u64),
 }
+
+/// The most of a character array read, as gdb's default `max-value-size`.
+const MAX_CHAR_ARRAY: u64 = 65536;
 
 /// Nesting deeper than this is a type cycle in broken DWARF, not a real value.
 const MAX_NESTING: usize = 64;
@@ -315,7 +318,7 @@ impl Reader<'_, '_> {
             };
             return Ok(Kind::Pointer {
                 addr,
-                symbol: None,
+                symbol: self.symbol(addr),
                 string: Some(string),
             });
         }
@@ -399,14 +402,16 @@ impl Reader<'_, '_> {
                 Shape::Int(IntTy { size: 1, .. }, IntStyle::Char)
             );
         if is_chars {
-            let n = len.min(self.opts.limit + 1);
+            // Read whole (as gdb does, up to its max-value-size): the writer's limit counts runs.
+            let n = len.min(MAX_CHAR_ARRAY);
             let mut bytes = vec![0u8; n as usize];
             if let Err(u) = self.ev.mem.read(addr, &mut bytes) {
                 return Ok(Kind::Unreadable(u.addr));
             }
-            let more = len > self.opts.limit;
-            bytes.truncate(self.opts.limit.min(len) as usize);
-            return Ok(Kind::Chars { bytes, more });
+            return Ok(Kind::Chars {
+                bytes,
+                more: len > n,
+            });
         }
         let mut runs = Vec::new();
         let mut printed = 0;
@@ -609,6 +614,15 @@ impl Writer<'_, '_> {
         match &n.kind {
             Kind::Int { bits, int, style } => self.int(*bits, *int, *style, out),
             Kind::Float { bits, size } => match self.opts.format {
+                // gdb's /c takes a float's value; the other letters take its bits.
+                Some('c') => {
+                    let v = if *size == 4 {
+                        f64::from(f32::from_bits(*bits as u32))
+                    } else {
+                        f64::from_bits(*bits)
+                    };
+                    self.formatted(v as i64 as u64, IntTy::LONG, 'c', out)
+                }
                 Some(f) => self.formatted(
                     *bits,
                     IntTy {
@@ -800,41 +814,43 @@ impl Writer<'_, '_> {
             }
             return;
         }
+        // gdb counts whole runs against the limit: a run that crosses it is shown whole.
         let mut i = 0;
+        let mut shown = 0u64;
         let mut in_quote = false;
-        let mut first = true;
-        while i < bytes.len() {
+        while i < bytes.len() && shown < self.opts.limit {
             let c = bytes[i];
-            let run = bytes[i..].iter().take_while(|&&b| b == c).count() as u64;
-            if run > self.opts.repeats {
+            let run = bytes[i..].iter().take_while(|&&b| b == c).count();
+            shown += run as u64;
+            if run as u64 > self.opts.repeats {
                 if in_quote {
                     out.push('"');
                     in_quote = false;
                 }
-                if !first {
+                if i > 0 {
                     out.push_str(", ");
                 }
                 out.push('\'');
                 char_escape(c, b'\'', out);
                 write!(out, "' <repeats {run} times>").ok();
-                i += run as usize;
             } else {
                 if !in_quote {
-                    if !first {
+                    if i > 0 {
                         out.push_str(", ");
                     }
                     out.push('"');
                     in_quote = true;
                 }
-                char_escape(c, b'"', out);
-                i += 1;
+                for _ in 0..run {
+                    char_escape(c, b'"', out);
+                }
             }
-            first = false;
+            i += run;
         }
         if in_quote {
             out.push('"');
         }
-        if more {
+        if more || i < bytes.len() {
             out.push_str("...");
         }
     }
