@@ -865,11 +865,51 @@ fn decimal(bits: u64, width: u64, signed: bool, out: &mut String) {
     }
 }
 
+/// A float as gdb prints it: C's `%g` with 9 significant digits for a `float`, 17 for a
+/// `double` (enough to read back the same bits), NaNs with their payload.
 fn float(bits: u64, size: u8, out: &mut String) {
-    if size == 4 {
-        write!(out, "{}", f32::from_bits(bits as u32)).ok();
+    let (v, digits, payload) = if size == 4 {
+        let b = bits as u32;
+        (f64::from(f32::from_bits(b)), 9, u64::from(b & 0x7f_ffff))
     } else {
-        write!(out, "{}", f64::from_bits(bits)).ok();
+        (f64::from_bits(bits), 17, bits & 0xf_ffff_ffff_ffff)
+    };
+    let sign = if v.is_sign_negative() { "-" } else { "" };
+    if v.is_nan() {
+        write!(out, "{sign}nan({payload:#x})").ok();
+    } else if v.is_infinite() {
+        write!(out, "{sign}inf").ok();
+    } else if v == 0.0 {
+        write!(out, "{sign}0").ok();
+    } else {
+        out.push_str(&c_g(v, digits));
+    }
+}
+
+/// C's `%.Ng` of a finite, non-zero `v`.
+fn c_g(v: f64, digits: usize) -> String {
+    let sci = format!("{:.*e}", digits - 1, v);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if exp < -4 || exp >= digits as i32 {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!(
+            "{}e{sign}{:02}",
+            trim_fraction(mantissa),
+            exp.unsigned_abs()
+        )
+    } else {
+        let decimals = (digits as i32 - 1 - exp).max(0) as usize;
+        trim_fraction(&format!("{v:.decimals$}")).to_owned()
+    }
+}
+
+/// `1.500` → `1.5`, `2.000` → `2`: `%g` drops trailing zeros.
+fn trim_fraction(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
     }
 }
 
@@ -1035,6 +1075,37 @@ mod tests {
         size: 4,
         signed: false,
     };
+
+    #[test]
+    fn floats_print_as_c_g() {
+        let f = |v: f64| {
+            let mut s = String::new();
+            float(v.to_bits(), 8, &mut s);
+            s
+        };
+        let f32_ = |v: f32| {
+            let mut s = String::new();
+            float(u64::from(v.to_bits()), 4, &mut s);
+            s
+        };
+        // Expected values are what gdb 13 prints for the same literals.
+        assert_eq!(f(0.1), "0.10000000000000001");
+        assert_eq!(f32_(0.1), "0.100000001");
+        assert_eq!(f(1e20), "1e+20");
+        assert_eq!(f(1e-5), "1.0000000000000001e-05");
+        assert_eq!(f(123456789.0), "123456789");
+        assert_eq!(f32_(123456789.0), "123456792");
+        assert_eq!(f(1.0 / 3.0), "0.33333333333333331");
+        assert_eq!(f(100.0), "100");
+        assert_eq!(f(1e16), "10000000000000000");
+        assert_eq!(f(1e17), "1e+17");
+        assert_eq!(f(0.0001), "0.0001");
+        assert_eq!(f32_(1e-40), "9.9999461e-41");
+        assert_eq!(f(1.5), "1.5");
+        assert_eq!(f(-0.0), "-0");
+        assert_eq!(f(f64::INFINITY), "inf");
+        assert_eq!(f(f64::NAN), "nan(0x8000000000000)");
+    }
 
     #[test]
     fn enum_values_are_named_as_gdb_names_them() {

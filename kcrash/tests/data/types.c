@@ -47,6 +47,9 @@ char escapes[16];
 const char *long_ptr;
 union word W;
 point_t P = {3, -4};
+float F_TENTH = 0.1f, F_DENORMAL = 1e-40f, F_BIG = 123456789.0f;
+double D_TENTH = 0.1, D_BIG = 1e20, D_SMALL = 1e-5, D_THIRD = 1.0 / 3, D_NEGZERO = -0.0;
+double D_INF, D_NAN, D_NEGNAN;
 static void handler(int sig) { (void)sig; }
 
 int main(void) {
@@ -69,5 +72,8 @@ int main(void) {
     memcpy(escapes, "\001\002\033\177\200\377ab\\'", 10);
     long_ptr = long_text;
     W.f = 2.0f;
+    D_INF = __builtin_inf();
+    D_NAN = __builtin_nan("");
+    D_NEGNAN = -__builtin_nan("");
     abort();
 }
