@@ -776,7 +776,7 @@ fn every_dump_format_prints_the_same_values() {
 
 /// gcc's DWARF for every kind of C type (tests/data/types.c: bool, signed and unsigned chars,
 /// shorts, floats, enums plain, flag and negative, a 2-D array of structs, anonymous union and
-/// struct members, escapes, long strings, NULL, pointer to pointer, a function pointer,
+/// struct members, flexible array members, escapes, long strings, NULL, pointer to pointer, a function pointer,
 /// bit-fields, 64-bit extremes), built here, run under gdb to its abort() and saved with gcore:
 /// kcrash prints it as gdb does.
 #[test]
@@ -888,6 +888,8 @@ fn every_c_type_prints_as_gdb_prints_it() {
             "whatis M.pts[1]",
             "whatis M.inner",
             "whatis point_t",
+            "ptype struct flex",
+            "whatis FLEX.data",
         ]
         .map(String::from),
     );

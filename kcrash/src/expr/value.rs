@@ -389,7 +389,15 @@ impl Reader<'_, '_> {
         addr: u64,
         depth: usize,
     ) -> Result<Kind, EvalError> {
-        let len = dims.first().copied().flatten().unwrap_or(0);
+        let Some(len) = dims.first().copied().flatten() else {
+            // A flexible array member (`int data[]`) has no length to print by: gdb shows where
+            // it starts, as a pointer to its first element (with the string, for characters).
+            let first = match dims.get(1..) {
+                Some(rest) if !rest.is_empty() => Ty::Array(Box::new(elem.clone()), rest.to_vec()),
+                _ => elem.clone(),
+            };
+            return self.pointer(&first, addr);
+        };
         let ty = match dims.get(1..) {
             Some(rest) if !rest.is_empty() => Ty::Array(Box::new(elem.clone()), rest.to_vec()),
             _ => elem.clone(),

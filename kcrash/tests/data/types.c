@@ -10,6 +10,8 @@ enum neg { MINUS = -2, ZERO = 0 };
 struct point { int x, y; };
 union word { unsigned int u; float f; unsigned char b[4]; };
 typedef struct point point_t;
+struct flex { int n; int data[]; };
+struct cflex { int n; char name[]; };
 
 struct mixed {
     bool ok;
@@ -47,6 +49,8 @@ char escapes[16];
 const char *long_ptr;
 union word W;
 point_t P = {3, -4};
+struct flex FLEX = {2, {7, 8}};
+struct cflex CFLEX = {3, "abc"};
 float F_TENTH = 0.1f, F_DENORMAL = 1e-40f, F_BIG = 123456789.0f;
 double D_TENTH = 0.1, D_BIG = 1e20, D_SMALL = 1e-5, D_THIRD = 1.0 / 3, D_NEGZERO = -0.0;
 double D_INF, D_NAN, D_NEGNAN;
