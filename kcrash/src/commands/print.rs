@@ -6,7 +6,9 @@ use std::io::Write;
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::expr::value::{to_json, Options, Reader, Writer, FORMATS};
+use crate::expr::json::to_json;
+use crate::expr::text::Writer;
+use crate::expr::value::{Options, Reader, FORMATS};
 use crate::expr::{parse_expr, Evaluator, Expr, Ty};
 use crate::session::Session;
 

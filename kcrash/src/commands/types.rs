@@ -8,7 +8,9 @@ use symbols::Image;
 
 use crate::expr::decl::{self, expanded, Offsets};
 use crate::expr::eval::{Place, Shape};
-use crate::expr::value::{self, Options, Reader, Writer};
+use crate::expr::json::to_json as value_json;
+use crate::expr::text::Writer;
+use crate::expr::value::{Options, Reader};
 use crate::expr::{parse_expr, parse_type, Evaluator, Ty, Value};
 use crate::session::Session;
 
@@ -120,7 +122,7 @@ pub fn ptype(session: &Session<'_>, line: &str, out: &mut dyn Write) -> Result<(
     let ev = Evaluator::new(image, session);
     let (ty, _) = type_of(&ev, &text)?;
     if json {
-        writeln!(out, "{}", decl::to_json(&ev, &ty)?)?;
+        writeln!(out, "{}", decl::layout_json(&ev, &ty)?)?;
     } else {
         writeln!(out, "type = {}", expanded(&ev, &ty, Offsets::None)?)?;
     }
@@ -171,7 +173,7 @@ pub fn struct_(
         bail!("{name} is {}, not a {keyword}", ev.type_name(&ty)?);
     }
     if addr.is_empty() && json {
-        writeln!(out, "{}", decl::to_json(&ev, &ty)?)?;
+        writeln!(out, "{}", decl::layout_json(&ev, &ty)?)?;
         return Ok(());
     }
     if addr.is_empty() {
@@ -194,7 +196,7 @@ pub fn struct_(
     };
     let node = Reader { ev: &ev, opts }.read(&value)?;
     if json {
-        writeln!(out, "{}", value::to_json(&ev, &node))?;
+        writeln!(out, "{}", value_json(&ev, &node))?;
         return Ok(());
     }
     let shown = match ty {

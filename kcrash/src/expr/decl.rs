@@ -318,7 +318,7 @@ fn name_of(image: &Image, id: Option<TypeId>) -> Result<String, EvalError> {
 /// qualifiers) `kind` and `members` (`name`, `type`, `offset`, `size`, `bit_offset` and
 /// `bit_size` for a bit-field, nested `members` for an anonymous one), for an enum
 /// `enumerators`.
-pub fn to_json(ev: &Evaluator<'_>, ty: &Ty) -> Result<Json, EvalError> {
+pub fn layout_json(ev: &Evaluator<'_>, ty: &Ty) -> Result<Json, EvalError> {
     let mut o = json!({ "type": ev.type_name(ty)?, "size": ev.size_of(ty)? });
     let mut id = match ty {
         Ty::Dwarf(id) => *id,
