@@ -907,3 +907,47 @@ fn every_c_type_prints_as_gdb_prints_it() {
     let theirs = gdb(&d, false, &["ptype struct mixed".into()]);
     assert_eq!(ours, theirs[0].replace("void (*fn)(int);", "function *fn;"));
 }
+
+/// crash's `struct NAME.member[,member] [ADDR]`: offsets and declarations, or values, one member a
+/// line; gdb gives the same offsets (`&((T *)0)->m`) and values (`p ((T *)ADDR)->m`).
+#[test]
+fn struct_members_alone() {
+    let d = hosted_c("rings");
+    let addr = kcrash(&d, "p/x &workers[1]");
+    let values = kcrash(&d, &format!("struct worker.task.name,body,task.cpu {addr}"));
+    let layout = kcrash(&d, "struct worker.task.name,body,thread");
+    assert_eq!(
+        kcrash(&d, "struct _Dbg_Intensity.d_klog"),
+        "  [0x0:3] unsigned int d_klog : 1;"
+    );
+    if !have_gdb("struct_members_alone") {
+        return;
+    }
+    let want = gdb(
+        &d,
+        false,
+        &[
+            format!("p ((struct worker *){addr})->task.name"),
+            format!("p ((struct worker *){addr})->body"),
+            format!("p ((struct worker *){addr})->task.cpu"),
+            "p/x (long)&((struct worker *)0)->task.name".into(),
+            "p/x (long)&((struct worker *)0)->body".into(),
+            "p/x (long)&((struct worker *)0)->thread".into(),
+        ],
+    );
+    // A member is shown as inside its struct: a pointer without its type in front.
+    let body = want[1]
+        .split_once(") ")
+        .map_or(want[1].as_str(), |(_, v)| v);
+    assert_eq!(
+        values,
+        format!("  name = {}\n  body = {body}\n  cpu = {}", want[0], want[2])
+    );
+    assert_eq!(
+        layout,
+        format!(
+            "  [{}] char name[24];\n  [{}] function *body;\n  [{}] pthread_t thread;",
+            want[3], want[4], want[5]
+        )
+    );
+}

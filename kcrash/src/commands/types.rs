@@ -37,13 +37,16 @@ union [-o] NAME [ADDR] — the same for a union
 
 NAME is a tag (_KLog), a typedef (KLog) or a Rust path (klog_runtime::ring::KLog). -o puts each
 member's offset in front ([0x8]); the size follows the layout. ADDR is an address, a symbol or any
-expression giving one.
+expression giving one. NAME.m1,m2.sub shows only those members: their offsets and declarations,
+or with ADDR their values.
 
 Examples:
   struct _KLog
   struct -o KLog
   struct _KLog 0xffffffff80101040
-  struct _KLog &KLogs[2]";
+  struct _KLog &KLogs[2]
+  struct _KLog.name,next_write &KLogs[2]
+  struct _KLog.next_write";
 
 fn image<'s>(session: &'s Session<'_>) -> Result<&'s Image> {
     session
@@ -153,6 +156,11 @@ pub fn struct_(
     let Some((name, addr)) = rest.split_first() else {
         bail!("{keyword} what? ({keyword} NAME [ADDR]; {keyword} --help)");
     };
+    // crash's `struct NAME.member[,member...]`: only those members.
+    let (name, members) = match name.split_once('.') {
+        Some((n, m)) => (n, Some(m.split(',').collect::<Vec<_>>())),
+        None => (*name, None),
+    };
     let image = image(session)?;
     let ev = Evaluator::new(image, session);
     let ty = [format!("{keyword} {name}"), (*name).to_owned()]
@@ -171,6 +179,9 @@ pub fn struct_(
     };
     if !is_kind {
         bail!("{name} is {}, not a {keyword}", ev.type_name(&ty)?);
+    }
+    if let Some(members) = members {
+        return members_of(&ev, &ty, &members, addr, out);
     }
     if addr.is_empty() && json {
         writeln!(out, "{}", decl::layout_json(&ev, &ty)?)?;
@@ -209,6 +220,68 @@ pub fn struct_(
         ev.type_name(&shown)?,
         Writer { ev: &ev, opts }.top(&node)?
     )?;
+    Ok(())
+}
+
+/// `struct NAME.a,b.c [ADDR]`: each member with its offset and declaration, or its value in the
+/// object at ADDR, one a line as crash shows them.
+fn members_of(
+    ev: &Evaluator<'_>,
+    ty: &Ty,
+    members: &[&str],
+    addr: &[&str],
+    out: &mut dyn Write,
+) -> Result<()> {
+    let at = if addr.is_empty() {
+        None
+    } else {
+        let text = addr.join(" ");
+        let expr = parse_expr(&text).map_err(|e| anyhow!("{}", e.show(&text)))?;
+        Some(address_of(ev, ev.eval(&expr)?)?)
+    };
+    let opts = Options {
+        pretty: true,
+        ..Options::default()
+    };
+    for path in members {
+        let base = Value {
+            ty: ty.clone(),
+            place: Place::Memory(at.unwrap_or(0)),
+        };
+        let v = ev.member_path(base, path)?;
+        let last = path.rsplit('.').next().unwrap_or(path);
+        match at {
+            Some(_) => {
+                let node = Reader { ev, opts }.read(&v)?;
+                let mut text = String::new();
+                Writer { ev, opts }.write(&node, 2, &mut text);
+                writeln!(out, "  {last} = {text}")?;
+            }
+            None => {
+                let (offset, bits) = match v.place {
+                    Place::Memory(off) => (off, None),
+                    Place::Bits {
+                        addr,
+                        bit_offset,
+                        bit_size,
+                    } => (
+                        addr.wrapping_add(bit_offset / 8),
+                        Some((bit_offset % 8, bit_size)),
+                    ),
+                    Place::Immediate(_) => bail!("{path} is not in memory"),
+                };
+                let mut line = decl::declaration(&ev.type_name(&v.ty)?, last);
+                let col = match bits {
+                    Some((bit, size)) => {
+                        line.push_str(&format!(" : {size}"));
+                        format!("[{offset:#x}:{bit}]")
+                    }
+                    None => format!("[{offset:#x}]"),
+                };
+                writeln!(out, "  {col} {line};")?;
+            }
+        }
+    }
     Ok(())
 }
 

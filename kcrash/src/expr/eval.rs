@@ -480,6 +480,12 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// The member at `path` (`a`, `a.b.c`) of the struct or union `base`.
+    pub fn member_path(&self, base: Value, path: &str) -> Result<Value> {
+        path.split('.')
+            .try_fold(base, |v, name| self.member(v, name))
+    }
+
     fn member(&self, base: Value, name: &str) -> Result<Value> {
         let ty = match self.shape(&base.ty)? {
             Shape::Struct(t) | Shape::Union(t) => t,
