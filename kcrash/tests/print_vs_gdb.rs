@@ -951,3 +951,33 @@ fn struct_members_alone() {
         )
     );
 }
+
+/// std's types in a Rust program print whole; a `u8` pointer (a Vec's buffer, dangling while the
+/// Vec is empty) is an address, not a string to read.
+#[test]
+fn rust_std_types_print_without_reading_byte_pointers() {
+    let d = hosted_rust("rings");
+    let got = kcrash(&d, "p hosted::oracle::STATE");
+    assert!(got.starts_with("{inner = {futex = 0}, poison = {failed = 0}, data = {announced = true, pending = {buf = {inner = {ptr = {pointer = {pointer = 0x"), "{got}");
+    assert!(!got.contains("error"), "{got}");
+    assert!(got.ends_with("len = 0}}}"), "{got}");
+    if !have_gdb("rust_std_types_print_without_reading_byte_pointers") {
+        return;
+    }
+    let path = "hosted::oracle::STATE.data.value.pending";
+    let want = gdb(
+        &d,
+        true,
+        &[
+            format!("p {path}.len"),
+            format!("p {path}.buf.inner.ptr.pointer.pointer"),
+        ],
+    );
+    let addr = want[1].rsplit(' ').next().unwrap_or("");
+    let none = "{<No data fields>}";
+    let tail = format!(
+        "pointer = {addr}}}, _marker = {none}}}, cap = 0, alloc = {none}}}, _marker = {none}}}, len = {}}}}}}}",
+        want[0]
+    );
+    assert!(got.ends_with(&tail), "kcrash: {got}\ngdb: {want:?}");
+}

@@ -284,8 +284,15 @@ impl Reader<'_, '_> {
     fn pointer(&self, target: &Ty, addr: u64) -> Result<Kind, EvalError> {
         let chars = match self.ev.shape(target)? {
             Shape::Int(IntTy { size: 1, .. }, IntStyle::Char) => true,
-            // Rust spells C's `char *` `*const i8` (or `u8`): shown as a string too.
-            Shape::Int(IntTy { size: 1, .. }, IntStyle::Plain) => self.ev.is_rust(target),
+            // Rust spells C's `char *` `*const i8` (`c_char`): shown as a string too. A `u8`
+            // pointer is a byte buffer (a Vec's, often dangling), not a string.
+            Shape::Int(
+                IntTy {
+                    size: 1,
+                    signed: true,
+                },
+                IntStyle::Plain,
+            ) => self.ev.is_rust(target),
             _ => false,
         };
         if self.opts.format.is_some_and(|f| f != 'a') {
