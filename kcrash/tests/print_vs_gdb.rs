@@ -506,6 +506,14 @@ fn hosted_rust_values_match_gdb() {
     rust_leaves(&hosted_rust("rings"), "hosted::");
 }
 
+/// kcrash's `&CStr` print of the second chore's name: (address, string).
+fn got_pager(d: &Dump) -> (String, String) {
+    let got = kcrash(d, "p bare::chore::CHORES[1].name");
+    let (_, rest) = got.split_once(") ").expect("typed pointer");
+    let (addr, string) = rest.split_once(' ').expect("address and string");
+    (addr.to_owned(), string.to_owned())
+}
+
 /// Rust strings: gdb shows a `*const i8` or a `&CStr` as an address only; kcrash adds the C
 /// string there, which gdb's `x/s` reads the same.
 #[test]
@@ -539,6 +547,10 @@ fn rust_char_pointers_show_their_string() {
             want[0]
         );
     }
+    // The same bytes as a `&str` (its length counts the CStr's NUL, which a &str shows).
+    let s = kcrash(&d, "p *(&str *)&bare::chore::CHORES[1].name");
+    let (_, pager) = got_pager(&d);
+    assert_eq!(s, format!("{}\\000\"", pager.trim_end_matches('"')));
     // A symbol LLVM made up, named in full as gdb's /a names it.
     let got = kcrash(&d, "p/a bare::chore::CHORES[1].name.data_ptr");
     let want = gdb(

@@ -88,7 +88,7 @@ pub fn to_json(ev: &Evaluator<'_>, n: &Node) -> Json {
             o.insert("elements".into(), json!(elems));
             o.insert("truncated".into(), json!(more));
         }
-        Kind::Chars { bytes, more } => {
+        Kind::Chars { bytes, more } | Kind::Str { bytes, more } => {
             o.insert("string".into(), json!(String::from_utf8_lossy(bytes)));
             o.insert("bytes".into(), json!(bytes));
             o.insert("truncated".into(), json!(more));

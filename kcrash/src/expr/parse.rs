@@ -473,6 +473,17 @@ impl Parser {
             }
         }
         let mut words: Vec<String> = Vec::new();
+        // Rust's reference types are named with their `&` (`&str`, `&[u8]` is not supported):
+        // `(&str *)p`.
+        if self.is("&")
+            && matches!(self.peek_at(1), Tok::Ident(_))
+            && matches!(self.peek_at(2), Tok::Punct("*" | ")"))
+        {
+            self.bump();
+            if let Tok::Ident(w) = self.bump() {
+                words.push(format!("&{w}"));
+            }
+        }
         loop {
             match self.peek().clone() {
                 Tok::Ident(w) if w == "const" || w == "volatile" => {
@@ -800,6 +811,16 @@ mod tests {
         );
         assert_eq!(p("(const char **)x"), Expr::Cast(ty("char", 2), name("x")));
         assert_eq!(p("(*mut u64)x"), Expr::Cast(ty("u64", 1), name("x")));
+        assert_eq!(p("(&str *)x"), Expr::Cast(ty("&str", 1), name("x")));
+        assert_eq!(p("(&x)"), Expr::Unary(UnOp::AddrOf, name("x")));
+        assert_eq!(
+            p("(&x) + 1"),
+            Expr::Binary(
+                BinOp::Add,
+                Box::new(Expr::Unary(UnOp::AddrOf, name("x"))),
+                int(1)
+            )
+        );
         assert_eq!(
             p("(core::sync::atomic::AtomicPtr<u64> *)x"),
             Expr::Cast(ty("core::sync::atomic::AtomicPtr<u64>", 1), name("x"))

@@ -160,6 +160,7 @@ impl Writer<'_, '_> {
                 out.push('}');
             }
             Kind::Chars { bytes, more } => self.chars(bytes, *more, true, out),
+            Kind::Str { bytes, more } => self.chars(bytes, *more, false, out),
             Kind::Unreadable(a) => {
                 write!(out, "<error: {}>", cannot_access(*a)).ok();
             }

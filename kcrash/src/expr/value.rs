@@ -90,6 +90,11 @@ pub enum Kind {
         bytes: Vec<u8>,
         more: bool,
     },
+    /// A Rust `&str`: its bytes, all of them meant (no NUL ends it); `more` when cut at the limit.
+    Str {
+        bytes: Vec<u8>,
+        more: bool,
+    },
     /// Could not be read: the first address that failed.
     Unreadable(u64),
     /// Cannot be shown, and why (`<optimized out>`-like).
@@ -271,7 +276,7 @@ impl Reader<'_, '_> {
             Err(u) => CString::Unreadable(u.addr),
         };
         match (kind, text) {
-            (RustString::Str, CString::Text { bytes, more }) => Kind::Chars { bytes, more },
+            (RustString::Str, CString::Text { bytes, more }) => Kind::Str { bytes, more },
             (RustString::Str, CString::Unreadable(a)) => Kind::Unreadable(a),
             (RustString::CStr, text) => Kind::Pointer {
                 addr: ptr,
