@@ -4,6 +4,7 @@
 //! KLog decoding, and the commands. The binary is a thin shell around it.
 
 pub mod commands;
+pub mod expr;
 pub mod klog;
 pub mod memory;
 pub mod session;

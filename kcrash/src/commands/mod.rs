@@ -1,3 +1,5 @@
 //! The commands a kcrash session runs, each parsing its own arguments.
 
 pub mod klog;
+pub mod print;
+pub mod types;
