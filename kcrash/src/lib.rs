@@ -4,7 +4,9 @@
 //! KLog decoding, and the commands. The binary is a thin shell around it.
 
 pub mod commands;
+pub mod interrupt;
 pub mod klog;
 pub mod memory;
+pub mod paint;
 pub mod session;
 pub mod shell;

@@ -157,6 +157,7 @@ pub fn run(
     let names = klog.names();
     let mut shown = 0u64;
     let mut emit = |rec: &Record, printer: &mut Printer<'_>, out: &mut dyn Write| -> Result<bool> {
+        crate::interrupt::check()?;
         if shown >= limit {
             return Ok(false);
         }

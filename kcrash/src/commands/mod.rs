@@ -1,3 +1,6 @@
 //! The commands a kcrash session runs, each parsing its own arguments.
 
 pub mod klog;
+pub mod rd;
+pub mod sym;
+pub mod sys;

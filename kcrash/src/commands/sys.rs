@@ -1,0 +1,337 @@
+//! `sys`: what the dump is — file, format, producer, CPUs, the image, VMCOREINFO, the files that
+//! served a process core's missing ranges, and what it says about the crash.
+
+use anyhow::Result;
+use clap::Parser;
+use dumpfmt::{Dump, Format};
+use serde_json::{json, Map, Value};
+
+use crate::commands::sym::describe;
+use crate::session::Session;
+use crate::shell::{Context, Flow};
+
+/// Describe the dump: file, format and compression, size, producer, CPUs, crash time, image and
+/// build-id, VMCOREINFO, which files served which ranges (process cores), and the crash itself
+/// (the panic message when the dump holds one, else each CPU's stopping point or the signal).
+#[derive(Parser, Debug)]
+#[command(name = "sys", no_binary_name = true, disable_version_flag = true)]
+#[command(after_help = "Examples:\n  sys\n  sys --json | jq .vmcoreinfo")]
+pub struct Args {
+    /// One JSON document.
+    #[arg(long)]
+    json: bool,
+}
+
+const NT_PRPSINFO: u32 = 3;
+const NT_SIGINFO: u32 = 0x5349_4749;
+
+/// One CPU or thread where the dump stopped it.
+struct Stop {
+    /// vCPU index, or the thread id.
+    id: i64,
+    rip: u64,
+    rsp: u64,
+    /// CR2 (QEMU notes): the last page-fault address.
+    cr2: Option<u64>,
+}
+
+fn signal_name(n: i32) -> &'static str {
+    match n {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        31 => "SIGSYS",
+        _ => "signal",
+    }
+}
+
+fn format_name(dump: &Dump) -> &'static str {
+    match (dump.format(), dump.is_process_core()) {
+        (Format::Elf, true) => "ELF core (process)",
+        (Format::Elf, false) => "ELF core (kernel)",
+        (Format::Kdump, _) => "kdump-compressed",
+        (Format::KdumpFlattened, _) => "kdump-compressed, makedumpfile flattened stream",
+    }
+}
+
+pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
+    let args = Args::try_parse_from(argv)?;
+    let session = cx.session;
+    let dump = session.dump;
+    let mut facts: Vec<(&str, Value)> = Vec::new();
+    let mut warnings = Vec::new();
+
+    facts.push(("dumpfile", json!(dump.path().display().to_string())));
+    facts.push(("format", json!(format_name(dump))));
+    let mut compression = Vec::new();
+    if dump.was_gzipped() {
+        compression.push("gzip (whole file, read decompressed)");
+    }
+    if matches!(dump.format(), Format::Kdump | Format::KdumpFlattened) {
+        compression.push("kdump pages compressed one by one");
+    }
+    facts.push((
+        "compression",
+        json!(if compression.is_empty() {
+            "none".to_owned()
+        } else {
+            compression.join("; ")
+        }),
+    ));
+    match std::fs::metadata(dump.path()) {
+        Ok(m) => facts.push(("size", json!(m.len()))),
+        Err(e) => warnings.push(format!("size: {e}")),
+    }
+    if dump.is_incomplete() {
+        facts.push(("incomplete", json!(true)));
+    }
+
+    let qemu: Vec<_> = dump
+        .qemu_cpu_states()
+        .filter_map(|r| r.map_err(|e| warnings.push(e.to_string())).ok())
+        .collect();
+    let prstatus: Vec<_> = dump
+        .prstatus()
+        .filter_map(|r| r.map_err(|e| warnings.push(e.to_string())).ok())
+        .collect();
+    let producer = if dump.is_process_core() {
+        "Linux (the kernel's core dump or gdb gcore)"
+    } else if !qemu.is_empty() {
+        "QEMU dump-guest-memory (QEMU CPU-state notes)"
+    } else if dump.kdump_header().is_some() {
+        "kdump (makedumpfile)"
+    } else {
+        "unknown"
+    };
+    facts.push(("producer", json!(producer)));
+    if let Some(h) = dump.kdump_header() {
+        if !h.release.is_empty() {
+            facts.push(("release", json!(h.release)));
+        }
+        facts.push(("machine", json!(h.machine)));
+        facts.push(("dump_level", json!(h.dump_level)));
+    }
+    let stops: Vec<Stop> = if qemu.is_empty() {
+        prstatus
+            .iter()
+            .map(|p| Stop {
+                id: p.pid.into(),
+                rip: p.regs.rip(),
+                rsp: p.regs.rsp(),
+                cr2: None,
+            })
+            .collect()
+    } else {
+        qemu.iter()
+            .enumerate()
+            .map(|(i, q)| Stop {
+                id: i as i64,
+                rip: q.rip,
+                rsp: q.gprs[6],
+                cr2: Some(q.cr[2]),
+            })
+            .collect()
+    };
+    let cpus = match dump.kdump_header() {
+        Some(h) if h.nr_cpus > 0 => h.nr_cpus as usize,
+        _ => stops.len(),
+    };
+    if dump.is_process_core() {
+        facts.push(("threads", json!(stops.len())));
+    } else {
+        facts.push(("cpus", json!(cpus)));
+    }
+    facts.push((
+        "crash_time",
+        json!("not recorded (no dump format here stores the time of the crash)"),
+    ));
+
+    if let Some(image) = &session.image {
+        facts.push(("image", json!(image.path().display().to_string())));
+        facts.push((
+            "build_id",
+            json!(image
+                .build_id()
+                .map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+                .unwrap_or_else(|| "none".into())),
+        ));
+        facts.push((
+            "debug_info",
+            json!(image
+                .debug_path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "none (symbols only)".into())),
+        ));
+        if image.load_bias() != 0 {
+            facts.push(("load_bias", json!(format!("{:#x}", image.load_bias()))));
+        }
+    } else {
+        facts.push(("image", json!("none")));
+    }
+
+    // The process and its signal.
+    for note in dump.notes().flatten() {
+        if note.is("CORE", NT_PRPSINFO) {
+            if let Ok(p) = note.prpsinfo() {
+                facts.push(("command", json!(p.psargs)));
+                facts.push(("pid", json!(p.pid)));
+            }
+        }
+        if note.is("CORE", NT_SIGINFO) {
+            if let Ok(s) = note.siginfo() {
+                facts.push((
+                    "panic",
+                    json!(format!(
+                        "killed by signal {} ({}), si_code {}",
+                        s.signo,
+                        signal_name(s.signo),
+                        s.code
+                    )),
+                ));
+            }
+        }
+    }
+    if !dump.is_process_core() {
+        facts.push(("panic", json!(kernel_panic(session, &stops))));
+    }
+
+    let image = session.image.as_ref();
+    let cpu_rows: Vec<Value> = stops
+        .iter()
+        .map(|s| {
+            json!({
+                "id": s.id, "rip": s.rip, "rip_symbol": image.and_then(|i| describe(i, s.rip)),
+                "rsp": s.rsp, "cr2": s.cr2,
+            })
+        })
+        .collect();
+    let vmcoreinfo: Vec<(String, String)> = match dump.vmcoreinfo() {
+        Ok(Some(v)) => v
+            .entries()
+            .map(|(k, v, _)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        Ok(None) => Vec::new(),
+        Err(e) => {
+            warnings.push(e.to_string());
+            Vec::new()
+        }
+    };
+    let file_backed: Vec<Value> = session
+        .file_backed
+        .iter()
+        .map(|f| json!({"start": f.start, "end": f.end, "file_offset": f.file_offset, "path": f.path.display().to_string()}))
+        .collect();
+
+    for w in &warnings {
+        writeln!(cx.err, "sys: {w}")?;
+    }
+    if args.json {
+        let mut doc: Map<String, Value> =
+            facts.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        doc.insert("stops".into(), Value::Array(cpu_rows));
+        doc.insert(
+            "vmcoreinfo".into(),
+            Value::Object(
+                vmcoreinfo
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::String(v)))
+                    .collect(),
+            ),
+        );
+        doc.insert("file_backed".into(), Value::Array(file_backed));
+        doc.insert("notes".into(), json!(session.notes));
+        serde_json::to_writer_pretty(&mut *cx.out, &Value::Object(doc))?;
+        writeln!(cx.out)?;
+        return Ok(Flow::Continue);
+    }
+
+    for (key, value) in &facts {
+        let label = key.replace('_', " ").to_uppercase();
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other if *key == "size" => format!("{other} bytes"),
+            other => other.to_string(),
+        };
+        writeln!(cx.out, "{:>12}: {text}", cx.paint.strong(label))?;
+    }
+    let what = if dump.is_process_core() {
+        "THREAD"
+    } else {
+        "CPU"
+    };
+    for s in &stops {
+        write!(
+            cx.out,
+            "{:>12}: rip {} ",
+            cx.paint.strong(format!("{what} {}", s.id)),
+            cx.paint.addr(format_args!("{:#018x}", s.rip))
+        )?;
+        if let Some(name) = image.and_then(|i| describe(i, s.rip)) {
+            write!(cx.out, "({}) ", cx.paint.name(name))?;
+        }
+        write!(cx.out, "rsp {:#018x}", s.rsp)?;
+        if let Some(cr2) = s.cr2 {
+            write!(cx.out, " cr2 {cr2:#018x}")?;
+        }
+        writeln!(cx.out)?;
+    }
+    if !session.file_backed.is_empty() {
+        writeln!(
+            cx.out,
+            "{:>12}: memory the core left out, read from these files",
+            cx.paint.strong("FILE-BACKED")
+        )?;
+        for f in &session.file_backed {
+            writeln!(
+                cx.out,
+                "    {:016x}-{:016x}  {} +{:#x}",
+                f.start,
+                f.end,
+                f.path.display(),
+                f.file_offset
+            )?;
+        }
+    }
+    for note in &session.notes {
+        writeln!(cx.out, "{:>12}: {note}", cx.paint.strong("NOTE"))?;
+    }
+    if vmcoreinfo.is_empty() && !dump.is_process_core() {
+        writeln!(
+            cx.out,
+            "{:>12}: none in the dump",
+            cx.paint.strong("VMCOREINFO")
+        )?;
+    } else if !vmcoreinfo.is_empty() {
+        writeln!(cx.out, "{:>12}:", cx.paint.strong("VMCOREINFO"))?;
+        for (k, v) in &vmcoreinfo {
+            writeln!(cx.out, "    {k}={v}")?;
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+/// What a kernel dump says about the panic: the console is not in these kernels' memory, so the
+/// CPUs' last state is what there is.
+fn kernel_panic(session: &Session<'_>, stops: &[Stop]) -> String {
+    let mut text =
+        String::from("no panic message in the dump (the console log is not kept in memory)");
+    if let Some(s) = stops.first() {
+        text.push_str(&format!("; CPU {} stopped at {:#x}", s.id, s.rip));
+        if let Some(name) = session.image.as_ref().and_then(|i| describe(i, s.rip)) {
+            text.push_str(&format!(" ({name})"));
+        }
+        if let Some(cr2) = s.cr2.filter(|&c| c != 0) {
+            text.push_str(&format!(", last page fault at {cr2:#x} (cr2)"));
+        }
+    }
+    text
+}
