@@ -66,9 +66,12 @@ pub struct Command {
     pub run: Run,
 }
 
-/// The long `--help` of a clap-parsed command.
+/// What `CMD --help` prints for a clap-parsed command.
 pub fn clap_help<A: CommandFactory>() -> String {
-    A::command().render_long_help().to_string()
+    match A::command().try_get_matches_from(["--help"]) {
+        Err(e) => e.render().to_string(),
+        Ok(_) => A::command().render_long_help().to_string(),
+    }
 }
 
 /// Every command, in the order `help` lists them.

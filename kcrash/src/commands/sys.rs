@@ -54,8 +54,8 @@ fn signal_name(n: i32) -> &'static str {
     }
 }
 
-fn format_name(dump: &Dump) -> &'static str {
-    match (dump.format(), dump.is_process_core()) {
+fn format_name(dump: &Dump, process: bool) -> &'static str {
+    match (dump.format(), process) {
         (Format::Elf, true) => "ELF core (process)",
         (Format::Elf, false) => "ELF core (kernel)",
         (Format::Kdump, _) => "kdump-compressed",
@@ -70,8 +70,15 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let mut facts: Vec<(&str, Value)> = Vec::new();
     let mut warnings = Vec::new();
 
+    let qemu: Vec<_> = dump
+        .qemu_cpu_states()
+        .filter_map(|r| r.map_err(|e| warnings.push(e.to_string())).ok())
+        .collect();
+    // QEMU's paging=true ELF dumps have only virtual addresses, like a process core, but they
+    // carry QEMU's CPU notes.
+    let process = dump.is_process_core() && qemu.is_empty();
     facts.push(("dumpfile", json!(dump.path().display().to_string())));
-    facts.push(("format", json!(format_name(dump))));
+    facts.push(("format", json!(format_name(dump, process))));
     let mut compression = Vec::new();
     if dump.was_gzipped() {
         compression.push("gzip (whole file, read decompressed)");
@@ -95,15 +102,11 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         facts.push(("incomplete", json!(true)));
     }
 
-    let qemu: Vec<_> = dump
-        .qemu_cpu_states()
-        .filter_map(|r| r.map_err(|e| warnings.push(e.to_string())).ok())
-        .collect();
     let prstatus: Vec<_> = dump
         .prstatus()
         .filter_map(|r| r.map_err(|e| warnings.push(e.to_string())).ok())
         .collect();
-    let producer = if dump.is_process_core() {
+    let producer = if process {
         "Linux (the kernel's core dump or gdb gcore)"
     } else if !qemu.is_empty() {
         "QEMU dump-guest-memory (QEMU CPU-state notes)"
@@ -145,7 +148,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         Some(h) if h.nr_cpus > 0 => h.nr_cpus as usize,
         _ => stops.len(),
     };
-    if dump.is_process_core() {
+    if process {
         facts.push(("threads", json!(stops.len())));
     } else {
         facts.push(("cpus", json!(cpus)));
@@ -200,7 +203,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
             }
         }
     }
-    if !dump.is_process_core() {
+    if !process {
         facts.push(("panic", json!(kernel_panic(session, &stops))));
     }
 
@@ -263,11 +266,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         };
         writeln!(cx.out, "{:>12}: {text}", cx.paint.strong(label))?;
     }
-    let what = if dump.is_process_core() {
-        "THREAD"
-    } else {
-        "CPU"
-    };
+    let what = if process { "THREAD" } else { "CPU" };
     for s in &stops {
         write!(
             cx.out,
@@ -304,7 +303,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     for note in &session.notes {
         writeln!(cx.out, "{:>12}: {note}", cx.paint.strong("NOTE"))?;
     }
-    if vmcoreinfo.is_empty() && !dump.is_process_core() {
+    if vmcoreinfo.is_empty() && !process {
         writeln!(
             cx.out,
             "{:>12}: none in the dump",
