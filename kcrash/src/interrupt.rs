@@ -2,10 +2,13 @@
 //! loops poll with [`requested`] (or [`check`]) and the shell clears before each command.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
+use std::sync::{Arc, OnceLock};
 
-static REQUESTED: AtomicBool = AtomicBool::new(false);
-static INSTALL: Once = Once::new();
+/// Set by the SIGINT handler (signal-hook's flag handler is async-signal-safe: one store).
+fn flag() -> &'static Arc<AtomicBool> {
+    static REQUESTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    REQUESTED.get_or_init(|| Arc::new(AtomicBool::new(false)))
+}
 
 /// The error a command returns when it stopped for Ctrl-C.
 #[derive(Debug)]
@@ -19,19 +22,16 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-/// Routes SIGINT to the flag instead of ending the process. Idempotent.
+/// Routes SIGINT to the flag instead of ending the process. Call once.
 pub fn install() -> Result<(), String> {
-    let mut result = Ok(());
-    INSTALL.call_once(|| {
-        result = ctrlc::set_handler(|| REQUESTED.store(true, Ordering::SeqCst))
-            .map_err(|e| format!("cannot catch Ctrl-C: {e}"));
-    });
-    result
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(flag()))
+        .map(drop)
+        .map_err(|e| format!("cannot catch Ctrl-C: {e}"))
 }
 
 /// Whether Ctrl-C was pressed since the running command started.
 pub fn requested() -> bool {
-    REQUESTED.load(Ordering::Relaxed)
+    flag().load(Ordering::Relaxed)
 }
 
 /// `Err(Interrupted)` once Ctrl-C was pressed: `interrupt::check()?` in a loop.
@@ -45,5 +45,5 @@ pub fn check() -> Result<(), Interrupted> {
 
 /// Forgets an earlier Ctrl-C: called before each command.
 pub fn clear() {
-    REQUESTED.store(false, Ordering::SeqCst);
+    flag().store(false, Ordering::SeqCst);
 }

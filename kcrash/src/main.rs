@@ -84,9 +84,6 @@ fn main() -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail_open(errors, &e.to_string()),
     };
-    if let Err(e) = kcrash::interrupt::install() {
-        eprintln!("kcrash: {e}");
-    }
     if !cli.silent {
         for note in &session.notes {
             eprintln!("kcrash: {note}");
@@ -121,6 +118,13 @@ fn main() -> ExitCode {
     }
 }
 
+/// Ctrl-C stops the running command, not kcrash.
+fn catch_ctrl_c() {
+    if let Err(e) = kcrash::interrupt::install() {
+        eprintln!("kcrash: {e}");
+    }
+}
+
 fn fail_open(paint: Paint, msg: &str) -> ExitCode {
     eprintln!("{} {}", paint.bad("kcrash:"), one_line(msg));
     ExitCode::from(2)
@@ -133,6 +137,7 @@ fn script(
     keep_going: bool,
     errors: Paint,
 ) -> ExitCode {
+    catch_ctrl_c();
     let mut failed = false;
     for line in lines {
         match shell.run_line(&line, &mut io::stderr()) {
@@ -175,6 +180,8 @@ fn prompt(shell: &mut Shell<'_, '_>, silent: bool, color: ColorChoice) -> ExitCo
             return ExitCode::from(2);
         }
     };
+    // After the editor, which puts its own SIGINT handler in place; ours chains to it.
+    catch_ctrl_c();
     // The prompt goes to the terminal rustyline writes to (stdout).
     let prompt_paint = color.paint_for(io::stdout().is_terminal());
     editor.set_helper(Some(Completion::new(shell.session, prompt_paint)));

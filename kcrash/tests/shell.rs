@@ -670,3 +670,30 @@ fn help_and_json_everywhere() {
     ]);
     assert!(ok(&o).contains("\x1b["));
 }
+
+// ---- the prompt --------------------------------------------------------------------------------
+
+/// An interactive session under a pseudo-terminal (python3's pty module drives it; see
+/// tests/pty_session.py for the steps).
+#[test]
+fn interactive_session_under_a_terminal() {
+    if !have("python3") {
+        eprintln!("python3 not found: the terminal session is not tested");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let o = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pty_session.py"))
+        .arg(env!("CARGO_BIN_EXE_kcrash"))
+        .arg(kdump())
+        .arg(vmlinux())
+        .arg(home.path())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
