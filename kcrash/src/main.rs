@@ -146,7 +146,8 @@ fn script(
             Err(e) => {
                 eprintln!("{} {}", errors.bad("kcrash:"), one_line(&format!("{e:#}")));
                 failed = true;
-                if !keep_going {
+                // Ctrl-C ends a script even with --keep-going.
+                if !keep_going || kcrash::interrupt::requested() {
                     break;
                 }
             }

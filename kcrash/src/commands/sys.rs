@@ -155,7 +155,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     }
     facts.push((
         "crash_time",
-        json!("not recorded (no dump format here stores the time of the crash)"),
+        json!("unknown (kcrash reads no time of crash from this dump)"),
     ));
 
     if let Some(image) = &session.image {
