@@ -481,6 +481,17 @@ fn sys_on_a_process_core_says_signal_and_files() {
         .find_map(|l| l.trim().strip_prefix("Build ID: "))
         .unwrap();
     assert_eq!(doc["build_id"].as_str(), Some(id));
+    // gdb's gcore of the running program records no signal, and sys does not make one up.
+    let out = ok(&run(
+        &corpus("hosted/hosted/strings-gcore/core.gz"),
+        &image,
+        &["sys --json"],
+    ));
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert!(doc["panic"]
+        .as_str()
+        .unwrap()
+        .starts_with("no signal recorded"));
 }
 
 // ---- scripting, plumbing, errors ---------------------------------------------------------------

@@ -205,6 +205,11 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     }
     if !process {
         facts.push(("panic", json!(kernel_panic(session, &stops))));
+    } else if !facts.iter().any(|(k, _)| *k == "panic") {
+        facts.push((
+            "panic",
+            json!("no signal recorded (no NT_SIGINFO: gdb's gcore of a running process, likely)"),
+        ));
     }
 
     let image = session.image.as_ref();
