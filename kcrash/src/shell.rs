@@ -248,7 +248,7 @@ impl<'a, 'd> Shell<'a, 'd> {
             let mut cx = Context {
                 session: self.session,
                 settings: &mut self.settings,
-                out: sink.writer(),
+                out: &mut sink,
                 err,
                 paint,
             };

@@ -62,8 +62,10 @@ pub fn split(line: &str) -> Result<(&str, Target)> {
 
 /// An open output for one command: a writer, and the process reading it, if any.
 pub struct Sink {
-    writer: Box<dyn Write>,
+    writer: Option<Box<dyn Write>>,
     child: Option<Child>,
+    /// The pager, started on the first write so that a command without output starts none.
+    pager: Option<String>,
 }
 
 /// The pager when `$PAGER` is not set.
@@ -72,13 +74,19 @@ pub const DEFAULT_PAGER: &str = "less -FRX";
 impl Sink {
     /// Opens `target`; `pager` is used for standard output when given.
     pub fn open(target: &Target, pager: Option<&str>) -> Result<Sink> {
+        let sink = |writer: Box<dyn Write>| Sink {
+            writer: Some(writer),
+            child: None,
+            pager: None,
+        };
         match target {
             Target::Stdout => match pager {
-                Some(pager) => Sink::spawn(pager).with_context(|| format!("pager {pager:?}")),
-                None => Ok(Sink {
-                    writer: Box::new(BufWriter::new(io::stdout())),
+                Some(pager) => Ok(Sink {
+                    writer: None,
                     child: None,
+                    pager: Some(pager.to_owned()),
                 }),
+                None => Ok(sink(Box::new(BufWriter::new(io::stdout())))),
             },
             Target::File { path, append } => {
                 let file = if *append {
@@ -87,39 +95,24 @@ impl Sink {
                     File::create(path)
                 }
                 .with_context(|| format!("{}", path.display()))?;
+                Ok(sink(Box::new(BufWriter::new(file))))
+            }
+            Target::Pipe(pipeline) => {
+                let (writer, child) = spawn(pipeline)?;
                 Ok(Sink {
-                    writer: Box::new(BufWriter::new(file)),
-                    child: None,
+                    writer: Some(writer),
+                    child: Some(child),
+                    pager: None,
                 })
             }
-            Target::Pipe(pipeline) => Sink::spawn(pipeline),
         }
-    }
-
-    /// `sh -c command` reading the sink; its output and errors go where kcrash's go.
-    fn spawn(command: &str) -> Result<Sink> {
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .stdin(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot run sh -c {command:?}"))?;
-        let stdin = child.stdin.take().ok_or_else(|| anyhow!("no pipe to sh"))?;
-        Ok(Sink {
-            writer: Box::new(BufWriter::new(stdin)),
-            child: Some(child),
-        })
-    }
-
-    pub fn writer(&mut self) -> &mut dyn Write {
-        &mut *self.writer
     }
 
     /// Flushes, closes the pipe and waits for the reader. A reader that stopped reading early
     /// (`| head`, quitting the pager) is not an error.
     pub fn finish(mut self) -> Result<()> {
-        let flushed = self.writer.flush();
-        drop(self.writer);
+        let flushed = self.flush();
+        drop(self.writer.take());
         if let Some(mut child) = self.child.take() {
             child.wait().context("waiting for the pipeline")?;
         }
@@ -128,6 +121,46 @@ impl Sink {
             _ => Ok(()),
         }
     }
+
+    fn writer(&mut self) -> io::Result<&mut Box<dyn Write>> {
+        if let Some(pager) = self.pager.take() {
+            let (writer, child) = spawn(&pager).map_err(|e| {
+                io::Error::other(format!(
+                    "pager {pager:?}: {e:#} (set scroll off, or --no-pager)"
+                ))
+            })?;
+            self.writer = Some(writer);
+            self.child = Some(child);
+        }
+        self.writer
+            .as_mut()
+            .ok_or_else(|| io::Error::other("output already closed"))
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.writer()?.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.writer {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `sh -c command` reading what is written; its output and errors go where kcrash's go.
+fn spawn(command: &str) -> Result<(Box<dyn Write>, Child)> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run sh -c {command:?}"))?;
+    let stdin = child.stdin.take().ok_or_else(|| anyhow!("no pipe to sh"))?;
+    Ok((Box::new(BufWriter::new(stdin)), child))
 }
 
 #[cfg(test)]
