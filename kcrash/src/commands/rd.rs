@@ -114,9 +114,9 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let count = args.count.unwrap_or(1);
     let bytes = count
         .checked_mul(size)
-        .filter(|b| start.checked_add(*b - 1).is_some() || *b == 0)
+        .filter(|&b| b == 0 || start.checked_add(b - 1).is_some())
         .ok_or_else(|| {
-            anyhow::anyhow!("{count} units from {start:#x} run past the end of memory")
+            anyhow::anyhow!("{count} × {size} bytes from {start:#x} run past the end of memory")
         })?;
     let mut dump = Dumper {
         space: &space,
@@ -318,7 +318,7 @@ fn string(
         return Ok(());
     }
     for (i, piece) in bytes.chunks(STRING_LINE).enumerate() {
-        let addr = start + (i * STRING_LINE) as u64;
+        let addr = start.wrapping_add((i * STRING_LINE) as u64);
         writeln!(
             cx.out,
             "{}:  {}",
