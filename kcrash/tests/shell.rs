@@ -418,6 +418,27 @@ fn rd_text_layout_and_unreadable_memory() {
         "{}",
         bad[0]
     );
+
+    // The guest had 32 MiB of RAM (corpus/README.md): a line across its end shows the unit it
+    // has and marks the one it has not; the rest is one unreadable run.
+    for (cmd, at) in [
+        ("rd -p 0x1fffff8 3", 0x1fffff8u64),
+        ("rd 0xffffffff81fffff8 3", 0xffffffff81fffff8),
+    ] {
+        let out = ok(&run(&kdump(), &vmlinux(), &[cmd]));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert!(
+            lines[0].starts_with(&format!("{at:016x}:  "))
+                && lines[0].contains(" ???????????????? "),
+            "{out}"
+        );
+        assert!(lines[0].contains("<unreadable: "), "{out}");
+        assert!(
+            lines[1].starts_with(&format!("{:016x}:  <unreadable 0x8 bytes: ", at + 16)),
+            "{out}"
+        );
+    }
 }
 
 // ---- sys ---------------------------------------------------------------------------------------

@@ -52,6 +52,8 @@ fn parse_count(s: &str) -> Result<u64, String> {
 
 /// Bytes per line, as crash has it.
 const LINE: u64 = 16;
+/// Bytes read at once: a page of lines.
+const CHUNK: u64 = 4096;
 /// `-a` without COUNT stops at 4 KiB when no NUL came.
 const STRING_MAX: u64 = 4096;
 /// `-a` prints this many source bytes per line.
@@ -125,11 +127,26 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         json: args.json,
         unreadable: None,
     };
+    // A page's worth of lines is read at once; a chunk that fails is read line by line.
+    let mut chunk = vec![0u8; CHUNK as usize];
     let mut at = 0;
     while at < bytes {
         interrupt::check()?;
-        let len = LINE.min(bytes - at);
-        dump.line(cx, start + at, len)?;
+        let len = CHUNK.min(bytes - at);
+        let buf = &mut chunk[..len as usize];
+        let whole = space.read(start + at, buf).is_ok();
+        for line in 0..len.div_ceil(LINE) {
+            let from = line * LINE;
+            let n = LINE.min(len - from);
+            let addr = start + at + from;
+            if whole {
+                let mut bytes = [0u8; LINE as usize];
+                bytes[..n as usize].copy_from_slice(&buf[from as usize..(from + n) as usize]);
+                dump.show(cx, addr, &bytes[..n as usize], &[true; LINE as usize], None)?;
+            } else {
+                dump.line(cx, addr, n)?;
+            }
+        }
         at += len;
     }
     dump.flush_unreadable(cx, start.wrapping_add(bytes))?;
@@ -150,8 +167,7 @@ impl Dumper<'_, '_, '_> {
     fn line(&mut self, cx: &mut Context<'_, '_>, addr: u64, len: u64) -> Result<()> {
         let mut buf = [0u8; LINE as usize];
         let buf = &mut buf[..len as usize];
-        let units = (len / self.size) as usize;
-        let mut readable = vec![true; units];
+        let mut readable = [true; LINE as usize];
         let mut reason = None;
         if let Err(why) = self.space.read(addr, buf) {
             for (i, chunk) in buf.chunks_mut(self.size as usize).enumerate() {
@@ -162,7 +178,8 @@ impl Dumper<'_, '_, '_> {
             }
             reason.get_or_insert(why);
         }
-        if readable.iter().all(|r| !r) {
+        let units = (len / self.size) as usize;
+        if readable[..units].iter().all(|r| !r) {
             let reason = reason.unwrap_or_default();
             match &self.unreadable {
                 Some((_, r)) if *r == reason => {}
@@ -173,28 +190,37 @@ impl Dumper<'_, '_, '_> {
             }
             return Ok(());
         }
+        self.show(cx, addr, buf, &readable, reason.as_deref())
+    }
+
+    /// Prints one line of `buf` at `addr`; `readable[i]` says whether unit i was read.
+    fn show(
+        &mut self,
+        cx: &mut Context<'_, '_>,
+        addr: u64,
+        buf: &[u8],
+        readable: &[bool],
+        reason: Option<&str>,
+    ) -> Result<()> {
         self.flush_unreadable(cx, addr)?;
-        let values: Vec<Option<u64>> = buf
-            .chunks(self.size as usize)
-            .zip(&readable)
-            .map(|(b, &ok)| {
-                ok.then(|| {
-                    let mut word = [0u8; 8];
-                    word[..b.len()].copy_from_slice(b);
-                    u64::from_le_bytes(word)
-                })
+        let size = self.size as usize;
+        let units = buf.chunks(size).zip(readable).map(|(b, &ok)| {
+            ok.then(|| {
+                let mut word = [0u8; 8];
+                word[..b.len()].copy_from_slice(b);
+                u64::from_le_bytes(word)
             })
-            .collect();
+        });
         if self.json {
-            for (i, v) in values.iter().enumerate() {
-                let at = addr + i as u64 * self.size;
+            for (i, v) in units.enumerate() {
+                let at = addr + (i * size) as u64;
                 let doc = match v {
                     Some(v) => {
-                        let symbol = self.symbol(cx, *v);
-                        json!({"address": at, "size": self.size, "value": v, "symbol": symbol})
+                        let symbol = self.symbol(cx, v);
+                        json!({"address": at, "size": size, "value": v, "symbol": symbol})
                     }
                     None => {
-                        json!({"address": at, "size": self.size, "unreadable": reason.as_deref().unwrap_or("")})
+                        json!({"address": at, "size": size, "unreadable": reason.unwrap_or("")})
                     }
                 };
                 serde_json::to_writer(&mut *cx.out, &doc)?;
@@ -202,40 +228,41 @@ impl Dumper<'_, '_, '_> {
             }
             return Ok(());
         }
-        let width = 2 * self.size as usize;
-        write!(cx.out, "{}:  ", cx.paint.addr(format_args!("{addr:016x}")))?;
-        let mut cells = Vec::with_capacity(values.len());
-        for v in &values {
-            cells.push(match v {
-                Some(v) => match self.symbol(cx, *v) {
-                    Some(name) => format!("{name:<width$}"),
-                    None => format!("{v:0width$x}"),
-                },
-                None => cx.paint.bad("?".repeat(width)),
-            });
+        let width = 2 * size;
+        let paint = cx.paint;
+        if paint.on {
+            write!(cx.out, "{}:  ", paint.addr(format_args!("{addr:016x}")))?;
+        } else {
+            write!(cx.out, "{addr:016x}:  ")?;
         }
-        write!(cx.out, "{}", cells.join(" "))?;
+        let mut shown = 0;
+        for (i, v) in units.enumerate() {
+            if i > 0 {
+                cx.out.write_all(b" ")?;
+            }
+            match (v, v.and_then(|v| self.symbol(cx, v))) {
+                (_, Some(name)) => write!(cx.out, "{name:<width$}")?,
+                (Some(v), None) => write!(cx.out, "{v:0width$x}")?,
+                (None, None) => write!(cx.out, "{}", paint.bad("?".repeat(width)))?,
+            }
+            shown += 1;
+        }
         if !self.symbols {
-            let per_line = (LINE / self.size) as usize;
-            let pad = (per_line - values.len()) * (width + 1);
-            let ascii: String = buf
-                .chunks(self.size as usize)
-                .zip(&readable)
-                .flat_map(|(b, &ok)| {
-                    b.iter().map(move |&c| match c {
-                        _ if !ok => ' ',
-                        0x20..=0x7e => c as char,
-                        _ => '.',
-                    })
-                })
-                .collect();
-            write!(cx.out, "{:pad$}   {ascii}", "")?;
+            let pad = ((LINE as usize / size) - shown) * (width + 1) + 3;
+            let mut ascii = [b' '; LINE as usize];
+            for (i, &c) in buf.iter().enumerate() {
+                if readable[i / size] {
+                    ascii[i] = if (0x20..=0x7e).contains(&c) { c } else { b'.' };
+                }
+            }
+            write!(cx.out, "{:pad$}", "")?;
+            cx.out.write_all(&ascii[..buf.len()])?;
         }
-        if let Some(reason) = &reason {
+        if let Some(reason) = reason {
             write!(
                 cx.out,
                 "  {}",
-                cx.paint.bad(format_args!("<unreadable: {reason}>"))
+                paint.bad(format_args!("<unreadable: {reason}>"))
             )?;
         }
         writeln!(cx.out)?;
