@@ -2,6 +2,8 @@
 //! (`-s`), strings (`-a`), virtual or physical (`-p`). Unreadable memory is marked and the rest
 //! still printed.
 
+use std::io::Write as _;
+
 use anyhow::{bail, Result};
 use clap::Parser;
 use serde_json::json;
@@ -126,6 +128,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         symbols: args.symbols && !args.physical,
         json: args.json,
         unreadable: None,
+        line: Vec::new(),
     };
     // A page's worth of lines is read at once; a chunk that fails is read line by line.
     let mut chunk = vec![0u8; CHUNK as usize];
@@ -160,6 +163,16 @@ struct Dumper<'s, 'a, 'd> {
     json: bool,
     /// A run of wholly unreadable lines not yet printed: its start and the reason.
     unreadable: Option<(u64, String)>,
+    /// The line being built, kept for its allocation.
+    line: Vec<u8>,
+}
+
+/// Appends `value` as `digits` lower-case hex digits, zero-padded.
+fn hex(out: &mut Vec<u8>, value: u64, digits: usize) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for i in (0..digits).rev() {
+        out.push(DIGITS[((value >> (4 * i)) & 0xf) as usize]);
+    }
 }
 
 impl Dumper<'_, '_, '_> {
@@ -228,44 +241,52 @@ impl Dumper<'_, '_, '_> {
             }
             return Ok(());
         }
+        // The line is built in memory and written once: many small writes through the output's
+        // layers cost more than the formatting.
         let width = 2 * size;
         let paint = cx.paint;
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
         if paint.on {
-            write!(cx.out, "{}:  ", paint.addr(format_args!("{addr:016x}")))?;
+            write!(line, "{}:  ", paint.addr(format_args!("{addr:016x}")))?;
         } else {
-            write!(cx.out, "{addr:016x}:  ")?;
+            hex(&mut line, addr, 16);
+            line.extend_from_slice(b":  ");
         }
         let mut shown = 0;
         for (i, v) in units.enumerate() {
             if i > 0 {
-                cx.out.write_all(b" ")?;
+                line.push(b' ');
             }
             match (v, v.and_then(|v| self.symbol(cx, v))) {
-                (_, Some(name)) => write!(cx.out, "{name:<width$}")?,
-                (Some(v), None) => write!(cx.out, "{v:0width$x}")?,
-                (None, None) => write!(cx.out, "{}", paint.bad("?".repeat(width)))?,
+                (_, Some(name)) => write!(line, "{name:<width$}")?,
+                (Some(v), None) => hex(&mut line, v, width),
+                (None, None) => write!(line, "{}", paint.bad("?".repeat(width)))?,
             }
             shown += 1;
         }
         if !self.symbols {
             let pad = ((LINE as usize / size) - shown) * (width + 1) + 3;
-            let mut ascii = [b' '; LINE as usize];
+            line.resize(line.len() + pad, b' ');
             for (i, &c) in buf.iter().enumerate() {
-                if readable[i / size] {
-                    ascii[i] = if (0x20..=0x7e).contains(&c) { c } else { b'.' };
-                }
+                line.push(match c {
+                    _ if !readable[i / size] => b' ',
+                    0x20..=0x7e => c,
+                    _ => b'.',
+                });
             }
-            write!(cx.out, "{:pad$}", "")?;
-            cx.out.write_all(&ascii[..buf.len()])?;
         }
         if let Some(reason) = reason {
             write!(
-                cx.out,
+                line,
                 "  {}",
                 paint.bad(format_args!("<unreadable: {reason}>"))
             )?;
         }
-        writeln!(cx.out)?;
+        line.push(b'\n');
+        let written = cx.out.write_all(&line);
+        self.line = line;
+        written?;
         Ok(())
     }
 
