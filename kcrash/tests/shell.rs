@@ -729,3 +729,56 @@ fn interactive_session_under_a_terminal() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// `rd -p` over a megabyte of the guest's RAM prints what `xxd -e -g8` prints of the same bytes of
+/// QEMU's ELF dump (units and ASCII column; the addresses differ by the segment's file offset).
+#[test]
+fn rd_physical_agrees_with_xxd() {
+    if !have("xxd") || !have("gzip") || !have("readelf") {
+        eprintln!("xxd, gzip or readelf not found: rd is not compared with xxd");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let elf = dir.path().join("vmcore.elf");
+    let raw = Command::new("gzip")
+        .arg("-dc")
+        .arg(corpus("bare/rings/vmcore.elf.gz"))
+        .output()
+        .unwrap();
+    std::fs::write(&elf, raw.stdout).unwrap();
+    // The first PT_LOAD holds guest physical 0 onwards.
+    let headers = tool(Command::new("readelf").arg("-lW").arg(&elf));
+    let load = headers
+        .lines()
+        .find(|l| l.trim_start().starts_with("LOAD"))
+        .unwrap();
+    let f: Vec<&str> = load.split_whitespace().collect();
+    let offset = u64::from_str_radix(f[1].trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(f[3], "0x0000000000000000", "{load}");
+    let (start, len) = (0x100000u64, 0x100000u64);
+    let xxd = tool(
+        Command::new("xxd")
+            .args([
+                "-e",
+                "-g8",
+                "-s",
+                &(offset + start).to_string(),
+                "-l",
+                &len.to_string(),
+            ])
+            .arg(&elf),
+    );
+    let out = ok(&run(
+        &elf,
+        &vmlinux(),
+        &[&format!("rd -p {start:#x} {}", len / 8)],
+    ));
+    let body = |line: &str| -> String {
+        let (_, rest) = line.split_once(':').unwrap();
+        rest.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let ours: Vec<String> = out.lines().map(body).collect();
+    let theirs: Vec<String> = xxd.lines().map(body).collect();
+    assert_eq!(ours.len(), (len / 16) as usize);
+    assert_eq!(ours, theirs);
+}
