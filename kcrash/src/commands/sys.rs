@@ -203,8 +203,22 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
             }
         }
     }
+    let vmcoreinfo: Vec<(String, String)> = match dump.vmcoreinfo() {
+        Ok(Some(v)) => v
+            .entries()
+            .map(|(k, v, _)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        Ok(None) => Vec::new(),
+        Err(e) => {
+            warnings.push(e.to_string());
+            Vec::new()
+        }
+    };
     if !process {
-        facts.push(("panic", json!(kernel_panic(session, &stops))));
+        facts.push((
+            "panic",
+            json!(kernel_panic(session, &stops, !vmcoreinfo.is_empty())),
+        ));
     } else if !facts.iter().any(|(k, _)| *k == "panic") {
         facts.push((
             "panic",
@@ -222,17 +236,6 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
             })
         })
         .collect();
-    let vmcoreinfo: Vec<(String, String)> = match dump.vmcoreinfo() {
-        Ok(Some(v)) => v
-            .entries()
-            .map(|(k, v, _)| (k.to_owned(), v.to_owned()))
-            .collect(),
-        Ok(None) => Vec::new(),
-        Err(e) => {
-            warnings.push(e.to_string());
-            Vec::new()
-        }
-    };
     let file_backed: Vec<Value> = session
         .file_backed
         .iter()
@@ -323,11 +326,15 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     Ok(Flow::Continue)
 }
 
-/// What a kernel dump says about the panic: the console is not in these kernels' memory, so the
-/// CPUs' last state is what there is.
-fn kernel_panic(session: &Session<'_>, stops: &[Stop]) -> String {
-    let mut text =
-        String::from("no panic message in the dump (the console log is not kept in memory)");
+/// What a kernel dump says about the panic. A kernel without VMCOREINFO (the test kernels) keeps
+/// no console log in memory; Linux does, in its printk ring, which kcrash does not read. Either
+/// way the CPUs' last state is what there is.
+fn kernel_panic(session: &Session<'_>, stops: &[Stop], linux: bool) -> String {
+    let mut text = String::from(if linux {
+        "not read (kcrash does not read Linux's printk buffer)"
+    } else {
+        "no panic message in the dump (the console log is not kept in memory)"
+    });
     if let Some(s) = stops.first() {
         text.push_str(&format!("; CPU {} stopped at {:#x}", s.id, s.rip));
         if let Some(name) = session.image.as_ref().and_then(|i| describe(i, s.rip)) {
