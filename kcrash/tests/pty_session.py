@@ -18,11 +18,12 @@ binary, dump, image, home = sys.argv[1:5]
 
 
 class Session:
-    def __init__(self):
+    def __init__(self, **extra_env):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             env = dict(os.environ, HOME=home, TERM="xterm", PAGER="sed s/^/paged:/")
             env.pop("NO_COLOR", None)
+            env.update(extra_env)
             os.execve(binary, [binary, dump, image], env)
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
         self.seen = b""
@@ -132,5 +133,15 @@ s.prompt()
 s.send("\x1b[A\x1b[A\x1b[A\r")
 s.expect(rb"\(D\) [^\n]*KLogs")
 s.prompt()
+s.finish()
+
+# NO_COLOR: no colour even on a terminal, prompt included.
+s = Session(NO_COLOR="1")
+out = s.prompt()
+s.send("sym KLogs\r")
+out += s.expect(rb"\(D\) [^\n]*KLogs[^\n]*\n")
+s.prompt()
+if re.search(rb"\x1b\[[0-9;]*m", out):
+    fail(f"colour despite NO_COLOR: {out!r}")
 s.finish()
 print("ok")
