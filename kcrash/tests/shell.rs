@@ -782,3 +782,34 @@ fn rd_physical_agrees_with_xxd() {
     assert_eq!(ours.len(), (len / 16) as usize);
     assert_eq!(ours, theirs);
 }
+
+/// A PIE program's symbols move by its load bias: the ring buffer address the program printed
+/// (console.log's KLOG-RING line for ring 0) is `KLogBuffer` in `nm`, and `KLogs` moves by as much.
+#[test]
+fn sym_on_a_process_core_applies_the_load_bias() {
+    if !have("nm") {
+        return;
+    }
+    let image = corpus("hosted/hosted/hosted");
+    let nm = nm(&image);
+    let console = std::fs::read_to_string(corpus("hosted/hosted/rings/console.log")).unwrap();
+    let ring0 = console
+        .lines()
+        .find(|l| l.starts_with("KLOG-RING subsys=0 "))
+        .unwrap();
+    let buffer = ring0
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("buffer=0x"))
+        .map(|h| u64::from_str_radix(h, 16).unwrap())
+        .unwrap();
+    let bias = buffer - nm["KLogBuffer"].0;
+    let out = ok(&run(
+        &corpus("hosted/hosted/rings/core.gz"),
+        &image,
+        &[&format!("sym {buffer:#x} --json"), "sym KLogs --json"],
+    ));
+    let docs = json_lines(&out);
+    assert_eq!(docs[0]["symbol"].as_str(), Some("KLogBuffer"));
+    assert_eq!(docs[0]["offset"].as_u64(), Some(0));
+    assert_eq!(docs[1]["address"].as_u64(), Some(nm["KLogs"].0 + bias));
+}
