@@ -5,7 +5,9 @@
 
 pub mod commands;
 pub mod expr;
+pub mod interrupt;
 pub mod klog;
 pub mod memory;
+pub mod paint;
 pub mod session;
 pub mod shell;

@@ -1,20 +1,42 @@
 //! `kcrash DUMP [IMAGE]`: a crash(8)-style session on a dump. A thin shell over the library.
 
-use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
+use std::io::{self, BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use kcrash::paint::{ColorChoice, Paint};
 use kcrash::session::{dump_and_image, Session};
-use kcrash::shell::{run_line, Flow};
+use kcrash::shell::{one_line, Completion, Flow, Settings, Shell};
+use rustyline::error::ReadlineError;
+use rustyline::history::FileHistory;
+use rustyline::{Config, Editor};
 
 /// Crash-dump inspection for kernel engineers: the KLog event rings, symbols and memory of a
 /// QEMU vmcore, a kdump file or a process core.
 #[derive(Parser, Debug)]
 #[command(name = "kcrash", version)]
-#[command(
-    after_help = "Examples:\n  kcrash vmcore vmlinux\n  kcrash -c 'klog 0 full' vmcore vmlinux\n  kcrash -i triage.cmds vmcore vmlinux > report.txt\n  echo 'klog SCHED' | kcrash core.1234\n\nExit status: 0 when every command succeeded, 1 when a command failed, 2 when the dump could\nnot be opened or the arguments are wrong."
-)]
+#[command(after_help = "\
+Commands (help CMD at the prompt for each one's text):
+  klog [SUBSYS] [full|terse]   the kernel event log
+  sys                          the dump, its image, CPUs, VMCOREINFO, the crash
+  sym NAME|ADDR, sym -l [RE]   symbols
+  rd [-p] [-8|-16|-32|-64] [-s] [-a] ADDR|SYMBOL [COUNT]   memory
+  set scroll on|off, help, q
+Any command line may end in `| pipeline`, `> file` or `>> file`; `!cmd` runs a shell command.
+
+Examples:
+  kcrash vmcore vmlinux
+  kcrash -c 'klog 0 full' vmcore vmlinux
+  kcrash -c sys -c 'rd -s KLogs 16' vmcore vmlinux
+  kcrash -i triage.cmds vmcore vmlinux > report.txt
+  echo 'klog SCHED' | kcrash core.1234
+
+Without -c, -i or piped standard input, kcrash prompts; history is kept in ~/.kcrash_history.
+Output on a terminal goes through $PAGER (default less -FRX) unless --no-pager.
+
+Exit status: 0 when every command succeeded, 1 when a command failed, 2 when the dump could
+not be opened or the arguments are wrong.")]
 struct Cli {
     /// The dump and its image (vmlinux, the program), in either order; a process core finds its
     /// executable by itself when it is present.
@@ -32,21 +54,35 @@ struct Cli {
     /// In scripted mode, run the remaining commands after one fails (the exit status is still 1).
     #[arg(long)]
     keep_going: bool,
+    /// Never page output (as `set scroll off`).
+    #[arg(long)]
+    no_pager: bool,
+    /// Colour: on a terminal only (auto; NO_COLOR turns it off), always, or never.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    color: ColorChoice,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let errors = cli.color.stderr();
     let (dump_path, image_path) = match dump_and_image(&cli.files) {
         Ok(v) => v,
-        Err(e) => return fail_open(&e.to_string()),
+        Err(e) => return fail_open(errors, &e.to_string()),
     };
     let dump = match dumpfmt::Dump::open(&dump_path) {
         Ok(d) => d,
-        Err(e) => return fail_open(&e.to_string()),
+        Err(e) => return fail_open(errors, &e.to_string()),
     };
     let session = match Session::open(&dump, image_path) {
         Ok(s) => s,
-        Err(e) => return fail_open(&e.to_string()),
+        Err(e) => return fail_open(errors, &e.to_string()),
     };
     if !cli.silent {
         for note in &session.notes {
@@ -57,49 +93,65 @@ fn main() -> ExitCode {
     if let Some(file) = &cli.input {
         match std::fs::read_to_string(file) {
             Ok(text) => lines.extend(text.lines().map(str::to_owned)),
-            Err(e) => return fail_open(&format!("{}: {e}", file.display())),
+            Err(e) => return fail_open(errors, &format!("{}: {e}", file.display())),
         }
     }
+    let settings = Settings {
+        scroll: !cli.no_pager,
+        color: cli.color,
+    };
+    let mut shell = Shell::new(&session, settings);
     let stdin = io::stdin();
     let scripted = !lines.is_empty() || !stdin.is_terminal();
     if scripted && lines.is_empty() {
-        lines.extend(stdin.lock().lines().map_while(Result::ok));
+        return script(
+            &mut shell,
+            stdin.lock().lines().map_while(Result::ok),
+            cli.keep_going,
+            errors,
+        );
     }
     if scripted {
-        script(&session, &lines, cli.keep_going)
+        script(&mut shell, lines.into_iter(), cli.keep_going, errors)
     } else {
-        prompt(&session, cli.silent)
+        prompt(&mut shell, cli.silent, cli.color)
     }
 }
 
-fn fail_open(msg: &str) -> ExitCode {
-    eprintln!("kcrash: {msg}");
+/// Ctrl-C stops the running command, not kcrash.
+fn catch_ctrl_c() {
+    if let Err(e) = kcrash::interrupt::install() {
+        eprintln!("kcrash: {e}");
+    }
+}
+
+fn fail_open(paint: Paint, msg: &str) -> ExitCode {
+    eprintln!("{} {}", paint.bad("kcrash:"), one_line(msg));
     ExitCode::from(2)
 }
 
 /// Runs `lines` in order; output to stdout, diagnostics to stderr, status 1 if any failed.
-fn script(session: &Session<'_>, lines: &[String], keep_going: bool) -> ExitCode {
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let mut err = io::stderr();
+fn script(
+    shell: &mut Shell<'_, '_>,
+    lines: impl Iterator<Item = String>,
+    keep_going: bool,
+    errors: Paint,
+) -> ExitCode {
+    catch_ctrl_c();
     let mut failed = false;
     for line in lines {
-        match run_line(session, line, &mut out, &mut err) {
+        match shell.run_line(&line, &mut io::stderr()) {
             Ok(Flow::Quit) => break,
             Ok(Flow::Continue) => {}
-            Err(e) if is_broken_pipe(&e) => return ExitCode::SUCCESS,
             Err(e) => {
-                let _ = out.flush();
-                eprintln!("kcrash: {}: {e:#}", line.trim());
+                eprintln!("{} {}", errors.bad("kcrash:"), one_line(&format!("{e:#}")));
                 failed = true;
-                if !keep_going {
+                // Ctrl-C ends a script even with --keep-going.
+                if !keep_going || kcrash::interrupt::requested() {
                     break;
                 }
             }
         }
-    }
-    if out.flush().is_err() {
-        return ExitCode::SUCCESS;
     }
     if failed {
         ExitCode::from(1)
@@ -108,38 +160,57 @@ fn script(session: &Session<'_>, lines: &[String], keep_going: bool) -> ExitCode
     }
 }
 
-/// The interactive prompt.
-fn prompt(session: &Session<'_>, silent: bool) -> ExitCode {
+/// The interactive prompt: line editing, completion, history in ~/.kcrash_history.
+fn prompt(shell: &mut Shell<'_, '_>, silent: bool, color: ColorChoice) -> ExitCode {
+    let errors = color.stderr();
     if !silent {
         eprintln!(
             "kcrash {}: {} — type help",
             env!("CARGO_PKG_VERSION"),
-            session.dump.path().display()
+            shell.session.dump.path().display()
         );
     }
-    let stdin = io::stdin();
-    let mut input = stdin.lock();
-    let mut line = String::new();
-    loop {
-        eprint!("kcrash> ");
-        line.clear();
-        match input.read_line(&mut line) {
-            Ok(0) | Err(_) => return ExitCode::SUCCESS,
-            Ok(_) => {}
+    let config = Config::builder()
+        .max_history_size(10_000)
+        .map(|b| b.auto_add_history(true).build());
+    let editor = config.and_then(Editor::<Completion, FileHistory>::with_config);
+    let mut editor = match editor {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("kcrash: cannot start the prompt: {e}");
+            return ExitCode::from(2);
         }
-        let stdout = io::stdout();
-        let mut out = stdout.lock();
-        match run_line(session, &line, &mut out, &mut io::stderr()) {
-            Ok(Flow::Quit) => return ExitCode::SUCCESS,
-            Ok(Flow::Continue) => {}
-            Err(e) => eprintln!("{e:#}"),
+    };
+    // After the editor, which puts its own SIGINT handler in place; ours chains to it.
+    catch_ctrl_c();
+    // The prompt goes to the terminal rustyline writes to (stdout).
+    let prompt_paint = color.paint_for(io::stdout().is_terminal());
+    editor.set_helper(Some(Completion::new(shell.session, prompt_paint)));
+    let history = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".kcrash_history"));
+    if let Some(path) = &history {
+        // A first session has no history file yet.
+        let _ = editor.load_history(path);
+    }
+    let status = loop {
+        match editor.readline("kcrash> ") {
+            Ok(line) => match shell.run_line(&line, &mut io::stderr()) {
+                Ok(Flow::Quit) => break ExitCode::SUCCESS,
+                Ok(Flow::Continue) => {}
+                Err(e) => eprintln!("{} {}", errors.bad("kcrash:"), one_line(&format!("{e:#}"))),
+            },
+            // Ctrl-C at the prompt drops the line, as in a shell.
+            Err(ReadlineError::Interrupted) => {}
+            Err(ReadlineError::Eof) => break ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kcrash: {e}");
+                break ExitCode::from(1);
+            }
+        }
+    };
+    if let Some(path) = &history {
+        if let Err(e) = editor.save_history(path) {
+            eprintln!("kcrash: {}: {e}", path.display());
         }
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-    })
+    status
 }

@@ -5,7 +5,6 @@ use std::io::Read;
 use std::path::Path;
 
 use kcrash::session::Session;
-use kcrash::shell::run_line;
 use proptest::prelude::*;
 
 fn leaf() -> impl Strategy<Value = String> {
@@ -84,9 +83,8 @@ fn random_expressions_never_panic() {
     let printed = std::cell::Cell::new(0u32);
     proptest!(ProptestConfig::with_cases(400), |(e in expr(), f in 0..formats.len())| {
         let mut out = Vec::new();
-        let mut err = Vec::new();
         // Success or an error: both fine; a panic fails the test.
-        if run_line(&session, &format!("{} {e}", formats[f]), &mut out, &mut err).is_ok() {
+        if kcrash::commands::print::run(&session, formats[f], &e, &mut out).is_ok() {
             printed.set(printed.get() + 1);
         }
     });

@@ -161,6 +161,16 @@ impl Image {
         self.symbol_file().symbols().by_name(name, self.bias)
     }
 
+    /// Every ELF symbol, in address order (run-time addresses).
+    pub fn symbols(&self) -> impl Iterator<Item = Symbol> + '_ {
+        self.symbol_file().symbols().iter(self.bias)
+    }
+
+    /// Every distinct ELF symbol name (as stored), unordered: cheap, for completion and listing.
+    pub fn symbol_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.symbol_file().symbols().names()
+    }
+
     /// The ELF symbol containing run-time `address`, and the offset of `address` in it.
     pub fn symbolize(&self, address: u64) -> Option<(Symbol, u64)> {
         self.symbol_file()

@@ -119,6 +119,16 @@ impl SymbolTable {
         }
     }
 
+    /// Every symbol in address order, the best of each address first.
+    pub(crate) fn iter(&self, bias: u64) -> impl Iterator<Item = Symbol> + '_ {
+        self.by_address.iter().map(move |e| self.public(e, bias))
+    }
+
+    /// Every distinct symbol name, unordered, without building a [`Symbol`] for each.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.by_name.keys().map(|name| &**name)
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.by_address.is_empty()
     }

@@ -525,3 +525,48 @@ fn program_headers_match_readelf() {
     assert!(image.file_bytes(bytes.len() as u64 - 1, 2).is_none());
     assert!(image.file_bytes(u64::MAX, 2).is_none());
 }
+
+/// The symbol listing holds what `nm` lists, at nm's addresses, in address order.
+#[test]
+fn symbol_listing_matches_nm() {
+    if !have("gcc") || !have("nm") || !have("readelf") {
+        return;
+    }
+    let dir = temp();
+    let program = gcc(dir.path(), "klog", &["-g"]);
+    let nm = nm(&program);
+    let image = Image::open_with(&program, &Options { debug_dirs: vec![] }).unwrap();
+    let names: std::collections::HashSet<&str> = image.symbol_names().collect();
+    // Every function and data object readelf lists as defined in a section.
+    let listing = run(Command::new("readelf").arg("-sW").arg(&program));
+    let defined: Vec<&str> = listing
+        .lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                [_, _, _, "FUNC" | "OBJECT", _, _, ndx, name]
+                    if ndx != "UND" && ndx != "ABS" && !name.contains('@') =>
+                {
+                    Some(name)
+                }
+                _ => None,
+            },
+        )
+        .collect();
+    assert!(defined.len() > 10);
+    for name in defined {
+        assert!(names.contains(name), "{name} missing from symbol_names");
+    }
+    let listed: Vec<_> = image.symbols().collect();
+    assert!(listed.windows(2).all(|w| w[0].address <= w[1].address));
+    for name in ["main", "KLogs", "KLogBuffer", "klogLevel"] {
+        let sym = listed.iter().find(|s| s.name == name).expect(name);
+        assert_eq!(sym.address, nm[name], "{name}");
+    }
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<std::collections::HashSet<_>>(),
+        names
+    );
+}

@@ -198,6 +198,7 @@ pub fn run(
                 )?;
             }
             for rec in group {
+                crate::interrupt::check()?;
                 if shown >= limit {
                     break;
                 }
@@ -216,13 +217,12 @@ pub fn run(
     let mut printers: Vec<Printer<'_>> = (0..workers)
         .map(|_| Printer::new(mem, klog.names(), clock))
         .collect();
-    render_stream(
-        klog.records(mem, sel, order),
-        &mut printers,
-        &render,
-        limit,
-        out,
-    )?;
+    // Ctrl-C ends the record stream; what was rendered is written, then the command says so.
+    let records = klog
+        .records(mem, sel, order)
+        .take_while(|_| !crate::interrupt::requested());
+    render_stream(records, &mut printers, &render, limit, out)?;
+    crate::interrupt::check()?;
     Ok(())
 }
 

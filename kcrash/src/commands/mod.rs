@@ -2,4 +2,7 @@
 
 pub mod klog;
 pub mod print;
+pub mod rd;
+pub mod sym;
+pub mod sys;
 pub mod types;

@@ -1,0 +1,232 @@
+//! `sym NAME|ADDR`: symbol to address and back, with size, section and file:line; `sym -l`.
+
+use anyhow::{anyhow, bail, Result};
+use clap::Parser;
+use regex::Regex;
+use serde_json::json;
+use symbols::{Image, Symbol, SymbolKind};
+
+use crate::interrupt;
+use crate::session::Session;
+use crate::shell::{one_line, Context, Flow};
+
+/// Translate a symbol to its address or an address to its symbol, or list symbols.
+///
+/// NAME is a symbol as stored (`KLogs`, `_ZN…`) or demangled without its hash
+/// (`klog_runtime::ring::Registry::reserve_torn`); NAME+OFFSET is allowed. ADDR is hex (with or
+/// without 0x). Each line: address, nm-style type letter (T text, D data, B bss, R read-only,
+/// lower case when local), name+offset, size, section, and file:line when the image has DWARF.
+#[derive(Parser, Debug)]
+#[command(name = "sym", no_binary_name = true, disable_version_flag = true)]
+#[command(
+    after_help = "Examples:\n  sym KLogs\n  sym ffffffff80104bb6\n  sym 0xffffffff80104bb6 --json\n  sym -l\n  sym -l 'klog_runtime::ring'"
+)]
+pub struct Args {
+    /// Symbols or addresses to look up.
+    #[arg(value_name = "NAME|ADDR", required_unless_present = "list")]
+    what: Vec<String>,
+    /// List every symbol in address order, or those whose name matches REGEX.
+    #[arg(short = 'l', long = "list")]
+    list: bool,
+    /// One JSON object per symbol.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A symbol's name as a person reads it: Rust names demangled without hashes, C++ demangled.
+pub fn display_name(name: &str) -> String {
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => addr2line::demangle_auto(name.into(), None).into_owned(),
+    }
+}
+
+/// nm's type letter for a symbol.
+fn letter(sym: &Symbol) -> char {
+    let section = sym.section.as_deref().unwrap_or("");
+    let c = match sym.kind {
+        SymbolKind::Function => 't',
+        SymbolKind::ThreadLocal => 'd',
+        _ if section.starts_with(".bss") || section.starts_with(".tbss") => 'b',
+        _ if section.starts_with(".rodata") || section.starts_with(".eh_frame") => 'r',
+        _ if section.starts_with(".text") => 't',
+        _ => 'd',
+    };
+    if sym.global {
+        c.to_ascii_uppercase()
+    } else {
+        c
+    }
+}
+
+pub fn image<'s>(session: &'s Session<'_>) -> Result<&'s Image> {
+    session
+        .image
+        .as_ref()
+        .ok_or_else(|| anyhow!("no image: give the kernel image or program for symbols"))
+}
+
+/// A symbol by stored name, or by demangled name (hash left out).
+pub fn lookup(image: &Image, name: &str) -> Option<Symbol> {
+    image
+        .symbol(name)
+        .or_else(|| image.symbols().find(|s| display_name(&s.name) == name))
+}
+
+/// Parses hex with or without 0x.
+pub fn parse_hex(text: &str) -> Option<u64> {
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(digits, 16).ok()
+}
+
+/// An address given as hex, a symbol, or SYMBOL+OFFSET (offset hex with 0x or decimal).
+/// A word that is both a symbol and hex (`add`) is the symbol.
+pub fn resolve(session: &Session<'_>, text: &str) -> Result<u64> {
+    let explicit_hex = text.starts_with("0x") || text.starts_with("0X");
+    if explicit_hex {
+        return parse_hex(text).ok_or_else(|| anyhow!("{text}: not a hex address"));
+    }
+    let (name, offset) = match text.rsplit_once('+') {
+        Some((name, off)) => {
+            let off = match off.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16),
+                None => off.parse(),
+            }
+            .map_err(|_| anyhow!("{text}: {off:?} is not an offset"))?;
+            (name, off)
+        }
+        None => (text, 0),
+    };
+    if let Some(sym) = session.image.as_ref().and_then(|i| lookup(i, name)) {
+        return Ok(sym.address.wrapping_add(offset));
+    }
+    if offset == 0 {
+        if let Some(addr) = parse_hex(text) {
+            return Ok(addr);
+        }
+    }
+    match &session.image {
+        Some(_) => bail!("{name}: no such symbol, and not a hex address"),
+        None => bail!("{name}: not a hex address (no image for symbols)"),
+    }
+}
+
+/// `name+0x10` for an address inside a symbol, or nothing.
+pub fn describe(image: &Image, addr: u64) -> Option<String> {
+    let (sym, off) = image.symbolize(addr)?;
+    let name = display_name(&sym.name);
+    Some(if off == 0 {
+        name
+    } else {
+        format!("{name}+{off:#x}")
+    })
+}
+
+pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
+    let args = Args::try_parse_from(argv)?;
+    let image = image(cx.session)?;
+    if args.list {
+        let pattern = match args.what.as_slice() {
+            [] => None,
+            [p] => Some(Regex::new(p).map_err(|e| anyhow!("{}", one_line(&e.to_string())))?),
+            _ => bail!("sym -l takes one pattern"),
+        };
+        for sym in image.symbols() {
+            interrupt::check()?;
+            let shown = display_name(&sym.name);
+            if pattern
+                .as_ref()
+                .is_some_and(|re| !re.is_match(&shown) && !re.is_match(&sym.name))
+            {
+                continue;
+            }
+            emit(cx, image, &sym, 0, &shown, args.json, false)?;
+        }
+        return Ok(Flow::Continue);
+    }
+    for what in &args.what {
+        let addr = resolve(cx.session, what)?;
+        let Some((sym, off)) = image.symbolize(addr) else {
+            bail!("{addr:#x}: in no symbol");
+        };
+        let shown = display_name(&sym.name);
+        emit(cx, image, &sym, off, &shown, args.json, true)?;
+    }
+    Ok(Flow::Continue)
+}
+
+/// One symbol's line (or JSON object); `lines` adds file:line from DWARF.
+fn emit(
+    cx: &mut Context<'_, '_>,
+    image: &Image,
+    sym: &Symbol,
+    off: u64,
+    shown: &str,
+    json: bool,
+    lines: bool,
+) -> Result<()> {
+    let addr = sym.address.wrapping_add(off);
+    let frames = if lines {
+        image.frames(addr).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let at = |f: &symbols::Frame| {
+        let file = f.file.as_deref()?;
+        Some(match f.line {
+            Some(line) => format!("{file}:{line}"),
+            None => file.to_owned(),
+        })
+    };
+    let mut place = frames.first().and_then(at);
+    if let (Some(place), [_, .., outer]) = (&mut place, frames.as_slice()) {
+        let function = outer.function.as_deref().unwrap_or("?");
+        match at(outer) {
+            Some(where_) => place.push_str(&format!(" (inlined into {function} at {where_})")),
+            None => place.push_str(&format!(" (inlined into {function})")),
+        }
+    }
+    if json {
+        let frames: Vec<_> = frames
+            .iter()
+            .map(|f| json!({"function": f.function, "file": f.file, "line": f.line, "column": f.column}))
+            .collect();
+        let doc = json!({
+            "address": addr, "symbol": sym.name, "name": shown, "offset": off,
+            "symbol_address": sym.address, "size": sym.size, "section": sym.section,
+            "type": letter(sym).to_string(), "global": sym.global, "frames": frames,
+        });
+        serde_json::to_writer(&mut *cx.out, &doc)?;
+        writeln!(cx.out)?;
+        return Ok(());
+    }
+    let name = if off == 0 {
+        shown.to_owned()
+    } else {
+        format!("{shown}+{off:#x}")
+    };
+    write!(
+        cx.out,
+        "{} ({}) {}",
+        cx.paint.addr(format_args!("{addr:016x}")),
+        letter(sym),
+        cx.paint.name(name)
+    )?;
+    if sym.size != 0 {
+        write!(cx.out, "  size {:#x}", sym.size)?;
+    }
+    if let Some(section) = &sym.section {
+        write!(cx.out, "  [{section}]")?;
+    }
+    if let Some(place) = place {
+        write!(cx.out, "  {place}")?;
+    }
+    writeln!(cx.out)?;
+    Ok(())
+}

@@ -1,0 +1,403 @@
+//! `sys`: what the dump is — file, format, producer, CPUs, the image, VMCOREINFO, the files that
+//! served a process core's missing ranges, and what it says about the crash.
+
+use anyhow::Result;
+use clap::Parser;
+use dumpfmt::{Dump, Format, PrStatus, QemuCpuState};
+use serde_json::{json, Map, Value};
+
+use crate::commands::sym::describe;
+use crate::session::Session;
+use crate::shell::{Context, Flow};
+
+/// Describe the dump: file, format and compression, size, producer, CPUs, crash time, image and
+/// build-id, VMCOREINFO, which files served which ranges (process cores), and the crash itself
+/// (the panic message when the dump holds one, else each CPU's stopping point or the signal).
+#[derive(Parser, Debug)]
+#[command(name = "sys", no_binary_name = true, disable_version_flag = true)]
+#[command(after_help = "Examples:\n  sys\n  sys --json | jq .vmcoreinfo")]
+pub struct Args {
+    /// One JSON document.
+    #[arg(long)]
+    json: bool,
+}
+
+const NT_PRPSINFO: u32 = 3;
+const NT_SIGINFO: u32 = 0x5349_4749;
+
+/// One CPU or thread where the dump stopped it.
+struct Stop {
+    /// vCPU index, or the thread id.
+    id: i64,
+    rip: u64,
+    rsp: u64,
+    /// CR2 (QEMU notes): the last page-fault address.
+    cr2: Option<u64>,
+}
+
+impl Stop {
+    /// From QEMU's CPU notes when there are any (they have CR2), else from NT_PRSTATUS.
+    fn all(qemu: &[QemuCpuState], prstatus: &[PrStatus]) -> Vec<Stop> {
+        if qemu.is_empty() {
+            prstatus
+                .iter()
+                .map(|p| Stop {
+                    id: p.pid.into(),
+                    rip: p.regs.rip(),
+                    rsp: p.regs.rsp(),
+                    cr2: None,
+                })
+                .collect()
+        } else {
+            qemu.iter()
+                .enumerate()
+                .map(|(i, q)| Stop {
+                    id: i as i64,
+                    rip: q.rip,
+                    rsp: q.gprs[6],
+                    cr2: Some(q.cr[2]),
+                })
+                .collect()
+        }
+    }
+}
+
+fn signal_name(n: i32) -> &'static str {
+    match n {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        31 => "SIGSYS",
+        _ => "signal",
+    }
+}
+
+fn format_name(dump: &Dump, process: bool) -> &'static str {
+    match (dump.format(), process) {
+        (Format::Elf, true) => "ELF core (process)",
+        (Format::Elf, false) => "ELF core (kernel)",
+        (Format::Kdump, _) => "kdump-compressed",
+        (Format::KdumpFlattened, _) => "kdump-compressed, makedumpfile flattened stream",
+    }
+}
+
+pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
+    let args = Args::try_parse_from(argv)?;
+    let report = Report::gather(cx.session);
+    for w in &report.warnings {
+        writeln!(cx.err, "sys: {w}")?;
+    }
+    if args.json {
+        report.json(cx)?;
+    } else {
+        report.text(cx)?;
+    }
+    Ok(Flow::Continue)
+}
+
+/// What `sys` found, in the order it prints it.
+struct Report {
+    /// (key, value): the JSON key, and upper-cased the text label.
+    facts: Vec<(&'static str, Value)>,
+    stops: Vec<Stop>,
+    vmcoreinfo: Vec<(String, String)>,
+    /// A process core (not a kernel dump, even one with only virtual addresses).
+    process: bool,
+    warnings: Vec<String>,
+}
+
+impl Report {
+    fn gather(session: &Session<'_>) -> Report {
+        let dump = session.dump;
+        let mut facts: Vec<(&'static str, Value)> = Vec::new();
+        let mut warnings = Vec::new();
+        let qemu: Vec<_> = dump
+            .qemu_cpu_states()
+            .filter_map(|r| r.map_err(|e| warnings.push(e.to_string())).ok())
+            .collect();
+        // QEMU's paging=true ELF dumps have only virtual addresses, like a process core, but they
+        // carry QEMU's CPU notes.
+        let process = dump.is_process_core() && qemu.is_empty();
+        facts.push(("dumpfile", json!(dump.path().display().to_string())));
+        facts.push(("format", json!(format_name(dump, process))));
+        let mut compression = Vec::new();
+        if dump.was_gzipped() {
+            compression.push("gzip (whole file, read decompressed)");
+        }
+        if matches!(dump.format(), Format::Kdump | Format::KdumpFlattened) {
+            compression.push("kdump pages compressed one by one");
+        }
+        facts.push((
+            "compression",
+            json!(if compression.is_empty() {
+                "none".to_owned()
+            } else {
+                compression.join("; ")
+            }),
+        ));
+        match std::fs::metadata(dump.path()) {
+            Ok(m) => facts.push(("size", json!(m.len()))),
+            Err(e) => warnings.push(format!("size: {e}")),
+        }
+        if dump.is_incomplete() {
+            facts.push(("incomplete", json!(true)));
+        }
+
+        let prstatus: Vec<_> = dump
+            .prstatus()
+            .filter_map(|r| r.map_err(|e| warnings.push(e.to_string())).ok())
+            .collect();
+        let producer = if process {
+            "Linux (the kernel's core dump or gdb gcore)"
+        } else if !qemu.is_empty() {
+            "QEMU dump-guest-memory (QEMU CPU-state notes)"
+        } else if dump.kdump_header().is_some() {
+            "kdump (makedumpfile)"
+        } else {
+            "unknown"
+        };
+        facts.push(("producer", json!(producer)));
+        if let Some(h) = dump.kdump_header() {
+            if !h.release.is_empty() {
+                facts.push(("release", json!(h.release)));
+            }
+            facts.push(("machine", json!(h.machine)));
+            facts.push(("dump_level", json!(h.dump_level)));
+        }
+        let stops = Stop::all(&qemu, &prstatus);
+        let cpus = match dump.kdump_header() {
+            Some(h) if h.nr_cpus > 0 => h.nr_cpus as usize,
+            _ => stops.len(),
+        };
+        if process {
+            facts.push(("threads", json!(stops.len())));
+        } else {
+            facts.push(("cpus", json!(cpus)));
+        }
+        facts.push((
+            "crash_time",
+            json!("unknown (kcrash reads no time of crash from this dump)"),
+        ));
+        image_facts(session, &mut facts);
+        process_facts(dump, &mut facts);
+        let vmcoreinfo: Vec<(String, String)> = match dump.vmcoreinfo() {
+            Ok(Some(v)) => v
+                .entries()
+                .map(|(k, v, _)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            Ok(None) => Vec::new(),
+            Err(e) => {
+                warnings.push(e.to_string());
+                Vec::new()
+            }
+        };
+        if !process {
+            facts.push((
+                "panic",
+                json!(kernel_panic(session, &stops, !vmcoreinfo.is_empty())),
+            ));
+        } else if !facts.iter().any(|(k, _)| *k == "panic") {
+            facts.push((
+                "panic",
+                json!(
+                    "no signal recorded (no NT_SIGINFO: gdb's gcore of a running process, likely)"
+                ),
+            ));
+        }
+        Report {
+            facts,
+            stops,
+            vmcoreinfo,
+            process,
+            warnings,
+        }
+    }
+
+    fn json(self, cx: &mut Context<'_, '_>) -> Result<()> {
+        let session = cx.session;
+        let Report {
+            facts,
+            stops,
+            vmcoreinfo,
+            ..
+        } = self;
+        let image = session.image.as_ref();
+        let cpu_rows: Vec<Value> = stops
+            .iter()
+            .map(|s| {
+                json!({
+                    "id": s.id, "rip": s.rip, "rip_symbol": image.and_then(|i| describe(i, s.rip)),
+                    "rsp": s.rsp, "cr2": s.cr2,
+                })
+            })
+            .collect();
+        let file_backed: Vec<Value> = session
+            .file_backed
+            .iter()
+            .map(|f| json!({"start": f.start, "end": f.end, "file_offset": f.file_offset, "path": f.path.display().to_string()}))
+            .collect();
+        let mut doc: Map<String, Value> =
+            facts.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        doc.insert("stops".into(), Value::Array(cpu_rows));
+        doc.insert(
+            "vmcoreinfo".into(),
+            Value::Object(
+                vmcoreinfo
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::String(v)))
+                    .collect(),
+            ),
+        );
+        doc.insert("file_backed".into(), Value::Array(file_backed));
+        doc.insert("notes".into(), json!(session.notes));
+        serde_json::to_writer_pretty(&mut *cx.out, &Value::Object(doc))?;
+        writeln!(cx.out)?;
+        Ok(())
+    }
+
+    fn text(&self, cx: &mut Context<'_, '_>) -> Result<()> {
+        let session = cx.session;
+        let image = session.image.as_ref();
+        let process = self.process;
+        for (key, value) in &self.facts {
+            let label = key.replace('_', " ").to_uppercase();
+            let text = match value {
+                Value::String(s) => s.clone(),
+                other if *key == "size" => format!("{other} bytes"),
+                other => other.to_string(),
+            };
+            writeln!(cx.out, "{:>12}: {text}", cx.paint.strong(label))?;
+        }
+        let what = if process { "THREAD" } else { "CPU" };
+        for s in &self.stops {
+            write!(
+                cx.out,
+                "{:>12}: rip {} ",
+                cx.paint.strong(format!("{what} {}", s.id)),
+                cx.paint.addr(format_args!("{:#018x}", s.rip))
+            )?;
+            if let Some(name) = image.and_then(|i| describe(i, s.rip)) {
+                write!(cx.out, "({}) ", cx.paint.name(name))?;
+            }
+            write!(cx.out, "rsp {:#018x}", s.rsp)?;
+            if let Some(cr2) = s.cr2 {
+                write!(cx.out, " cr2 {cr2:#018x}")?;
+            }
+            writeln!(cx.out)?;
+        }
+        if !session.file_backed.is_empty() {
+            writeln!(
+                cx.out,
+                "{:>12}: memory the core left out, read from these files",
+                cx.paint.strong("FILE-BACKED")
+            )?;
+            for f in &session.file_backed {
+                writeln!(
+                    cx.out,
+                    "    {:016x}-{:016x}  {} +{:#x}",
+                    f.start,
+                    f.end,
+                    f.path.display(),
+                    f.file_offset
+                )?;
+            }
+        }
+        for note in &session.notes {
+            writeln!(cx.out, "{:>12}: {note}", cx.paint.strong("NOTE"))?;
+        }
+        if self.vmcoreinfo.is_empty() && !process {
+            writeln!(
+                cx.out,
+                "{:>12}: none in the dump",
+                cx.paint.strong("VMCOREINFO")
+            )?;
+        } else if !self.vmcoreinfo.is_empty() {
+            writeln!(cx.out, "{:>12}:", cx.paint.strong("VMCOREINFO"))?;
+            for (k, v) in &self.vmcoreinfo {
+                writeln!(cx.out, "    {k}={v}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The image: path, build-id, where DWARF comes from, load bias.
+fn image_facts(session: &Session<'_>, facts: &mut Vec<(&'static str, Value)>) {
+    if let Some(image) = &session.image {
+        facts.push(("image", json!(image.path().display().to_string())));
+        facts.push((
+            "build_id",
+            json!(image
+                .build_id()
+                .map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+                .unwrap_or_else(|| "none".into())),
+        ));
+        facts.push((
+            "debug_info",
+            json!(image
+                .debug_path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "none (symbols only)".into())),
+        ));
+        if image.load_bias() != 0 {
+            facts.push(("load_bias", json!(format!("{:#x}", image.load_bias()))));
+        }
+    } else {
+        facts.push(("image", json!("none")));
+    }
+}
+
+/// A process core's command line, pid and signal.
+fn process_facts(dump: &Dump, facts: &mut Vec<(&'static str, Value)>) {
+    for note in dump.notes().flatten() {
+        if note.is("CORE", NT_PRPSINFO) {
+            if let Ok(p) = note.prpsinfo() {
+                facts.push(("command", json!(p.psargs)));
+                facts.push(("pid", json!(p.pid)));
+            }
+        }
+        if note.is("CORE", NT_SIGINFO) {
+            if let Ok(s) = note.siginfo() {
+                facts.push((
+                    "panic",
+                    json!(format!(
+                        "killed by signal {} ({}), si_code {}",
+                        s.signo,
+                        signal_name(s.signo),
+                        s.code
+                    )),
+                ));
+            }
+        }
+    }
+}
+
+/// What a kernel dump says about the panic. A kernel without VMCOREINFO (the test kernels) keeps
+/// no console log in memory; Linux does, in its printk ring, which kcrash does not read. Either
+/// way the CPUs' last state is what there is.
+fn kernel_panic(session: &Session<'_>, stops: &[Stop], linux: bool) -> String {
+    let mut text = String::from(if linux {
+        "not read (kcrash does not read Linux's printk buffer)"
+    } else {
+        "no panic message in the dump (the console log is not kept in memory)"
+    });
+    if let Some(s) = stops.first() {
+        text.push_str(&format!("; CPU {} stopped at {:#x}", s.id, s.rip));
+        if let Some(name) = session.image.as_ref().and_then(|i| describe(i, s.rip)) {
+            text.push_str(&format!(" ({name})"));
+        }
+        if let Some(cr2) = s.cr2.filter(|&c| c != 0) {
+            text.push_str(&format!(", last page fault at {cr2:#x} (cr2)"));
+        }
+    }
+    text
+}

@@ -1,0 +1,134 @@
+//! Tab completion at the prompt: command names, then subsystem names for `klog` and `help`'s
+//! command names, and symbol names everywhere else.
+
+use std::borrow::Cow;
+
+use rustyline::completion::Completer;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::validate::Validator;
+use rustyline::{Context, Helper};
+
+use super::COMMANDS;
+use crate::commands::sym::display_name;
+use crate::paint::Paint;
+use crate::session::Session;
+
+/// The words the prompt completes, gathered once when the prompt starts.
+pub struct Completion {
+    commands: Vec<&'static str>,
+    /// KLog ring names (SCHED, FS, …), when the image has the KLog.
+    subsystems: Vec<String>,
+    /// Sorted: stored symbol names, and the demangled names of Rust symbols.
+    symbols: Vec<String>,
+    prompt: Paint,
+}
+
+impl Completion {
+    pub fn new(session: &Session<'_>, prompt: Paint) -> Completion {
+        let mut commands: Vec<&'static str> = COMMANDS
+            .iter()
+            .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+            .collect();
+        commands.sort_unstable();
+        let subsystems = session.klog().map(|k| k.names()).unwrap_or_default();
+        let mut symbols: Vec<String> = Vec::new();
+        if let Some(image) = &session.image {
+            for name in image.symbol_names() {
+                let shown = display_name(name);
+                if shown != name && !shown.contains(char::is_whitespace) {
+                    symbols.push(shown);
+                }
+                symbols.push(name.to_owned());
+            }
+        }
+        symbols.sort_unstable();
+        symbols.dedup();
+        Completion {
+            commands,
+            subsystems,
+            symbols,
+            prompt,
+        }
+    }
+
+    /// The candidates for `word`, the `index`-th word of a line starting with `first`.
+    fn candidates(&self, first: &str, index: usize, word: &str) -> Vec<String> {
+        let commands = || {
+            self.commands
+                .iter()
+                .filter(|c| c.starts_with(word))
+                .map(|c| c.to_string())
+                .collect()
+        };
+        if index == 0 {
+            return commands();
+        }
+        match first {
+            "help" | "?" => commands(),
+            "klog" => self
+                .subsystems
+                .iter()
+                .filter(|s| {
+                    s.len() >= word.len()
+                        && s.as_bytes()[..word.len()].eq_ignore_ascii_case(word.as_bytes())
+                })
+                .cloned()
+                .collect(),
+            _ => {
+                let from = self.symbols.partition_point(|s| s.as_str() < word);
+                self.symbols[from..]
+                    .iter()
+                    .take_while(|s| s.starts_with(word))
+                    .cloned()
+                    .collect()
+            }
+        }
+    }
+}
+
+impl Completer for Completion {
+    type Candidate = String;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<String>)> {
+        let before = &line[..pos];
+        let start = before
+            .rfind(|c: char| c.is_whitespace() || c == '|' || c == '>')
+            .map_or(0, |i| i + 1);
+        let word = &before[start..];
+        let mut words = before[..start].split_whitespace();
+        let first = words.next().unwrap_or("");
+        let index = usize::from(!first.is_empty()) + words.count();
+        if word.starts_with('-') || before[..start].contains(['|', '>', '!']) {
+            return Ok((start, Vec::new()));
+        }
+        Ok((start, self.candidates(first, index, word)))
+    }
+}
+
+impl Hinter for Completion {
+    type Hint = String;
+}
+
+impl Highlighter for Completion {
+    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(
+        &'s self,
+        prompt: &'p str,
+        _default: bool,
+    ) -> Cow<'b, str> {
+        if self.prompt.on {
+            Cow::Owned(self.prompt.strong(prompt))
+        } else {
+            Cow::Borrowed(prompt)
+        }
+    }
+}
+
+impl Validator for Completion {}
+
+impl Helper for Completion {}
