@@ -255,7 +255,6 @@ fn word_after(line: &str, key: &str) -> u64 {
 
 // ---- rd ----------------------------------------------------------------------------------------
 
-
 /// Every record the kernel logged and the dump still holds, read with `rd` on every dump format:
 /// the 8 words are the ones the kernel printed, and `rd -a desc` is its format string.
 fn check_records(dump: &Path, image: &Path, expected: &Path) {
