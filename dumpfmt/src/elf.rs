@@ -33,6 +33,34 @@ pub struct Segment {
     pub header_offset: u64,
 }
 
+/// What an ELF core's notes say it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CoreKind {
+    /// NT_AUXV or NT_FILE: Linux and gdb write them for processes only.
+    Process,
+    /// QEMU CPU state or VMCOREINFO: a whole machine. (A QEMU paging=true dump may map every
+    /// segment from physical address 0, so p_paddr alone cannot tell.)
+    Kernel,
+}
+
+fn core_kind(data: &[u8], areas: &[(u64, u64)], file: &FileRef) -> Option<CoreKind> {
+    let areas = areas
+        .iter()
+        .filter_map(|&(offset, size)| Some((crate::bytes::slice(data, offset, size)?, offset)))
+        .collect();
+    crate::notes::Notes::new(file, areas)
+        .map_while(Result::ok)
+        .find_map(|n| {
+            if n.is("CORE", crate::notes::NT_AUXV) || n.is("CORE", crate::notes::NT_FILE) {
+                Some(CoreKind::Process)
+            } else if n.name == b"QEMU" || n.name == b"VMCOREINFO" {
+                Some(CoreKind::Kernel)
+            } else {
+                None
+            }
+        })
+}
+
 pub(crate) struct ElfCore {
     segments: Vec<Segment>,
     /// Physical address → segment index. Empty for process cores (they have no physical view).
@@ -145,7 +173,11 @@ impl ElfCore {
             }
         }
 
-        let process_core = segments.len() > 1 && segments.iter().all(|s| s.paddr == 0);
+        let process_core = match core_kind(data, &notes, file) {
+            Some(kind) => kind == CoreKind::Process,
+            // No telling note: a process core is one whose segments carry no physical address.
+            None => segments.len() > 1 && segments.iter().all(|s| s.paddr == 0),
+        };
         let phys = if process_core {
             RangeMap::default()
         } else {
