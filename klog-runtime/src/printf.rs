@@ -341,18 +341,7 @@ impl<S: Sink> Formatter<'_, S> {
             return self.padded(s, if limit >= 6 { b"(null)" } else { b"" });
         }
         match strings.c_string(addr, limit) {
-            Ok(bytes) => {
-                let bytes = &bytes[..bytes.len().min(limit)];
-                let pad = s.width.saturating_sub(bytes.len());
-                if !s.left {
-                    self.repeat(b' ', pad)?;
-                }
-                self.out.put(bytes)?;
-                if s.left {
-                    self.repeat(b' ', pad)?;
-                }
-                Ok(())
-            }
+            Ok(bytes) => self.padded(s, &bytes[..bytes.len().min(limit)]),
             Err(e) => {
                 self.outcome.unreadable_strings += 1;
                 write!(ByteWriter(&mut *self.out), "<unreadable {addr:#x}: {e}>")
