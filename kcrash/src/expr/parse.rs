@@ -85,12 +85,12 @@ pub struct ParseError {
 }
 
 impl ParseError {
-    /// The input, and a caret under the place the error is at, on two lines after the message.
+    /// The message with the column and the expression, on one line: errors are one line each.
     pub fn show(&self, input: &str) -> String {
         let col = input
             .get(..self.pos.min(input.len()))
             .map_or(0, |s| s.chars().count());
-        format!("{}\n  {input}\n  {}^", self.msg, " ".repeat(col))
+        format!("{} at column {} of `{input}`", self.msg, col + 1)
     }
 }
 
@@ -923,7 +923,10 @@ mod tests {
             assert!(e.msg.contains(msg), "{input:?}: {e}");
         }
         let shown = parse_expr("KLogs[1").unwrap_err().show("KLogs[1");
-        assert_eq!(shown, "expected `]`, found the end\n  KLogs[1\n         ^");
+        assert_eq!(
+            shown,
+            "expected `]`, found the end at column 8 of `KLogs[1`"
+        );
     }
 
     #[test]
