@@ -94,7 +94,12 @@ impl Klog {
     }
 
     /// The selected records in `order`, streamed from memory.
-    pub fn records<'a>(&'a self, mem: &'a dyn Memory, sel: Selection, order: Order) -> Merge<'a> {
+    pub fn records<'a>(
+        &'a self,
+        mem: &'a (dyn Memory + Sync),
+        sel: Selection,
+        order: Order,
+    ) -> Merge<'a> {
         let cursors = match sel {
             Selection::All => self
                 .rings
@@ -111,7 +116,7 @@ impl Klog {
     }
 
     /// Per-ring figures for `klog -s`, from one pass over each trusted ring.
-    pub fn summary(&self, mem: &dyn Memory) -> Vec<RingSummary> {
+    pub fn summary(&self, mem: &(dyn Memory + Sync)) -> Vec<RingSummary> {
         self.rings
             .iter()
             .map(|r| {
