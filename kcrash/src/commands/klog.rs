@@ -273,7 +273,7 @@ fn flag_names(bits: u64) -> String {
 
 /// `klog -s`: one row per ring.
 fn summary(
-    mem: &(dyn Memory + Sync),
+    mem: &dyn Memory,
     klog: &Klog,
     clock: Clock,
     json: bool,

@@ -94,12 +94,7 @@ impl Klog {
     }
 
     /// The selected records in `order`, streamed from memory.
-    pub fn records<'a>(
-        &'a self,
-        mem: &'a (dyn Memory + Sync),
-        sel: Selection,
-        order: Order,
-    ) -> Merge<'a> {
+    pub fn records<'a>(&'a self, mem: &'a dyn Memory, sel: Selection, order: Order) -> Merge<'a> {
         let cursors = match sel {
             Selection::All => self
                 .rings
@@ -116,7 +111,7 @@ impl Klog {
     }
 
     /// Per-ring figures for `klog -s`, from one pass over each trusted ring.
-    pub fn summary(&self, mem: &(dyn Memory + Sync)) -> Vec<RingSummary> {
+    pub fn summary(&self, mem: &dyn Memory) -> Vec<RingSummary> {
         self.rings
             .iter()
             .map(|r| {
