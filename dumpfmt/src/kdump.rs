@@ -11,6 +11,7 @@ use crate::bytes::{array, c_string, i32_le, i64_le, slice, u32_le, u64_le};
 use crate::cache::PageCache;
 use crate::error::{Error, FileRef, MissingReason};
 use crate::flat::FlatMap;
+use crate::KdumpHeader;
 
 pub(crate) const SIGNATURE: &[u8; 8] = b"KDUMP   ";
 const HEADER_SIZE: usize = 464;
@@ -139,15 +140,7 @@ impl Region {
 
 pub(crate) struct Kdump {
     pub image: Image,
-    pub header_version: i32,
-    pub status: u32,
-    pub block_size: u64,
-    pub max_mapnr: u64,
-    pub nr_cpus: i32,
-    pub phys_base: u64,
-    pub dump_level: i32,
-    pub utsname_release: String,
-    pub utsname_machine: String,
+    pub header: KdumpHeader,
     /// First and one-past-last PFN held by this file (a part of a split dump holds a range).
     start_pfn: u64,
     end_pfn: u64,
@@ -292,15 +285,17 @@ impl Kdump {
         let notes = optional_region(4, 48, "note area")?;
 
         Ok(Kdump {
-            header_version,
-            status,
-            block_size,
-            max_mapnr,
-            nr_cpus,
-            phys_base,
-            dump_level,
-            utsname_release: c_string(&h[12 + 2 * 65..12 + 3 * 65]),
-            utsname_machine: c_string(&h[12 + 4 * 65..12 + 5 * 65]),
+            header: KdumpHeader {
+                header_version,
+                status,
+                block_size,
+                max_mapnr,
+                nr_cpus,
+                phys_base,
+                dump_level,
+                release: c_string(&h[12 + 2 * 65..12 + 3 * 65]),
+                machine: c_string(&h[12 + 4 * 65..12 + 5 * 65]),
+            },
             start_pfn,
             end_pfn,
             bitmap1,
@@ -326,7 +321,7 @@ impl Kdump {
     }
 
     pub fn incomplete(&self) -> bool {
-        self.status & DUMP_DH_COMPRESSED_INCOMPLETE != 0
+        self.header.status & DUMP_DH_COMPRESSED_INCOMPLETE != 0
     }
 
     /// Whether the page is dumped; also whether it exists at all when it is not.
@@ -379,7 +374,7 @@ impl Kdump {
             )))
             }
         };
-        let page_size = self.block_size;
+        let page_size = self.header.block_size;
         let unsupported = |compression| MissingReason::Unsupported {
             offset,
             compression,
@@ -392,7 +387,7 @@ impl Kdump {
             Err(unsupported("snappy"))
         } else if flags & DUMP_DH_COMPRESSED_ZSTD != 0 {
             Err(unsupported("zstd"))
-        } else if size != self.block_size {
+        } else if size != self.header.block_size {
             Err(corrupt(format!("uncompressed page for PFN {pfn:#x} has size {size}, not the block size {page_size}")))
         } else {
             match self
@@ -420,7 +415,7 @@ impl Kdump {
         within: usize,
         out: &mut [u8],
     ) -> Result<(), MissingReason> {
-        let page_size = self.block_size as usize;
+        let page_size = self.header.block_size as usize;
         let mut guard = self.lock_pages();
         let Pages {
             cache,
@@ -434,7 +429,7 @@ impl Kdump {
         }
         // Writers store a page raw when compression does not shrink it, so a larger "compressed"
         // size is corruption; checking it bounds the copy below.
-        if size > self.block_size {
+        if size > self.header.block_size {
             return Err(MissingReason::Corrupt {
                 offset,
                 detail: format!(

@@ -180,17 +180,7 @@ impl Dump {
         let Inner::Kdump(k) = &self.inner else {
             return None;
         };
-        Some(KdumpHeader {
-            header_version: k.header_version,
-            status: k.status,
-            block_size: k.block_size,
-            max_mapnr: k.max_mapnr,
-            nr_cpus: k.nr_cpus,
-            phys_base: k.phys_base,
-            dump_level: k.dump_level,
-            release: k.utsname_release.clone(),
-            machine: k.utsname_machine.clone(),
-        })
+        Some(k.header.clone())
     }
 
     /// Whether the dump carries virtual mappings of its own (ELF p_vaddr that is not just a
@@ -214,9 +204,9 @@ impl Dump {
         let mut done = 0;
         while done < buf.len() {
             let addr = paddr.wrapping_add(done as u64);
-            let pfn = addr / k.block_size;
-            let within = (addr % k.block_size) as usize;
-            let n = (k.block_size as usize - within).min(buf.len() - done);
+            let pfn = addr / k.header.block_size;
+            let within = (addr % k.header.block_size) as usize;
+            let n = (k.header.block_size as usize - within).min(buf.len() - done);
             k.read_page(data, pfn, within, &mut buf[done..done + n])
                 .map_err(|reason| self.file.phys(addr, reason))?;
             done += n;
