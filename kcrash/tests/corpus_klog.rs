@@ -460,3 +460,56 @@ fn check_summary(what: &str, dump: &Path, image: &Path, expected: &Expected) {
         }
     }
 }
+
+/// `--grep` keeps exactly the records whose message the kernel logged matches, and `-n` counts
+/// what the filter kept.
+#[test]
+fn grep_keeps_exactly_the_matching_messages() {
+    let dir = corpus();
+    let (d, i) = (
+        dir.join("bare/rings/vmcore.kdump"),
+        dir.join("bare/vmlinux"),
+    );
+    let expected: Expected = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("bare/rings/expected.json")).unwrap(),
+    )
+    .unwrap();
+    let re = regex::Regex::new("^postProcess: task:[0-9a-f]+ curPD:1$").unwrap();
+    let want = expected
+        .rings
+        .iter()
+        .flat_map(|r| &r.records)
+        .filter_map(|r| r.event.as_ref())
+        .filter(|e| re.is_match(&e.message))
+        .count();
+    assert!(want > 10, "the scenario logs such messages");
+    let out = stdout(
+        &kcrash(&[
+            "-s",
+            "-c",
+            &format!("klog 0 --json -g '{}'", re.as_str()),
+            d.to_str().unwrap(),
+            i.to_str().unwrap(),
+        ]),
+        "grep",
+    );
+    let got: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(got.len(), want);
+    assert!(got
+        .iter()
+        .all(|v| re.is_match(v["message"].as_str().unwrap())));
+    let out = stdout(
+        &kcrash(&[
+            "-s",
+            "-c",
+            &format!("klog 0 -n 3 -g '{}'", re.as_str()),
+            d.to_str().unwrap(),
+            i.to_str().unwrap(),
+        ]),
+        "grep -n",
+    );
+    assert_eq!(out.lines().count(), 3);
+}

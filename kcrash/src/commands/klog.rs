@@ -120,7 +120,7 @@ impl Filter {
             return false;
         }
         match &self.grep {
-            Some(re) => re.is_match(&printer.decoder.message(rec).text),
+            Some(re) => re.is_match(printer.message_text(rec)),
             None => true,
         }
     }

@@ -25,17 +25,6 @@ pub struct KLogFields {
 }
 
 impl KLogFields {
-    pub const NAMES: [&'static str; 8] = [
-        "subsystem",
-        "name",
-        "num_recs",
-        "rec_size",
-        "header",
-        "buffer",
-        "buffer_size_1",
-        "next_write",
-    ];
-
     /// Builds the field table from a lookup of member name → field.
     pub fn from_lookup(
         mut member: impl FnMut(&str) -> Option<Field>,

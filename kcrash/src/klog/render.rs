@@ -68,15 +68,6 @@ impl Clock {
     }
 }
 
-/// A record's message and what went into it.
-pub struct Message {
-    /// The format string, or why it could not be read.
-    pub format: Result<Vec<u8>, Unreadable>,
-    /// The formatted message (raw bytes; escaped when printed).
-    pub text: Vec<u8>,
-    pub outcome: Outcome,
-}
-
 /// Reads format strings and `%s` arguments from dump memory and formats messages.
 pub struct Decoder<'a> {
     mem: &'a (dyn Memory + Sync),
@@ -124,21 +115,6 @@ impl<'a> Decoder<'a> {
     /// The format string at `desc`, if it has been read and could be.
     pub fn format(&self, desc: u64) -> Option<&[u8]> {
         self.descs.get(&desc)?.as_deref().ok()
-    }
-
-    /// The record's message with its format string, for callers that keep them.
-    pub fn message(&mut self, rec: &Record) -> Message {
-        let mut text = Vec::new();
-        let outcome = self.message_into(rec, &mut text);
-        let format = match &self.descs[&rec.desc()] {
-            Ok(f) => Ok(f.to_vec()),
-            Err(e) => Err(e.clone()),
-        };
-        Message {
-            format,
-            text,
-            outcome,
-        }
     }
 }
 
@@ -347,6 +323,13 @@ impl<'a> Printer<'a> {
             message: Vec::with_capacity(256),
             scratch: Vec::with_capacity(256),
         }
+    }
+
+    /// The record's message, raw, formatted into the printer's buffer (for filters on it).
+    pub fn message_text(&mut self, rec: &Record) -> &[u8] {
+        self.message.clear();
+        self.decoder.message_into(rec, &mut self.message);
+        &self.message
     }
 
     fn subsystem_of(&self, rec: &Record) -> Cow<'_, str> {
