@@ -111,7 +111,7 @@ fn lines(
     let mut printer = Printer::new(mem, klog.names(), Clock { hz: klog.clock_hz });
     let mut out = Vec::new();
     for rec in klog.records(mem, sel, order) {
-        printer.text(&mut out, &rec, style).unwrap();
+        printer.text(&mut out, &rec, style);
     }
     String::from_utf8(out)
         .unwrap()

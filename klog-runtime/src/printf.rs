@@ -372,27 +372,11 @@ impl<S: Sink> Formatter<'_, S> {
             } else {
                 b"0123456789abcdef"
             };
-            // Bases are powers of two or ten: shifts and a constant division, never a run-time
-            // divide, which costs tens of cycles per digit.
-            let (shift, mask) = match base {
-                16 => (4, 15),
-                8 => (3, 7),
-                _ => (0, 0),
+            n = match base {
+                16 => put_digits_pow2(&mut buf, v, 4, table),
+                8 => put_digits_pow2(&mut buf, v, 3, table),
+                _ => put_digits_dec(&mut buf, v),
             };
-            let mut x = v;
-            loop {
-                n -= 1;
-                if shift == 0 {
-                    buf[n] = table[(x % 10) as usize];
-                    x /= 10;
-                } else {
-                    buf[n] = table[(x & mask) as usize];
-                    x >>= shift;
-                }
-                if x == 0 {
-                    break;
-                }
-            }
         }
         let digits = &buf[n..];
         let prefix: &[u8] = match base {
@@ -412,6 +396,10 @@ impl<S: Sink> Formatter<'_, S> {
         }
         let body = sign.len() + prefix.len() + zeros + digits.len();
         let pad = s.width.saturating_sub(body);
+        // The plain `%d`, `%x`: nothing around the digits.
+        if body == digits.len() && pad == 0 {
+            return self.out.put(digits);
+        }
         let zero_pad = s.zero && !s.left && s.precision.is_none();
         let (lead_spaces, lead_zeros, trail_spaces) = match (s.left, zero_pad) {
             (true, _) => (0, zeros, pad),
@@ -506,6 +494,48 @@ impl<const N: usize> Sink for FixedBuf<N> {
         self.truncated |= k < bytes.len();
         Ok(())
     }
+}
+
+/// Writes `v`'s digits in base 2^`shift` at the end of `buf`; returns where they start.
+fn put_digits_pow2(buf: &mut [u8; 22], v: u64, shift: u32, table: &[u8; 16]) -> usize {
+    let mask = (1u64 << shift) - 1;
+    let mut n = buf.len();
+    let mut x = v;
+    loop {
+        n -= 1;
+        buf[n] = table[(x & mask) as usize];
+        x >>= shift;
+        if x == 0 {
+            return n;
+        }
+    }
+}
+
+/// Writes `v`'s decimal digits at the end of `buf`, two per division (the division by a
+/// constant is a multiply, but still the cost of a digit); returns where they start.
+fn put_digits_dec(buf: &mut [u8; 22], v: u64) -> usize {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+    let mut n = buf.len();
+    let mut x = v;
+    while x >= 100 {
+        let pair = (x % 100) as usize * 2;
+        x /= 100;
+        n -= 2;
+        buf[n..n + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if x >= 10 {
+        let pair = x as usize * 2;
+        n -= 2;
+        buf[n..n + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
+        n -= 1;
+        buf[n] = b'0' + x as u8;
+    }
+    n
 }
 
 #[cfg(test)]

@@ -164,9 +164,9 @@ pub fn run(
             return Ok(false);
         }
         if json {
-            printer.json(buf, rec, &names[rec.ring.min(names.len() - 1)])?;
+            printer.json(buf, rec, &names[rec.ring.min(names.len() - 1)]);
         } else {
-            printer.text(buf, rec, style)?;
+            printer.text(buf, rec, style);
         }
         Ok(true)
     };

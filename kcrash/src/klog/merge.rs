@@ -1,7 +1,7 @@
 //! Several ring cursors merged into one stream by clock, as klogPrint(0, …) shows every
 //! subsystem: a k-way merge that holds one record per ring, never the whole log.
 
-use std::collections::BinaryHeap;
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 use super::ring::{Cursor, Order, Record};
 
@@ -37,24 +37,43 @@ impl<'a> Merge<'a> {
     }
 
     fn advance(&mut self, cursor: usize) {
-        if let Some(record) = self.cursors[cursor].next() {
-            let key = (record.sort_clock, record.seq, record.ring);
-            self.heap.push(match self.order {
-                Order::NewestFirst => (key.0, key.1, key.2, cursor),
-                Order::OldestFirst => (!key.0, !key.1, !key.2, cursor),
-            });
-            self.heads[cursor] = Some(record);
+        if let Some(key) = next_key(&mut self.cursors, &mut self.heads, self.order, cursor) {
+            self.heap.push(key);
         }
     }
+}
+
+/// Moves `cursor`'s next record into its head slot and returns its key.
+fn next_key(
+    cursors: &mut [Cursor<'_>],
+    heads: &mut [Option<Record>],
+    order: Order,
+    cursor: usize,
+) -> Option<Key> {
+    let record = cursors[cursor].next()?;
+    let key = (record.sort_clock, record.seq, record.ring);
+    heads[cursor] = Some(record);
+    Some(match order {
+        Order::NewestFirst => (key.0, key.1, key.2, cursor),
+        Order::OldestFirst => (!key.0, !key.1, !key.2, cursor),
+    })
 }
 
 impl Iterator for Merge<'_> {
     type Item = Record;
 
     fn next(&mut self) -> Option<Record> {
-        let (.., cursor) = self.heap.pop()?;
+        let mut top = self.heap.peek_mut()?;
+        let cursor = top.3;
         let record = self.heads[cursor].take();
-        self.advance(cursor);
+        // The cursor's next key replaces the top in place: one sift down instead of a pop and a
+        // push, and none at all while one ring keeps winning.
+        match next_key(&mut self.cursors, &mut self.heads, self.order, cursor) {
+            Some(key) => *top = key,
+            None => {
+                PeekMut::pop(top);
+            }
+        }
         record
     }
 }

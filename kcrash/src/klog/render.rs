@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io::Write;
 
 use klog_runtime::printf::{self, Outcome, Sink, Strings};
 use klog_runtime::split_proc_dom;
@@ -177,6 +177,13 @@ impl Strings for DumpStrings<'_> {
     }
 }
 
+/// Whether `bytes` shows as is: printable ASCII without a backslash.
+fn is_plain(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .all(|&b| (0x20..0x7f).contains(&b) && b != b'\\')
+}
+
 /// Appends `bytes` so that a terminal shows exactly what they are: printable UTF-8 as is, `\n`,
 /// `\t`, `\\` and every other control or invalid byte as an escape.
 pub fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
@@ -307,7 +314,6 @@ pub struct Printer<'a> {
     /// Subsystem names by id (from the rings).
     pub names: Vec<String>,
     pub clock: Clock,
-    line: Vec<u8>,
     message: Vec<u8>,
     /// For escaping one JSON string at a time.
     scratch: Vec<u8>,
@@ -319,7 +325,6 @@ impl<'a> Printer<'a> {
             decoder: Decoder::new(mem),
             names,
             clock,
-            line: Vec::with_capacity(256),
             message: Vec::with_capacity(256),
             scratch: Vec::with_capacity(256),
         }
@@ -332,25 +337,19 @@ impl<'a> Printer<'a> {
         &self.message
     }
 
-    fn subsystem_of(&self, rec: &Record) -> Cow<'_, str> {
-        subsystem_name_of(&self.names, rec)
-    }
-
-    /// One line of text for `rec`.
-    pub fn text(&mut self, out: &mut dyn Write, rec: &Record, style: Style) -> io::Result<()> {
-        let mut line = std::mem::take(&mut self.line);
-        line.clear();
-        let sub = self.subsystem_of(rec);
+    /// Appends one line of text for `rec` to `line`.
+    pub fn text(&mut self, line: &mut Vec<u8>, rec: &Record, style: Style) {
+        let sub = subsystem_name_of(&self.names, rec);
         if style == Style::Full {
             let (proc_, dom) = split_proc_dom(rec.proc_dom());
             line.push(b'[');
-            self.clock.write(&mut line, rec.clock());
+            self.clock.write(line, rec.clock());
             line.extend_from_slice(b"] [");
-            push_hex(&mut line, rec.id());
+            push_hex(line, rec.id());
             line.extend_from_slice(b"][");
-            push_dec_padded(&mut line, proc_ as u64, 0, b' ');
+            push_dec_padded(line, proc_ as u64, 0, b' ');
             line.push(b',');
-            push_dec_padded(&mut line, dom as u64, 0, b' ');
+            push_dec_padded(line, dom as u64, 0, b' ');
             line.push(b',');
             line.extend_from_slice(sub.as_bytes());
             line.extend_from_slice(b"] ");
@@ -363,9 +362,15 @@ impl<'a> Printer<'a> {
         let note = damage_note(rec, &self.names);
         let readable = !(rec.damage.torn || rec.damage.bad_header || rec.damage.unreadable);
         if readable {
-            self.message.clear();
-            self.decoder.message_into(rec, &mut self.message);
-            escape_into(&self.message, &mut line);
+            // Formatted in place; escaped through the scratch buffer only when it must be.
+            let start = line.len();
+            self.decoder.message_into(rec, line);
+            if !is_plain(&line[start..]) {
+                self.message.clear();
+                self.message.extend_from_slice(&line[start..]);
+                line.truncate(start);
+                escape_into(&self.message, line);
+            }
         }
         if let Some(note) = note {
             if readable {
@@ -374,23 +379,19 @@ impl<'a> Printer<'a> {
             line.extend_from_slice(note.as_bytes());
         }
         line.push(b'\n');
-        let r = out.write_all(&line);
-        self.line = line;
-        r
     }
 
     /// One JSON object (one line) for `rec`, with every raw word. Written byte by byte like the
     /// text lines; the fields are documented in kcrash/README.md.
-    pub fn json(&mut self, out: &mut dyn Write, rec: &Record, ring_name: &str) -> io::Result<()> {
+    pub fn json(&mut self, b: &mut Vec<u8>, rec: &Record, ring_name: &str) {
         let readable = !(rec.damage.torn || rec.damage.bad_header || rec.damage.unreadable);
-        let mut b = std::mem::take(&mut self.line);
-        b.clear();
+        let start = b.len();
         self.message.clear();
         let outcome = readable.then(|| self.decoder.message_into(rec, &mut self.message));
         let (processor, domain) = split_proc_dom(rec.proc_dom());
         let sub = subsystem_name_of(&self.names, rec);
         let field = |b: &mut Vec<u8>, name: &str| {
-            b.extend_from_slice(if b.is_empty() { b"{\"" } else { b",\"" });
+            b.extend_from_slice(if b.len() == start { b"{\"" } else { b",\"" });
             b.extend_from_slice(name.as_bytes());
             b.extend_from_slice(b"\":");
         };
@@ -400,18 +401,18 @@ impl<'a> Printer<'a> {
             ("slot", rec.slot),
             ("seq", rec.seq),
         ] {
-            field(&mut b, name);
-            push_dec_padded(&mut b, v, 0, b' ');
+            field(b, name);
+            push_dec_padded(b, v, 0, b' ');
         }
-        field(&mut b, "ring_name");
-        json_str(&mut b, ring_name.as_bytes(), &mut scratch);
-        field(&mut b, "subsystem");
+        field(b, "ring_name");
+        json_str(b, ring_name.as_bytes(), &mut scratch);
+        field(b, "subsystem");
         match rec.subsystem {
-            Some(s) => push_dec_padded(&mut b, s as u64, 0, b' '),
+            Some(s) => push_dec_padded(b, s as u64, 0, b' '),
             None => b.extend_from_slice(b"null"),
         }
-        field(&mut b, "subsystem_name");
-        json_str(&mut b, sub.as_bytes(), &mut scratch);
+        field(b, "subsystem_name");
+        json_str(b, sub.as_bytes(), &mut scratch);
         for (name, v) in [
             ("header", rec.header()),
             ("id", rec.id()),
@@ -420,61 +421,59 @@ impl<'a> Printer<'a> {
             ("clock", rec.clock()),
             ("desc", rec.desc()),
         ] {
-            field(&mut b, name);
-            push_dec_padded(&mut b, v, 0, b' ');
+            field(b, name);
+            push_dec_padded(b, v, 0, b' ');
         }
-        field(&mut b, "time_s");
+        field(b, "time_s");
         match self.clock.seconds(rec.clock()) {
-            Some(t) if t.is_finite() => write!(b, "{t}")?,
+            // Writing to a Vec cannot fail.
+            Some(t) if t.is_finite() => drop(write!(b, "{t}")),
             _ => b.extend_from_slice(b"null"),
         }
-        field(&mut b, "format");
+        field(b, "format");
         match readable.then(|| self.decoder.format(rec.desc())).flatten() {
-            Some(f) => json_str(&mut b, f, &mut scratch),
+            Some(f) => json_str(b, f, &mut scratch),
             None => b.extend_from_slice(b"null"),
         }
-        field(&mut b, "args");
-        push_u64_array(&mut b, &rec.data());
-        field(&mut b, "args_used");
+        field(b, "args");
+        push_u64_array(b, &rec.data());
+        field(b, "args_used");
         match outcome {
-            Some(o) => push_dec_padded(&mut b, o.args_used as u64, 0, b' '),
+            Some(o) => push_dec_padded(b, o.args_used as u64, 0, b' '),
             None => b.extend_from_slice(b"null"),
         }
-        field(&mut b, "message");
+        field(b, "message");
         if readable {
-            json_str(&mut b, &self.message, &mut scratch);
+            json_str(b, &self.message, &mut scratch);
         } else {
             b.extend_from_slice(b"null");
         }
-        field(&mut b, "unreadable_strings");
+        field(b, "unreadable_strings");
         push_dec_padded(
-            &mut b,
+            b,
             outcome.map_or(0, |o| o.unreadable_strings) as u64,
             0,
             b' ',
         );
-        field(&mut b, "damage");
+        field(b, "damage");
         b.push(b'[');
         for (i, name) in rec.damage.names().iter().enumerate() {
             if i > 0 {
                 b.push(b',');
             }
-            json_str(&mut b, name.as_bytes(), &mut scratch);
+            json_str(b, name.as_bytes(), &mut scratch);
         }
         b.push(b']');
-        field(&mut b, "note");
+        field(b, "note");
         match damage_note(rec, &self.names) {
-            Some(n) => json_str(&mut b, n.as_bytes(), &mut scratch),
+            Some(n) => json_str(b, n.as_bytes(), &mut scratch),
             None => b.extend_from_slice(b"null"),
         }
-        field(&mut b, "words");
-        push_u64_array(&mut b, &rec.words);
+        field(b, "words");
+        push_u64_array(b, &rec.words);
         b.extend_from_slice(b"}\n");
         drop(sub);
-        let r = out.write_all(&b);
-        self.line = b;
         self.scratch = scratch;
-        r
     }
 }
 
