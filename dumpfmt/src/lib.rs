@@ -21,10 +21,12 @@
 
 mod bytes;
 mod cache;
+mod codec;
 mod elf;
 mod error;
 mod flat;
 mod kdump;
+mod lzo;
 pub mod notes;
 mod range_map;
 mod storage;
