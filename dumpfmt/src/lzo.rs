@@ -324,4 +324,35 @@ mod tests {
             let _ = run(&s[..cut], 16);
         }
     }
+
+    /// Random streams and random damage to a valid one: errors, never a panic or a write past
+    /// the buffer (the fuzz target `lzo` does the same at scale).
+    #[test]
+    fn random_and_damaged_streams_never_panic() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut valid = vec![0u8, 0, 2];
+        valid.extend((0..275u32).map(|i| (i * 7 + 1) as u8));
+        valid.extend([32, 1, 0x48, 0x04, 0x11, 0, 0]);
+        let mut out = [0u8; 512];
+        for _ in 0..20_000 {
+            let mut s = if next() % 2 == 0 {
+                valid.clone()
+            } else {
+                (0..next() % 64).map(|_| next() as u8).collect()
+            };
+            if !s.is_empty() {
+                let at = (next() % s.len() as u64) as usize;
+                s[at] = next() as u8;
+            }
+            if let Ok(n) = decompress(&s, &mut out) {
+                assert!(n <= out.len());
+            }
+        }
+    }
 }

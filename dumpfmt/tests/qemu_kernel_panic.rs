@@ -1,6 +1,10 @@
 //! A real Linux kernel booted in QEMU until it panics, then dumped by QEMU as ELF with
 //! paging=true (QEMU walks the guest page tables itself and writes the mappings as PT_LOADs), ELF
-//! with paging=false, and kdump-zlib (flattened, and reassembled by makedumpfile).
+//! with paging=false, and kdump-zlib (flattened, and reassembled by makedumpfile). From the ELF,
+//! makedumpfile writes kdump files with zlib (`-c`) and lzo (`-l`) pages at dump levels 31 and
+//! 0, and a filtered ELF (`-E -d 31`). snappy and zstd pages: Debian's makedumpfile has both
+//! compiled out, so the test re-encodes the real zlib pages of QEMU's kdump with the `snap` and
+//! `zstd` (libzstd) encoders into kdump files of its own.
 //!
 //! When the kernel's qemu_fw_cfg module is at hand, a tiny static /init loads it (so that the
 //! kernel hands QEMU its VMCOREINFO through `-device vmcoreinfo`) and crashes the kernel with
@@ -55,6 +59,128 @@ struct Dumps {
     release: String,
     /// The guest loaded qemu_fw_cfg, so the dumps must carry VMCOREINFO.
     vmcoreinfo: bool,
+    /// makedumpfile's outputs (it needs VMCOREINFO), and the re-encoded kdump files.
+    derived: Option<Derived>,
+}
+
+struct Derived {
+    /// (makedumpfile arguments, output): kdump files.
+    kdumps: Vec<(&'static str, PathBuf)>,
+    /// `-E -d 31`.
+    elf_d31: PathBuf,
+    /// QEMU's kdump-zlib with its zlib pages re-encoded as snappy and as zstd.
+    snappy: PathBuf,
+    zstd: PathBuf,
+}
+
+const MAKEDUMPFILE_KDUMPS: [&str; 4] = ["-c -d 31", "-l -d 31", "-c -d 0", "-l -d 0"];
+
+/// makedumpfile 1.7.2 reads program headers right after the ELF header whatever `e_phoff` says,
+/// and QEMU 7.2 puts them at 192, behind its section headers ("Can't get the number of
+/// PT_LOAD"). Its own kdump files are no input either: QEMU writes the kernel's decimal
+/// phys_base into the kdump sub-header as if it were hex. So makedumpfile gets a copy of the ELF
+/// with the program headers also at offset 64 (only the header changes; our reader reads the
+/// original).
+fn elf_for_makedumpfile(elf: &std::path::Path, out: &std::path::Path) {
+    let mut bytes = std::fs::read(elf).unwrap();
+    let phoff = u64::from_le_bytes(bytes[32..40].try_into().unwrap()) as usize;
+    let phnum = u16::from_le_bytes(bytes[56..58].try_into().unwrap()) as usize;
+    assert!(phnum < 0xffff && 64 + phnum * 56 <= phoff + phnum * 56);
+    let headers = bytes[phoff..phoff + phnum * 56].to_vec();
+    bytes[64..64 + headers.len()].copy_from_slice(&headers);
+    bytes[32..40].copy_from_slice(&64u64.to_le_bytes());
+    bytes[40..48].fill(0); // e_shoff
+    bytes[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
+    bytes[60..64].fill(0); // e_shnum, e_shstrndx
+    std::fs::write(out, bytes).unwrap();
+}
+
+fn derive(dir: &std::path::Path, plain: &std::path::Path, kdump: &std::path::Path) -> Derived {
+    let input = dir.join("for-makedumpfile.elf");
+    elf_for_makedumpfile(plain, &input);
+    let kdumps = MAKEDUMPFILE_KDUMPS
+        .iter()
+        .map(|&args| {
+            let out = dir.join(format!("makedumpfile{}.kdump", args.replace(' ', "")));
+            common::makedumpfile(&args.split(' ').collect::<Vec<_>>(), &input, &out);
+            (args, out)
+        })
+        .collect();
+    let elf_d31 = dir.join("makedumpfile-E-d31.elf");
+    common::makedumpfile(&["-E", "-d", "31"], &input, &elf_d31);
+    let (snappy, zstd) = (dir.join("snappy.kdump"), dir.join("zstd.kdump"));
+    reencode(kdump, &snappy, 0x4, |page| {
+        snap::raw::Encoder::new().compress_vec(page).unwrap()
+    });
+    reencode(kdump, &zstd, 0x20, |page| {
+        zstd::bulk::compress(page, 1).unwrap()
+    });
+    Derived {
+        kdumps,
+        elf_d31,
+        snappy,
+        zstd,
+    }
+}
+
+/// A copy of a kdump-zlib file whose zlib pages are inflated (flate2, not dumpfmt) and stored
+/// again as `encode` makes them, flagged `flag` (0x4 snappy, 0x20 zstd), or raw when that is
+/// not smaller, as makedumpfile does; headers, bitmaps and notes are kept. Pages shared by
+/// several descriptors (QEMU's zero page) stay shared.
+fn reencode(
+    src: &std::path::Path,
+    out: &std::path::Path,
+    flag: u32,
+    encode: impl Fn(&[u8]) -> Vec<u8>,
+) {
+    use std::io::Read;
+    let b = std::fs::read(src).unwrap();
+    let le32 = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+    let le64 = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let (bs, sub_blocks, bitmap_blocks) = (le32(428), le32(432), le32(436));
+    let max_mapnr = le64(bs + 96);
+    let bitmap2 = &b[(1 + sub_blocks + bitmap_blocks / 2) * bs..][..bitmap_blocks / 2 * bs];
+    let pages = (0..max_mapnr)
+        .filter(|pfn| bitmap2[pfn / 8] & (1 << (pfn % 8)) != 0)
+        .count();
+    let desc_base = (1 + sub_blocks + bitmap_blocks) * bs;
+    let mut head = b[..desc_base].to_vec();
+    assert_eq!(le32(424), 1, "status: zlib");
+    head[424..428].copy_from_slice(&flag.to_le_bytes());
+    let mut descs = Vec::new();
+    let mut data = Vec::new();
+    let data_base = desc_base + pages * 24;
+    let mut moved = std::collections::HashMap::new();
+    for i in 0..pages {
+        let d = desc_base + i * 24;
+        let (offset, size, flags) = (le64(d), le32(d + 8), le32(d + 12));
+        let (new_offset, new_size, new_flags) = *moved.entry(offset).or_insert_with(|| {
+            let stored = &b[offset..offset + size];
+            let (bytes, flags) = if flags == 1 {
+                let mut page = Vec::new();
+                flate2::read::ZlibDecoder::new(stored)
+                    .read_to_end(&mut page)
+                    .unwrap();
+                assert_eq!(page.len(), bs);
+                let packed = encode(&page);
+                if packed.len() < bs {
+                    (packed, flag)
+                } else {
+                    (page, 0)
+                }
+            } else {
+                (stored.to_vec(), flags as u32)
+            };
+            let at = data_base + data.len();
+            data.extend_from_slice(&bytes);
+            (at, bytes.len(), flags)
+        });
+        descs.extend_from_slice(&(new_offset as i64).to_le_bytes());
+        descs.extend_from_slice(&(new_size as u32).to_le_bytes());
+        descs.extend_from_slice(&new_flags.to_le_bytes());
+        descs.extend_from_slice(&0u64.to_le_bytes());
+    }
+    std::fs::write(out, [head, descs, data].concat()).unwrap();
 }
 
 /// The qemu_fw_cfg module matching `kernel` (.../boot/vmlinuz-VER → .../lib/modules/VER/...).
@@ -172,6 +298,7 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
         guest.dump(&flat, "kdump-zlib", false);
         drop(guest);
         common::makedumpfile_reassemble(&flat, &kdump);
+        let derived = vmcoreinfo.then(|| derive(p, &plain, &kdump));
         Some(Dumps {
             _dir: dir,
             paging,
@@ -181,6 +308,7 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
             kernel_offset,
             release,
             vmcoreinfo,
+            derived,
         })
     })
 }
@@ -324,13 +452,27 @@ fn virtual_reads_agree_between_dump_mappings_and_page_tables() {
     for path in [&d.plain, &d.kdump, &d.flat] {
         let dump = Dump::open(path).unwrap();
         let space = AddressSpace::from_dump(&dump).unwrap();
-        // The kernel PGD from VMCOREINFO (when the guest provided it), then the QEMU note's CR3.
-        let tables = if d.vmcoreinfo { 2 } else { 1 };
-        assert_eq!(space.sources().len(), tables, "{}", path.display());
-        assert!(space
-            .sources()
-            .iter()
-            .all(|s| matches!(s, Source::PageTables { .. })));
+        // The kernel PGD from VMCOREINFO (when the guest provided it), the QEMU note's CR3, then
+        // the kernel image mapping from VMCOREINFO.
+        let sources = space.sources();
+        if d.vmcoreinfo {
+            assert!(
+                matches!(
+                    sources,
+                    [
+                        Source::PageTables { .. },
+                        Source::PageTables { .. },
+                        Source::Linear(_)
+                    ]
+                ),
+                "{sources:?}"
+            );
+        } else {
+            assert!(
+                matches!(sources, [Source::PageTables { .. }]),
+                "{sources:?}"
+            );
+        }
         for (va, want) in probes.iter().zip(&expected) {
             let mut buf = [0u8; 256];
             space
@@ -405,7 +547,8 @@ fn vmcoreinfo_matches_the_console_and_locates_the_kernel_page_tables() {
         .expect("SYMBOL(init_top_pgt)");
     let phys_base = info.phys_base().unwrap().expect("NUMBER(phys_base)");
     let root = (pgd - KERNEL_MAP).wrapping_add(phys_base as u64);
-    assert_eq!(X86_64::kernel_root(&info).unwrap(), Some(root));
+    let linux = elf.linux_info().unwrap().unwrap();
+    assert_eq!(linux.kernel_root(), Some(root));
     let paging = Dump::open(&d.paging).unwrap();
     let walker = X86_64::new(false);
     let kernel_half: Vec<_> = paging
@@ -419,4 +562,279 @@ fn vmcoreinfo_matches_the_console_and_locates_the_kernel_page_tables() {
             .unwrap_or_else(|e| panic!("{:#x}: {e}", seg.vaddr));
         assert_eq!(m.paddr, seg.paddr, "{:#x}", seg.vaddr);
     }
+}
+
+/// PFNs of guest RAM in QEMU's paging=false ELF: its segments below the PCI hole (it also
+/// dumps the BIOS flash at 0xfffc0000, which is no RAM, and which makedumpfile leaves out).
+fn ram_pages(reference: &Dump) -> Vec<u64> {
+    reference
+        .segments()
+        .iter()
+        .filter(|s| s.paddr + s.memsz <= 0xe000_0000)
+        .flat_map(|s| (s.paddr / 4096)..(s.paddr + s.memsz).div_ceil(4096))
+        .collect()
+}
+
+#[test]
+fn qemu_7_2_elf_reads_as_written() {
+    let test = "qemu_7_2_elf_reads_as_written";
+    let Some(d) = dumps(test) else { return };
+    let header = std::fs::read(&d.plain).unwrap()[..64].to_vec();
+    let field16 = |at: usize| u16::from_le_bytes([header[at], header[at + 1]]);
+    let phoff = u64::from_le_bytes(header[32..40].try_into().unwrap());
+    let shoff = u64::from_le_bytes(header[40..48].try_into().unwrap());
+    let version = std::process::Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .unwrap();
+    if String::from_utf8_lossy(&version.stdout).contains("version 7.2") {
+        // QEMU 7.2's layout: ELF header (claiming e_ehsize 8), section headers at 64, program
+        // headers behind them at 192.
+        assert_eq!((phoff, shoff, field16(52)), (192, 64, 8));
+    } else {
+        common::say_skipped(test, "not QEMU 7.2: its ELF layout quirk was not checked");
+    }
+    let dump = Dump::open(&d.plain).unwrap();
+    assert_eq!(dump.format(), Format::Elf);
+    let ram = dump.segments().iter().find(|s| s.paddr == 0).unwrap();
+    assert_eq!(ram.memsz, 256 << 20);
+    assert!(dump.vmcoreinfo().unwrap().is_some() || !d.vmcoreinfo);
+}
+
+/// Every page of guest RAM in each makedumpfile output and re-encoded kdump equals the page in
+/// QEMU's ELF, or, at dump level 31 only, is reported excluded ("not in dump"), which is not
+/// the answer for memory the dump never had.
+#[test]
+fn makedumpfile_and_reencoded_pages_equal_the_elf() {
+    let test = "makedumpfile_and_reencoded_pages_equal_the_elf";
+    let Some(d) = dumps(test) else { return };
+    let Some(derived) = &d.derived else {
+        common::say_skipped(
+            test,
+            "no VMCOREINFO in the guest, so makedumpfile cannot run",
+        );
+        return;
+    };
+    let reference = Dump::open(&d.plain).unwrap();
+    let pfns = ram_pages(&reference);
+    let mut cases: Vec<(String, &PathBuf, bool, u32)> = derived
+        .kdumps
+        .iter()
+        .map(|(args, path)| {
+            let status = if args.starts_with("-l") { 0x2 } else { 0x1 };
+            (
+                format!("makedumpfile {args}"),
+                path,
+                args.ends_with("31"),
+                status,
+            )
+        })
+        .collect();
+    cases.push(("makedumpfile -E -d 31".into(), &derived.elf_d31, true, 0));
+    cases.push((
+        "zlib pages re-encoded as snappy".into(),
+        &derived.snappy,
+        false,
+        0x4,
+    ));
+    cases.push((
+        "zlib pages re-encoded as zstd".into(),
+        &derived.zstd,
+        false,
+        0x20,
+    ));
+    let mut want = vec![0u8; 4096];
+    let mut got = vec![0u8; 4096];
+    for (name, path, filtered, status) in cases {
+        let dump = Dump::open(path).unwrap();
+        if let Some(h) = dump.kdump_header() {
+            assert_eq!(h.status, status, "{name}: compression in the header");
+        }
+        let (mut same, mut excluded) = (0, 0);
+        for &pfn in &pfns {
+            reference.read_phys(pfn * 4096, &mut want).unwrap();
+            match dump.read_phys(pfn * 4096, &mut got) {
+                Ok(()) => {
+                    assert!(want == got, "{name}: PFN {pfn:#x} differs");
+                    same += 1;
+                }
+                Err(e) if filtered => {
+                    assert_eq!(
+                        e.missing_reason(),
+                        Some(&MissingReason::Excluded),
+                        "{name}: {e}"
+                    );
+                    assert!(e.to_string().contains("not in dump"), "{e}");
+                    excluded += 1;
+                }
+                Err(e) => panic!("{name}: {e}"),
+            }
+        }
+        eprintln!("{name}: {same} pages equal, {excluded} excluded");
+        if filtered {
+            assert!(
+                excluded > 1000 && same > 1000,
+                "{name}: {same} equal, {excluded} excluded"
+            );
+        }
+        // Beyond guest RAM is another answer than "excluded".
+        let beyond = dump.read_phys(0x2_0000_0000, &mut got).unwrap_err();
+        assert_eq!(
+            beyond.missing_reason(),
+            Some(&MissingReason::Unmapped),
+            "{name}"
+        );
+    }
+    // makedumpfile -E marks excluded runs by p_filesz < p_memsz.
+    let e = Dump::open(&derived.elf_d31).unwrap();
+    let partial = e
+        .segments()
+        .iter()
+        .find(|s| s.filesz < s.memsz)
+        .expect("a segment whose tail was excluded");
+    let tail = partial.paddr + partial.filesz;
+    let err = e.read_phys(tail - 8, &mut [0u8; 16]).unwrap_err();
+    assert!(
+        matches!(err, dumpfmt::Error::Phys { addr, reason: MissingReason::Excluded, .. } if addr == tail),
+        "{err}"
+    );
+}
+
+/// The address space built from VMCOREINFO alone (makedumpfile's kdump keeps it; QEMU's CPU
+/// notes do not matter) translates the kernel half as QEMU's own walk (the paging=true
+/// PT_LOADs) and as a walk from the CR3 in QEMU's CPU note; the kernel image mapping agrees
+/// for the kernel image; and init_top_pgt is System.map's address plus the KASLR offset.
+#[test]
+fn vmcoreinfo_address_space_translates_like_qemu_and_cr3() {
+    let test = "vmcoreinfo_address_space_translates_like_qemu_and_cr3";
+    let Some(d) = dumps(test) else { return };
+    let Some(derived) = &d.derived else {
+        common::say_skipped(test, "no VMCOREINFO in the guest");
+        return;
+    };
+    let paging = Dump::open(&d.paging).unwrap();
+    let plain = Dump::open(&d.plain).unwrap();
+    let cpu = plain.qemu_cpu_states().next().unwrap().unwrap();
+    let cr3_walker = X86_64::new(cpu.la57());
+    let kernel_half: Vec<_> = paging
+        .segments()
+        .iter()
+        .filter(|s| s.vaddr >= 0xffff_8000_0000_0000)
+        .collect();
+    let in_image = |va: u64| (KERNEL_MAP..KERNEL_MAP_END).contains(&va);
+    // makedumpfile -c -d 31 (kdump) and -E -d 31 (ELF).
+    for path in [&derived.kdumps[0].1, &derived.elf_d31] {
+        let dump = Dump::open(path).unwrap();
+        let linux = dump.linux_info().unwrap().expect("VMCOREINFO");
+        assert_eq!(linux.kernel_offset, Some(d.kernel_offset));
+        assert_eq!(linux.osrelease.as_deref(), Some(d.release.as_str()));
+        assert_eq!(linux.page_size, Some(4096));
+        assert!(linux.build_id.as_ref().is_some_and(|b| b.len() == 40));
+        let space = AddressSpace::from_dump(&dump).unwrap();
+        let image_only = {
+            let mut s = AddressSpace::new(&dump);
+            s.push(Source::Linear(linux.kernel_image_map().unwrap()));
+            s
+        };
+        let image: Vec<_> = kernel_half.iter().filter(|s| in_image(s.vaddr)).collect();
+        let sample = kernel_half
+            .iter()
+            .step_by(kernel_half.len() / 300 + 1)
+            .chain(image);
+        let mut image_checked = 0;
+        for seg in sample {
+            // Segment ends, and every 64 KiB inside the kernel image's few big segments.
+            let inner = (seg.vaddr..seg.vaddr + seg.memsz)
+                .step_by(0x10000)
+                .filter(|&va| in_image(va));
+            for va in [seg.vaddr, seg.vaddr + seg.memsz - 8]
+                .into_iter()
+                .chain(inner)
+            {
+                let want = seg.paddr + (va - seg.vaddr);
+                assert_eq!(
+                    space.translate(va).unwrap(),
+                    want,
+                    "{va:#x} in {}",
+                    path.display()
+                );
+                let by_cr3 = cr3_walker.translate(&plain, cpu.cr3(), va).unwrap();
+                assert_eq!(by_cr3.paddr, want, "{va:#x} by CR3");
+                if in_image(va) {
+                    assert_eq!(image_only.translate(va).unwrap(), want, "{va:#x} image map");
+                    image_checked += 1;
+                }
+            }
+        }
+        assert!(
+            image_checked > 10,
+            "{image_checked} image addresses checked"
+        );
+    }
+
+    // The first page mapped at or above __START_KERNEL_map is the runtime _stext: how the KASLR
+    // slide is found without VMCOREINFO (crash's way), from CR3 alone.
+    let info = plain.linux_info().unwrap().unwrap();
+    let first = cr3_walker
+        .first_mapping(&plain, cpu.cr3(), KERNEL_MAP..KERNEL_MAP_END)
+        .unwrap()
+        .expect("kernel text mapped");
+    let stext = plain
+        .vmcoreinfo()
+        .unwrap()
+        .unwrap()
+        .symbol("_stext")
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.vaddr, stext);
+    assert_eq!(stext, 0xffff_ffff_8100_0000 + d.kernel_offset);
+    let phys_base = info.phys_base.unwrap();
+    assert_eq!(
+        first.paddr,
+        (first.vaddr - KERNEL_MAP).wrapping_add(phys_base as u64)
+    );
+
+    // The vmlinux with symbols (Debian's System.map is a stub pointing at the -dbg package):
+    // its link-time init_top_pgt and _stext plus KERNELOFFSET are what VMCOREINFO says.
+    let Some(vmlinux) = debug_vmlinux(&d.release) else {
+        common::say_skipped(
+            test,
+            "no debug vmlinux (set KCRASH_TEST_VMLINUX or install linux-image-*-dbg); \
+             init_top_pgt not checked against its symbols",
+        );
+        return;
+    };
+    common::tool("nm", "binutils", test).expect("nm");
+    let nm = std::process::Command::new("nm")
+        .arg(&vmlinux)
+        .output()
+        .unwrap();
+    let symbols = String::from_utf8_lossy(&nm.stdout);
+    let linked = |name: &str| {
+        symbols
+            .lines()
+            .find_map(|l| {
+                let mut f = l.split_whitespace();
+                let (addr, _, sym) = (f.next()?, f.next()?, f.next()?);
+                (sym == name).then(|| u64::from_str_radix(addr, 16).ok())?
+            })
+            .unwrap_or_else(|| panic!("{name} in {}", vmlinux.display()))
+    };
+    assert_eq!(
+        info.init_top_pgt,
+        Some(linked("init_top_pgt") + d.kernel_offset)
+    );
+    assert_eq!(stext, linked("_stext") + d.kernel_offset);
+}
+
+/// `$KCRASH_TEST_VMLINUX`, else where Debian's linux-image-*-dbg installs it.
+fn debug_vmlinux(release: &str) -> Option<PathBuf> {
+    std::env::var_os("KCRASH_TEST_VMLINUX")
+        .map(PathBuf::from)
+        .or_else(|| {
+            Some(PathBuf::from(format!(
+                "/usr/lib/debug/boot/vmlinux-{release}"
+            )))
+        })
+        .filter(|p| p.is_file())
 }
