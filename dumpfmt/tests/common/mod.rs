@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod panicked_kernel;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
