@@ -2,8 +2,10 @@
 //! what their notes say, and the bytes at an address.
 //!
 //! Formats, detected by content: ELF64 cores (QEMU `dump-guest-memory`, /proc/vmcore copies,
-//! Linux and gdb process cores), kdump-compressed files (plain and makedumpfile-flattened, zlib
-//! pages), and either of those compressed whole with gzip.
+//! Linux and gdb process cores, makedumpfile `-E`), kdump-compressed files (plain and
+//! makedumpfile-flattened; raw, zlib, lzo, snappy and zstd pages), and either of those compressed
+//! whole with gzip. [`Dump::linux_info`] and [`AddressSpace::from_dump`] give a Linux x86_64
+//! kernel's view from VMCOREINFO.
 //!
 //! ```no_run
 //! use dumpfmt::{AddressSpace, Dump};
@@ -21,10 +23,13 @@
 
 mod bytes;
 mod cache;
+mod codec;
 mod elf;
 mod error;
 mod flat;
 mod kdump;
+mod linux;
+pub mod lzo;
 pub mod notes;
 mod range_map;
 mod storage;
@@ -36,6 +41,7 @@ use std::sync::Arc;
 
 pub use elf::Segment;
 pub use error::{Error, MissingReason, VirtReason};
+pub use linux::LinuxInfo;
 pub use notes::{Note, Notes, PrStatus, QemuCpuState};
 pub use translate::{AddressSpace, LinearMap, PhysMemory, Source};
 pub use vmcoreinfo::VmcoreInfo;
@@ -301,6 +307,14 @@ impl Dump {
             }
         }
         Ok(None)
+    }
+
+    /// Linux facts from VMCOREINFO (release, build ID, KASLR offset, phys_base, the kernel page
+    /// table, paging mode, crash time); None when the dump has no VMCOREINFO.
+    pub fn linux_info(&self) -> Result<Option<LinuxInfo>, Error> {
+        self.vmcoreinfo()?
+            .map(|info| LinuxInfo::from_vmcoreinfo(&info))
+            .transpose()
     }
 }
 
