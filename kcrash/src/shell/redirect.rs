@@ -68,8 +68,8 @@ pub fn split(line: &str) -> Result<(&str, Target)> {
 }
 
 /// An open output for one command: a writer, and the process reading it, if any.
-pub struct Sink {
-    writer: Option<Box<dyn Write>>,
+pub struct Sink<'w> {
+    writer: Option<Box<dyn Write + 'w>>,
     child: Option<Child>,
     /// The pager, started on the first write so that a command without output starts none.
     pager: Option<String>,
@@ -78,16 +78,22 @@ pub struct Sink {
 /// The pager when `$PAGER` is not set.
 pub const DEFAULT_PAGER: &str = "less -FRX";
 
-impl Sink {
-    /// Opens `target`; `pager` is used for standard output when given.
-    pub fn open(target: &Target, pager: Option<&str>) -> Result<Sink> {
-        let sink = |writer: Box<dyn Write>| Sink {
+impl<'w> Sink<'w> {
+    /// Opens `target`; standard output is `stdout` when given (a capture), else the process's,
+    /// through `pager` when given.
+    pub fn open(
+        target: &Target,
+        stdout: Option<&'w mut dyn Write>,
+        pager: Option<&str>,
+    ) -> Result<Sink<'w>> {
+        let sink = |writer: Box<dyn Write + 'w>| Sink {
             writer: Some(writer),
             child: None,
             pager: None,
         };
-        match target {
-            Target::Stdout => match pager {
+        match (target, stdout) {
+            (Target::Stdout, Some(out)) => Ok(sink(Box::new(out))),
+            (Target::Stdout, None) => match pager {
                 Some(pager) => Ok(Sink {
                     writer: None,
                     child: None,
@@ -95,7 +101,7 @@ impl Sink {
                 }),
                 None => Ok(sink(Box::new(BufWriter::new(io::stdout())))),
             },
-            Target::File { path, append } => {
+            (Target::File { path, append }, _) => {
                 let file = if *append {
                     OpenOptions::new().create(true).append(true).open(path)
                 } else {
@@ -104,7 +110,7 @@ impl Sink {
                 .with_context(|| format!("{}", path.display()))?;
                 Ok(sink(Box::new(BufWriter::new(file))))
             }
-            Target::Pipe(pipeline) => {
+            (Target::Pipe(pipeline), _) => {
                 let (writer, child) = spawn(pipeline)?;
                 Ok(Sink {
                     writer: Some(writer),
@@ -129,7 +135,7 @@ impl Sink {
         }
     }
 
-    fn writer(&mut self) -> io::Result<&mut Box<dyn Write>> {
+    fn writer(&mut self) -> io::Result<&mut Box<dyn Write + 'w>> {
         if let Some(pager) = self.pager.take() {
             let (writer, child) = spawn(&pager).map_err(|e| {
                 io::Error::other(format!(
@@ -145,7 +151,7 @@ impl Sink {
     }
 }
 
-impl Write for Sink {
+impl Write for Sink<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.writer()?.write(buf)
     }
