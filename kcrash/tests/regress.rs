@@ -243,14 +243,21 @@ fn update_rewrites_expected_output_and_says_what_changed() {
         compare: "text".into(),
         replace: Vec::new(),
     };
-    let dir = fixture(std::slice::from_ref(&failing));
+    // A pipeline's output is captured, not printed.
+    let piped = Check {
+        command: "klog 0 full | grep -c 'of chore shell'".into(),
+        expect: format!("{ENTRY}/regress/shell-count.txt"),
+        compare: "text".into(),
+        replace: Vec::new(),
+    };
+    let dir = fixture(&[failing.clone(), piped.clone()]);
     let path = dir.path().join(ENTRY).join("regress/klog-s.txt");
     let good = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, format!("{good}a line no dump prints\n")).unwrap();
 
     let (status, stdout, report, _) = run(dir.path(), &["--update"]);
     assert_eq!(status, Some(0), "{stdout}");
-    assert_eq!(counts(&report), (20, 0, 0), "{stdout}");
+    assert_eq!(counts(&report), (24, 0, 0), "{stdout}");
     assert!(
         stdout.contains(&format!(
             "updated {ENTRY}/regress/klog-s.txt (+0 -1 lines)\n"
@@ -263,18 +270,27 @@ fn update_rewrites_expected_output_and_says_what_changed() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("update: 2 expected files written (1 new, 1 changed)"),
+        stdout.contains("update: 3 expected files written (2 new, 1 changed)"),
         "{stdout}"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), good);
     let nosuch = std::fs::read_to_string(dir.path().join(&failing.expect)).unwrap();
     assert!(nosuch.starts_with("--- error ---\nklog: "), "{nosuch}");
     assert!(nosuch.contains("NOSUCH"), "{nosuch}");
+    let full = dir.path().join(ENTRY).join("regress/klog-full.txt");
+    let full = std::fs::read_to_string(full).unwrap();
+    let shell = full
+        .lines()
+        .filter(|l| l.contains("of chore shell"))
+        .count();
+    assert!(shell > 0);
+    let count = std::fs::read_to_string(dir.path().join(&piped.expect)).unwrap();
+    assert_eq!(count, format!("{shell}\n"));
 
     // Now it all passes, and a second update changes nothing.
     let (status, stdout, report, _) = run(dir.path(), &["--update"]);
     assert_eq!(status, Some(0), "{stdout}");
-    assert_eq!(counts(&report), (20, 0, 0));
+    assert_eq!(counts(&report), (24, 0, 0));
     assert!(
         stdout.contains("update: 0 expected files written"),
         "{stdout}"

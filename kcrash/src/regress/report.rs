@@ -74,7 +74,12 @@ pub fn summary(run: &Run, paint: Paint) -> String {
         .entries
         .iter()
         .map(|e| {
-            let mut paths: Vec<&str> = e.cases.iter().map(|c| c.dump.as_str()).collect();
+            let mut paths: Vec<&str> = e
+                .cases
+                .iter()
+                .map(|c| c.dump.as_str())
+                .filter(|d| !d.is_empty())
+                .collect();
             paths.dedup();
             paths.len()
         })
