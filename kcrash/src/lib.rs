@@ -9,5 +9,6 @@ pub mod interrupt;
 pub mod klog;
 pub mod memory;
 pub mod paint;
+pub mod regress;
 pub mod session;
 pub mod shell;

@@ -1,11 +1,13 @@
 //! `kcrash DUMP [IMAGE]`: a crash(8)-style session on a dump. A thin shell over the library.
 
-use std::io::{self, BufRead, IsTerminal};
+use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
 use kcrash::paint::{ColorChoice, Paint};
+use kcrash::regress::{report, Corpus, EntryRun, Options};
 use kcrash::session::{dump_and_image, Session};
 use kcrash::shell::{one_line, Completion, Flow, Settings, Shell};
 use rustyline::error::ReadlineError;
@@ -31,6 +33,8 @@ Examples:
   kcrash -c sys -c 'rd -s KLogs 16' vmcore vmlinux
   kcrash -i triage.cmds vmcore vmlinux > report.txt
   echo 'klog SCHED' | kcrash core.1234
+
+  kcrash regress corpus --junit report.xml   (kcrash regress --help)
 
 Without -c, -i or piped standard input, kcrash prompts; history is kept in ~/.kcrash_history.
 Output on a terminal goes through $PAGER (default less -FRX) unless --no-pager.
@@ -62,7 +66,48 @@ struct Cli {
     color: ColorChoice,
 }
 
+/// Run a corpus's checks on every dump (corpus/README.md) and compare each output with the
+/// expected one.
+#[derive(Parser, Debug)]
+#[command(name = "kcrash regress", version)]
+#[command(after_help = "\
+Examples:
+  kcrash regress corpus
+  kcrash regress corpus --filter '^hosted/' --jobs 1
+  kcrash regress corpus --json report.json --junit report.xml
+  kcrash regress corpus --update        after a deliberate change of output
+
+Exit status: 0 when every check passed, 1 when one failed or could not run (a missing or
+unreadable dump, image or expected file), 2 when the manifest or the arguments are wrong.")]
+struct RegressCli {
+    /// The corpus directory, holding manifest.toml.
+    dir: PathBuf,
+    /// Entries run at once (default: one per core).
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+    /// Also write the results as JSON to FILE (- for standard output).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Also write the results as JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Rewrite each expected file from the output of the entry's first readable dump, and say
+    /// what changed; the other dumps are still checked against it.
+    #[arg(long)]
+    update: bool,
+    /// Only entries whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    filter: Option<regex::Regex>,
+    /// Colour: on a terminal only (auto; NO_COLOR turns it off), always, or never.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    color: ColorChoice,
+}
+
 fn main() -> ExitCode {
+    // `kcrash regress DIR`: a dump or image named `regress` is `./regress`.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "regress") {
+        return regress(std::env::args_os().skip(1));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -211,6 +256,87 @@ fn prompt(shell: &mut Shell<'_, '_>, silent: bool, color: ColorChoice) -> ExitCo
         if let Err(e) = editor.save_history(path) {
             eprintln!("kcrash: {}: {e}", path.display());
         }
+    }
+    status
+}
+
+fn regress(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
+    let cli = match RegressCli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let errors = cli.color.stderr();
+    let corpus = match Corpus::open(&cli.dir) {
+        Ok(c) => c,
+        Err(e) => return fail_open(errors, &e),
+    };
+    let options = Options {
+        jobs: cli.jobs.map(usize::from),
+        update: cli.update,
+        filter: cli.filter,
+    };
+    let entries = corpus.selected(&options);
+    if entries.is_empty() {
+        return fail_open(errors, "no entry of the manifest matches --filter");
+    }
+    // Progress on a terminal only; the summary and the report say the rest.
+    let bar = if io::stderr().is_terminal() {
+        ProgressBar::new(entries.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} entries {elapsed} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let done = |run: &EntryRun| {
+        bar.set_message(run.name.clone());
+        bar.inc(1);
+    };
+    let run = match corpus.run(&entries, &options, &done) {
+        Ok(run) => run,
+        Err(e) => return fail_open(errors, &e),
+    };
+    bar.finish_and_clear();
+    let paint = cli.color.paint_for(io::stdout().is_terminal());
+    let mut status = if run.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
+    let mut wrote = |what: &PathBuf, text: String| {
+        let result = if what.as_os_str() == "-" {
+            io::stdout().write_all(text.as_bytes())
+        } else {
+            std::fs::write(what, text)
+        };
+        if let Err(e) = result {
+            eprintln!("{} {}: {e}", errors.bad("kcrash:"), what.display());
+            status = ExitCode::from(2);
+        }
+    };
+    if let Some(path) = &cli.junit {
+        wrote(path, report::junit(&run));
+    }
+    let json_to_stdout = cli.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if let Some(path) = &cli.json {
+        let mut text = serde_json::to_string_pretty(&report::json(&run)).unwrap_or_default();
+        text.push('\n');
+        wrote(path, text);
+    }
+    // With the JSON on standard output, the text report goes to standard error.
+    let text = if json_to_stdout {
+        report::write_text(&run, &mut io::stderr(), errors)
+    } else {
+        report::write_text(&run, &mut io::stdout().lock(), paint)
+    };
+    if let Err(e) = text {
+        eprintln!("{} {e}", errors.bad("kcrash:"));
+        status = ExitCode::from(2);
     }
     status
 }

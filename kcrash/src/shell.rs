@@ -278,6 +278,26 @@ impl<'a, 'd> Shell<'a, 'd> {
     /// Runs one command line. Blank lines and `#` comments do nothing. Errors come back as one
     /// line, prefixed with the command's name.
     pub fn run_line(&mut self, line: &str, err: &mut dyn Write) -> Result<Flow> {
+        self.run(line, None, err)
+    }
+
+    /// [`Shell::run_line`] with what would go to standard output written to `out` instead
+    /// (`kcrash regress`); `| pipeline` and `> file` still go where they say.
+    pub fn run_captured(
+        &mut self,
+        line: &str,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> Result<Flow> {
+        self.run(line, Some(out), err)
+    }
+
+    fn run(
+        &mut self,
+        line: &str,
+        stdout: Option<&mut dyn Write>,
+        err: &mut dyn Write,
+    ) -> Result<Flow> {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             return Ok(Flow::Continue);
@@ -293,13 +313,13 @@ impl<'a, 'd> Shell<'a, 'd> {
             bail!("no command before the redirection");
         };
         let cmd = command(name).ok_or_else(|| anyhow!("{name}: no such command (try help)"))?;
-        let to_terminal = target == Target::Stdout && self.stdout_terminal;
+        let to_terminal = target == Target::Stdout && stdout.is_none() && self.stdout_terminal;
         let pager = std::env::var("PAGER")
             .ok()
             .filter(|p| !p.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_PAGER.into());
         let use_pager = to_terminal && self.settings.scroll;
-        let mut sink = redirect::Sink::open(&target, use_pager.then_some(pager.as_str()))?;
+        let mut sink = redirect::Sink::open(&target, stdout, use_pager.then_some(pager.as_str()))?;
         let paint = self.settings.color.paint_for(to_terminal);
         let result = {
             let mut cx = Context {

@@ -4,7 +4,8 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::thread::JoinHandle;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
@@ -68,34 +69,48 @@ pub fn split(line: &str) -> Result<(&str, Target)> {
 }
 
 /// An open output for one command: a writer, and the process reading it, if any.
-pub struct Sink {
-    writer: Option<Box<dyn Write>>,
+pub struct Sink<'w> {
+    writer: Option<Box<dyn Write + 'w>>,
     child: Option<Child>,
+    /// A captured command's pipeline: the thread reading what the pipeline prints, and where
+    /// that goes once it is done.
+    collect: Option<(Reader, &'w mut dyn Write)>,
     /// The pager, started on the first write so that a command without output starts none.
     pager: Option<String>,
 }
 
+/// The thread reading a captured pipeline's output to its end.
+type Reader = JoinHandle<io::Result<Vec<u8>>>;
+
 /// The pager when `$PAGER` is not set.
 pub const DEFAULT_PAGER: &str = "less -FRX";
 
-impl Sink {
-    /// Opens `target`; `pager` is used for standard output when given.
-    pub fn open(target: &Target, pager: Option<&str>) -> Result<Sink> {
-        let sink = |writer: Box<dyn Write>| Sink {
+impl<'w> Sink<'w> {
+    /// Opens `target`; standard output is `stdout` when given (a capture), else the process's,
+    /// through `pager` when given.
+    pub fn open(
+        target: &Target,
+        stdout: Option<&'w mut dyn Write>,
+        pager: Option<&str>,
+    ) -> Result<Sink<'w>> {
+        let sink = |writer: Box<dyn Write + 'w>| Sink {
             writer: Some(writer),
             child: None,
+            collect: None,
             pager: None,
         };
-        match target {
-            Target::Stdout => match pager {
+        match (target, stdout) {
+            (Target::Stdout, Some(out)) => Ok(sink(Box::new(out))),
+            (Target::Stdout, None) => match pager {
                 Some(pager) => Ok(Sink {
                     writer: None,
                     child: None,
+                    collect: None,
                     pager: Some(pager.to_owned()),
                 }),
                 None => Ok(sink(Box::new(BufWriter::new(io::stdout())))),
             },
-            Target::File { path, append } => {
+            (Target::File { path, append }, _) => {
                 let file = if *append {
                     OpenOptions::new().create(true).append(true).open(path)
                 } else {
@@ -104,11 +119,19 @@ impl Sink {
                 .with_context(|| format!("{}", path.display()))?;
                 Ok(sink(Box::new(BufWriter::new(file))))
             }
-            Target::Pipe(pipeline) => {
-                let (writer, child) = spawn(pipeline)?;
+            (Target::Pipe(pipeline), capture) => {
+                let (writer, mut child) = spawn(pipeline, capture.is_some())?;
+                // Read on a thread, so that neither side blocks on a full pipe.
+                let collect = match (capture, child.stdout.take()) {
+                    (Some(out), Some(stdout)) => {
+                        Some((std::thread::spawn(|| read_all(stdout)), out))
+                    }
+                    _ => None,
+                };
                 Ok(Sink {
                     writer: Some(writer),
                     child: Some(child),
+                    collect,
                     pager: None,
                 })
             }
@@ -123,15 +146,22 @@ impl Sink {
         if let Some(mut child) = self.child.take() {
             child.wait().context("waiting for the pipeline")?;
         }
+        if let Some((reader, out)) = self.collect.take() {
+            let printed = reader
+                .join()
+                .map_err(|_| anyhow!("the thread reading the pipeline panicked"))?
+                .context("reading the pipeline's output")?;
+            out.write_all(&printed)?;
+        }
         match flushed {
             Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
             _ => Ok(()),
         }
     }
 
-    fn writer(&mut self) -> io::Result<&mut Box<dyn Write>> {
+    fn writer(&mut self) -> io::Result<&mut Box<dyn Write + 'w>> {
         if let Some(pager) = self.pager.take() {
-            let (writer, child) = spawn(&pager).map_err(|e| {
+            let (writer, child) = spawn(&pager, false).map_err(|e| {
                 io::Error::other(format!(
                     "pager {pager:?}: {e:#} (set scroll off, or --no-pager)"
                 ))
@@ -145,7 +175,7 @@ impl Sink {
     }
 }
 
-impl Write for Sink {
+impl Write for Sink<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.writer()?.write(buf)
     }
@@ -158,16 +188,28 @@ impl Write for Sink {
     }
 }
 
-/// `sh -c command` reading what is written; its output and errors go where kcrash's go.
-fn spawn(command: &str) -> Result<(Box<dyn Write>, Child)> {
+/// `sh -c command` reading what is written; its output (unless `capture`: then a pipe) and
+/// errors go where kcrash's go.
+fn spawn(command: &str, capture: bool) -> Result<(Box<dyn Write>, Child)> {
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
         .stdin(Stdio::piped())
+        .stdout(if capture {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        })
         .spawn()
         .with_context(|| format!("cannot run sh -c {command:?}"))?;
     let stdin = child.stdin.take().ok_or_else(|| anyhow!("no pipe to sh"))?;
     Ok((Box::new(BufWriter::new(stdin)), child))
+}
+
+fn read_all(mut stdout: ChildStdout) -> io::Result<Vec<u8>> {
+    let mut printed = Vec::new();
+    io::Read::read_to_end(&mut stdout, &mut printed)?;
+    Ok(printed)
 }
 
 #[cfg(test)]
@@ -215,5 +257,18 @@ mod tests {
         );
         assert!(split("klog > a b").is_err());
         assert!(split("klog >").is_err());
+    }
+
+    #[test]
+    fn a_captured_pipeline_prints_into_the_capture() {
+        let mut captured = Vec::new();
+        let target = Target::Pipe("grep -v b".into());
+        let mut sink = Sink::open(&target, Some(&mut captured), None).unwrap();
+        // More than a pipe holds, so a reader that waited for the end would deadlock.
+        for _ in 0..20_000 {
+            sink.write_all(b"a\nb\n").unwrap();
+        }
+        sink.finish().unwrap();
+        assert_eq!(captured, b"a\n".repeat(20_000));
     }
 }

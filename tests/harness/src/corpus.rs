@@ -8,7 +8,7 @@ use crate::dump::{DumpFormat, Magic};
 use crate::expected::Expected;
 use crate::gdbcheck;
 use crate::kernel::{self, KernelBuild};
-use crate::manifest::{self, Dump, Entry, Manifest};
+use crate::manifest::{self, Check, Dump, Entry, Manifest, Replace};
 use crate::oracle;
 use crate::programs::Program;
 use crate::qemu::{self, Boot};
@@ -280,7 +280,9 @@ pub fn generate(options: &Generate) -> Result<Manifest> {
                 .as_ref()
                 .and_then(|m| m.entries.iter().find(|e| e.name == name).cloned()),
         };
-        let Some(entry) = kept else { continue };
+        let Some(mut entry) = kept else { continue };
+        // A kept hosted table may come from a version 2 manifest, without checks.
+        entry.checks = checks(&entry.name, entry.committed);
         let console = options.out.join(&entry.console);
         if !console.exists() {
             continue;
@@ -388,8 +390,48 @@ fn entry_table(planned: &Planned, dumps: Vec<Dump>) -> Entry {
         expected: format!("{name}/expected.json"),
         committed: planned.committed(),
         dumps,
+        checks: checks(&name, planned.committed()),
         name,
     }
+}
+
+/// The commands `kcrash regress` runs on every dump of an entry, with the file (under the
+/// entry's `regress/` directory) holding each one's expected output. Their output depends only
+/// on the crash, never on the dump's format or path, so every dump of the entry must print the
+/// same — except the reason given for an unreadable `%s` address, which tells how each format's
+/// translation failed and is not pinned (as in corpus/README.md, "How a consumer compares").
+/// Big rings get the tables and only their newest records: 4 Mi lines of text would be the
+/// whole run.
+pub fn checks(entry: &str, committed: bool) -> Vec<Check> {
+    let all: &[(&str, &str, &str)] = if committed {
+        &[
+            ("klog -s", "klog-s.txt", "text"),
+            ("klog -s --json", "klog-s.json", "json"),
+            ("klog 0 full", "klog-full.txt", "text"),
+            ("klog 0 --json -n 16", "klog-newest16.json", "json"),
+        ]
+    } else {
+        &[
+            ("klog -s", "klog-s.txt", "text"),
+            ("klog -s --json", "klog-s.json", "json"),
+            ("klog 0 full -n 100", "klog-full-newest100.txt", "text"),
+        ]
+    };
+    all.iter()
+        .map(|&(command, file, compare)| Check {
+            command: command.to_string(),
+            expect: format!("{entry}/regress/{file}"),
+            compare: compare.to_string(),
+            replace: if command.starts_with("klog 0") {
+                vec![Replace {
+                    regex: "(<unreadable 0x[0-9a-f]+): [^>]*>".to_string(),
+                    with: "$1>".to_string(),
+                }]
+            } else {
+                Vec::new()
+            },
+        })
+        .collect()
 }
 
 /// One hosted crash: runs the program, takes its core (gcore if planned so, else Linux's with

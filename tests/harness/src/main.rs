@@ -38,6 +38,13 @@ enum Command {
         #[arg(long)]
         no_gzip: bool,
     },
+    /// Rewrite a corpus's manifest.toml and every expected.json from the files already there,
+    /// crashing nothing: after a change of the manifest's schema, its checks or the oracle.
+    Manifest {
+        /// Corpus directory (default: corpus/ of the repository).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Crash one scenario of one kernel into a directory, without touching any manifest.
     Run {
         kernel: String,
@@ -86,6 +93,19 @@ fn main() -> Result<()> {
                 out.display(),
                 manifest.entries.len(),
                 crashes.len()
+            );
+        }
+        Command::Manifest { dir } => {
+            let out = dir.unwrap_or_else(corpus::default_dir);
+            let manifest = corpus::generate(&Generate {
+                out: &out,
+                crashes: &[],
+                gzip: true,
+            })?;
+            eprintln!(
+                "{}: manifest of {} entries",
+                out.display(),
+                manifest.entries.len()
             );
         }
         Command::Run {

@@ -7,8 +7,11 @@ use std::path::Path;
 
 pub const FILE_NAME: &str = "manifest.toml";
 
-/// Schema version of the manifest.
-pub const VERSION: u32 = 2;
+/// Schema version of the manifest this harness writes: 3 added the entries' `check` tables.
+pub const VERSION: u32 = 3;
+
+/// Versions this harness reads: a version 2 manifest is a version 3 one without checks.
+const READS: [u32; 2] = [2, VERSION];
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -54,6 +57,31 @@ pub struct Entry {
     /// Every dump of this one crash: each must read as `expected` says.
     #[serde(default, rename = "dump")]
     pub dumps: Vec<Dump>,
+    /// What `kcrash regress` runs on every dump of this entry, and the output it expects.
+    #[serde(default, rename = "check")]
+    pub checks: Vec<Check>,
+}
+
+/// One command `kcrash regress` runs on each dump of an entry (kcrash/src/regress).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    /// A kcrash command line, as typed at the prompt.
+    pub command: String,
+    /// The file holding its expected output, relative to the corpus directory; written by
+    /// `kcrash regress DIR --update`.
+    pub expect: String,
+    /// `text` (byte for byte) or `json` (structurally).
+    pub compare: String,
+    /// Rewrites of the output before it is compared, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replace: Vec<Replace>,
+}
+
+/// Every match of `regex` in a check's output becomes `with` (`$1` names a group).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replace {
+    pub regex: String,
+    pub with: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,9 +106,9 @@ impl Manifest {
             .with_context(|| format!("reading {}", path.display()))?;
         let manifest: Manifest =
             toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        if manifest.version != VERSION {
+        if !READS.contains(&manifest.version) {
             bail!(
-                "{}: manifest version {}, this harness reads {VERSION}",
+                "{}: manifest version {}, this harness reads {READS:?}",
                 path.display(),
                 manifest.version
             );

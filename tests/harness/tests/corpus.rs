@@ -264,6 +264,7 @@ fn committed_manifest_is_what_the_harness_describes() {
         assert_eq!(entry.console, format!("{}/console.log", entry.name));
         assert_eq!(entry.expected, format!("{}/expected.json", entry.name));
         assert_eq!(entry.committed, planned.committed());
+        assert_eq!(entry.checks, corpus::checks(&entry.name, entry.committed));
         for dump in &entry.dumps {
             assert!(
                 dump.path.starts_with(&format!("{}/", entry.name)),
