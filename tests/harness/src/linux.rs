@@ -778,7 +778,7 @@ pub struct Options {
     pub run: Option<String>,
 }
 
-/// Marks a complete output directory; removed while a run rewrites it.
+/// In every complete output directory (a run builds the next one aside and swaps it in whole).
 pub const READY: &str = "READY";
 
 /// Runs the whole pipeline; returns the output directory and its manifest.
@@ -795,27 +795,72 @@ pub fn generate(options: &Options) -> Result<(PathBuf, GuestManifest)> {
         .out
         .clone()
         .unwrap_or_else(|| default_out(&options.cache, &kernel.release));
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let out = out.canonicalize()?;
-    let _ = std::fs::remove_file(out.join(READY));
+    // Written beside the output and swapped in whole, so that a reader of the previous set (other
+    // tests poll for READY) never sees it half-rewritten.
+    let staging = sibling(&out, "partial")?;
+    let out = staging.with_file_name(out.file_name().unwrap_or_default());
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("removing {}", staging.display()))?;
+    }
+    std::fs::create_dir_all(&staging).with_context(|| format!("creating {}", staging.display()))?;
+    let manifest = write_guest(options, &kernel, &vmlinux, &module, &staging)?;
+    std::fs::write(staging.join(READY), "")?;
+    if out.exists() {
+        let old = sibling(&out, "old")?;
+        if old.exists() {
+            std::fs::remove_dir_all(&old)?;
+        }
+        std::fs::rename(&out, &old).with_context(|| format!("moving {} aside", out.display()))?;
+        std::fs::rename(&staging, &out)
+            .with_context(|| format!("moving {} to {}", staging.display(), out.display()))?;
+        std::fs::remove_dir_all(&old)?;
+    } else {
+        std::fs::rename(&staging, &out)
+            .with_context(|| format!("moving {} to {}", staging.display(), out.display()))?;
+    }
+    Ok((out, manifest))
+}
 
+/// `DIR` → `PARENT/.DIR.what`, the parent created and made absolute.
+fn sibling(dir: &Path, what: &str) -> Result<PathBuf> {
+    let name = dir
+        .file_name()
+        .with_context(|| format!("{} has no file name", dir.display()))?
+        .to_string_lossy();
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
+    Ok(parent.canonicalize()?.join(format!(".{name}.{what}")))
+}
+
+/// Every file of the output into `out`; returns guest.toml's contents.
+fn write_guest(
+    options: &Options,
+    kernel: &Kernel,
+    vmlinux: &Path,
+    module: &Path,
+    out: &Path,
+) -> Result<GuestManifest> {
     let initramfs = out.join("initramfs.cpio");
     std::fs::write(
         &initramfs,
-        self::initramfs(&kernel, &module, &options.extras, options.run.as_deref())?,
+        self::initramfs(kernel, module, &options.extras, options.run.as_deref())?,
     )?;
-    for (name, target) in [("vmlinux", &vmlinux), ("vmlinuz", &kernel.vmlinuz())] {
+    for (name, target) in [("vmlinux", vmlinux), ("vmlinuz", &kernel.vmlinuz())] {
         let link = out.join(name);
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(target, &link)
             .with_context(|| format!("linking {}", link.display()))?;
     }
-    std::fs::copy(&module, out.join("klogtest.ko"))?;
+    std::fs::copy(module, out.join("klogtest.ko"))?;
 
     let mut boots = Vec::new();
     let mut dumps = Vec::new();
     for vmcoreinfo in [true, false] {
-        let (boot, mut made) = boot_and_dump(&kernel, &out, &initramfs, vmcoreinfo)?;
+        let (boot, mut made) = boot_and_dump(kernel, out, &initramfs, vmcoreinfo)?;
         boots.push(boot);
         dumps.append(&mut made);
     }
@@ -833,8 +878,7 @@ pub fn generate(options: &Options) -> Result<(PathBuf, GuestManifest)> {
         dumps,
     };
     std::fs::write(out.join("guest.toml"), toml::to_string(&manifest)?)?;
-    std::fs::write(out.join(READY), "")?;
-    Ok((out, manifest))
+    Ok(manifest)
 }
 
 fn makedumpfile_version() -> String {

@@ -304,6 +304,19 @@ static void mixed_event(unsigned int cpu, int i)
 static DECLARE_COMPLETION(start);
 static DECLARE_COMPLETION(finished);
 
+/* Events between two rendezvous of the kthreads. */
+#define ROUND 10
+static atomic_t arrivals = ATOMIC_INIT(0);
+
+/* Waits until both kthreads have finished round `round`, so that their events interleave in
+ * every ring rather than one CPU logging all of its events before the other starts. */
+static void rendezvous(int round)
+{
+	atomic_inc(&arrivals);
+	while (atomic_read(&arrivals) < 2 * (round + 1))
+		cpu_relax();
+}
+
 static int worker(void *data)
 {
 	unsigned int cpu = (unsigned int)(unsigned long)data;
@@ -311,6 +324,8 @@ static int worker(void *data)
 
 	wait_for_completion(&start);
 	for (i = 0; i < EVENTS_PER_CPU; i++) {
+		if (i % ROUND == 0)
+			rendezvous(i / ROUND);
 		mixed_event(cpu, i);
 		if (cpu == 1 && i == TORN_AFTER) {
 			/* Interrupted mid-record: the header stays 0; FS never wraps over it. */
