@@ -398,15 +398,7 @@ pub fn initramfs(
     for extra in extras {
         files.push((extra.guest.clone(), extra.data.clone(), extra.mode));
     }
-    // Every parent directory, each before what it holds (a parent sorts before its children).
-    let mut dirs: BTreeSet<String> = ["dev", "proc", "sys"].map(String::from).into();
-    for (name, _, _) in &files {
-        let mut parent = Path::new(name).parent();
-        while let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty()) {
-            dirs.insert(dir.to_string_lossy().into_owned());
-            parent = dir.parent();
-        }
-    }
+    let dirs = directories(files.iter().map(|(name, _, _)| name.as_str()));
     let mut entries: Vec<CpioEntry> = dirs.iter().map(|d| CpioEntry::Dir(d)).collect();
     entries.push(CpioEntry::CharDevice {
         name: "dev/console",
@@ -419,6 +411,20 @@ pub fn initramfs(
         data,
     }));
     Ok(newc_cpio(&entries))
+}
+
+/// The directories an initramfs needs for `files` (every parent, and the mount points), each
+/// before what it holds: a parent sorts before its children.
+fn directories<'a>(files: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
+    let mut dirs: BTreeSet<String> = ["dev", "proc", "sys"].map(String::from).into();
+    for name in files {
+        let mut parent = Path::new(name).parent();
+        while let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty()) {
+            dirs.insert(dir.to_string_lossy().into_owned());
+            parent = dir.parent();
+        }
+    }
+    dirs
 }
 
 /// A console line without printk's `[    1.234567] ` time stamp and the serial line's '\r'.
@@ -1059,4 +1065,133 @@ fn boot_and_dump(
         ));
     }
     Ok((boot, dumps))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_lines_lose_time_stamps_only() {
+        assert_eq!(
+            console_line("[    4.120789] KLOG-CONFIG clock_hz=1\r"),
+            "KLOG-CONFIG clock_hz=1"
+        );
+        assert_eq!(console_line("[12345.000001] x] y"), "x] y");
+        assert_eq!(console_line("[ ok ] not printk"), "[ ok ] not printk");
+        assert_eq!(console_line("[] empty"), "[] empty");
+        assert_eq!(console_line("plain"), "plain");
+    }
+
+    #[test]
+    fn console_facts_come_from_their_lines() {
+        let console = "[    0.000000] Linux version 6.1.0-56-amd64 (debian-kernel@lists.debian.org) ...\r
+[    4.7] KCRASH-MODULE name=klogtest base=0xffffffffc023a000 size=65536 klogs=0xffffffffc023c080 klogbuffer=0xffffffffc023c600\r
+[    5.0] Kernel panic - not syncing: sysrq triggered crash\r
+[    5.0] Kernel Offset: 0x38800000 from 0xffffffff81000000 (relocation range: 0xffffffff80000000-0xffffffffbfffffff)\r
+";
+        let facts = ConsoleFacts::parse(console).unwrap();
+        assert_eq!(facts.release, "6.1.0-56-amd64");
+        assert_eq!(facts.kaslr_offset, 0x3880_0000);
+        assert_eq!(facts.panic, "sysrq triggered crash");
+        assert_eq!(facts.module.num("base").unwrap(), 0xffff_ffff_c023_a000);
+        assert_eq!(facts.module.str("name").unwrap(), "klogtest");
+        // Without the module's line the boot is of no use.
+        let without: String = console
+            .lines()
+            .filter(|l| !l.contains("KCRASH-MODULE"))
+            .collect();
+        assert!(ConsoleFacts::parse(&without).is_err());
+    }
+
+    #[test]
+    fn init_loads_modules_in_order_runs_the_command_then_crashes() {
+        let script = init_script(Some("/bin/kcrash /proc/kcore"));
+        let at = |needle: &str| script.find(needle).unwrap_or_else(|| panic!("{needle}"));
+        assert!(script.contains("for m in qemu_fw_cfg pvpanic pvpanic-mmio klogtest; do"));
+        assert!(at("/proc/modules") < at("/bin/kcrash /proc/kcore"));
+        assert!(at("/bin/kcrash /proc/kcore") < at("KCRASH-PANIC sysrq triggered crash"));
+        assert!(script.trim_end().ends_with("echo c > /proc/sysrq-trigger"));
+    }
+
+    #[test]
+    fn every_parent_directory_comes_before_its_files() {
+        let dirs: Vec<String> =
+            directories(["init", "lib/modules/a.ko", "usr/local/bin/kcrash"].into_iter())
+                .into_iter()
+                .collect();
+        assert_eq!(
+            dirs,
+            [
+                "dev",
+                "lib",
+                "lib/modules",
+                "proc",
+                "sys",
+                "usr",
+                "usr/local",
+                "usr/local/bin"
+            ]
+        );
+    }
+
+    /// An ELF core header laid out as QEMU 7.2 writes it: e_ehsize 8, two section headers at 64,
+    /// `phnum` program headers at 192, the first segment's data at `data`.
+    fn qemu_like_elf(phnum: u16, data: u64) -> Vec<u8> {
+        let mut elf = vec![0u8; data as usize + 16];
+        elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        elf[16..18].copy_from_slice(&4u16.to_le_bytes());
+        elf[18..20].copy_from_slice(&62u16.to_le_bytes());
+        elf[32..40].copy_from_slice(&192u64.to_le_bytes());
+        elf[40..48].copy_from_slice(&64u64.to_le_bytes());
+        for (at, value) in [
+            (52, 8u16),
+            (54, 56),
+            (56, phnum),
+            (58, 64),
+            (60, 2),
+            (62, 1),
+        ] {
+            elf[at..at + 2].copy_from_slice(&value.to_le_bytes());
+        }
+        for i in 0..usize::from(phnum) {
+            let ph = 192 + i * 56;
+            elf[ph..ph + 4].copy_from_slice(&(1 + i as u32).to_le_bytes());
+            elf[ph + 8..ph + 16].copy_from_slice(&(data + i as u64).to_le_bytes());
+        }
+        elf[64 + 64 + 24..64 + 64 + 32].copy_from_slice(&data.to_le_bytes());
+        elf[data as usize..].fill(0xab);
+        elf
+    }
+
+    #[test]
+    fn makedumpfile_gets_program_headers_at_64_and_the_same_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let (qemu, copy) = (dir.path().join("qemu.elf"), dir.path().join("copy.elf"));
+        let original = qemu_like_elf(3, 360);
+        std::fs::write(&qemu, &original).unwrap();
+        elf_for_makedumpfile(&qemu, &copy).unwrap();
+        let moved = std::fs::read(&copy).unwrap();
+        assert_eq!(moved.len(), original.len());
+        assert_eq!(moved[32..40], 64u64.to_le_bytes());
+        assert_eq!(moved[40..48], (64u64 + 3 * 56).to_le_bytes());
+        assert_eq!(moved[52..54], 64u16.to_le_bytes());
+        assert_eq!(moved[64..64 + 3 * 56], original[192..192 + 3 * 56]);
+        assert_eq!(moved[232..360], original[64..192]);
+        assert_eq!(moved[360..], original[360..]);
+        // The original is untouched.
+        assert_eq!(std::fs::read(&qemu).unwrap(), original);
+    }
+
+    #[test]
+    fn headers_that_would_overwrite_data_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (qemu, copy) = (dir.path().join("qemu.elf"), dir.path().join("copy.elf"));
+        // Three program headers and two section headers need 360 bytes; the notes start at 300.
+        let mut elf = qemu_like_elf(3, 400);
+        elf[192 + 8..192 + 16].copy_from_slice(&300u64.to_le_bytes());
+        std::fs::write(&qemu, elf).unwrap();
+        let err = elf_for_makedumpfile(&qemu, &copy).unwrap_err().to_string();
+        assert!(err.contains("do not fit before the data at 300"), "{err}");
+    }
 }

@@ -380,5 +380,5 @@ static int __init klogtest_init(void)
 module_init(klogtest_init);
 
 MODULE_DESCRIPTION("kcrash's Linux test kernel: a KLog written through klog.h");
-/* Dual: kthread_create_on_cpu and ktime_get_mono_fast_ns are GPL-only exports. */
+/* Dual: ktime_get_mono_fast_ns is a GPL-only export. */
 MODULE_LICENSE("Dual MIT/GPL");
