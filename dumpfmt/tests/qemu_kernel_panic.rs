@@ -19,6 +19,8 @@ use std::time::Duration;
 use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::translate::PageTableWalker;
 use dumpfmt::{AddressSpace, Dump, Format, MissingReason, Source};
+// The harness's initramfs writer, which also boots its Linux guest.
+use kcrash_harness::initramfs::{newc_cpio, CpioEntry};
 
 const PANIC_TEXT: &str = "Kernel panic - not syncing: ";
 
@@ -92,20 +94,20 @@ fn crash_initramfs(dir: &std::path::Path, kernel: &std::path::Path) -> Option<Pa
     }
     let init = std::fs::read(dir.join("init")).ok()?;
     let ko = std::fs::read(module).ok()?;
-    let cpio = common::newc_cpio(&[
-        common::CpioEntry::Dir("dev"),
-        common::CpioEntry::CharDevice {
+    let cpio = newc_cpio(&[
+        CpioEntry::Dir("dev"),
+        CpioEntry::CharDevice {
             name: "dev/console",
             major: 5,
             minor: 1,
         },
-        common::CpioEntry::Dir("proc"),
-        common::CpioEntry::File {
+        CpioEntry::Dir("proc"),
+        CpioEntry::File {
             name: "init",
             mode: 0o755,
             data: &init,
         },
-        common::CpioEntry::File {
+        CpioEntry::File {
             name: "qemu_fw_cfg.ko",
             mode: 0o644,
             data: &ko,

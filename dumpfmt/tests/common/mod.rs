@@ -248,9 +248,6 @@ impl Drop for QemuGuest {
     }
 }
 
-/// The initramfs writer the harness boots its Linux guest with.
-pub use kcrash_harness::initramfs::{newc_cpio, CpioEntry};
-
 /// `makedumpfile -R out < flat`: the reference reassembly of a flattened dump.
 pub fn makedumpfile_reassemble(flat: &Path, out: &Path) {
     let input = std::fs::File::open(flat).expect("open flattened dump");
