@@ -129,7 +129,7 @@ fn main() -> Result<()> {
         } => {
             let extras = includes
                 .iter()
-                .map(|spec| linux::Extra::parse(spec))
+                .map(|spec| linux::guest::Extra::parse(spec))
                 .collect::<Result<_>>()?;
             let (out, manifest) = linux::generate(&linux::Options {
                 cache,

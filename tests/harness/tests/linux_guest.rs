@@ -8,7 +8,8 @@
 //! Without it the test says NOT RUN, or fails under KCRASH_REQUIRE_TOOLS=1.
 
 use kcrash_harness::expected::{Expected, RecordDamage};
-use kcrash_harness::linux::{self, ConsoleFacts, GuestManifest};
+use kcrash_harness::linux::guest::{self, ConsoleFacts};
+use kcrash_harness::linux::GuestManifest;
 use kcrash_harness::{dump::Magic, oracle, tools};
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
@@ -45,7 +46,7 @@ fn hex(text: &str) -> u64 {
 fn sections(console: &str) -> Vec<(String, u64)> {
     console
         .lines()
-        .map(linux::console_line)
+        .map(guest::console_line)
         .filter_map(|l| l.strip_prefix("KCRASH-SECTION "))
         .map(|rest| {
             let line = oracle::Line::parse(&format!("KLOG-SECTION {rest}"))
@@ -83,7 +84,7 @@ fn every_boot_has_its_oracle_scenario_and_addresses() {
         let expected: Expected =
             serde_json::from_str(&read(&dir.join(&boot.expected))).expect("expected.json");
         assert_eq!(
-            oracle::derive(&linux::console_text(&console)).unwrap(),
+            oracle::derive(&guest::console_text(&console)).unwrap(),
             expected
         );
         assert_eq!(
@@ -152,7 +153,7 @@ fn every_boot_has_its_oracle_scenario_and_addresses() {
         assert!(section(".bss").unwrap() <= hex(&boot.klogbuffer));
         let proc_modules = console
             .lines()
-            .map(linux::console_line)
+            .map(guest::console_line)
             .find_map(|l| l.strip_prefix("KCRASH-PROC-MODULES klogtest "))
             .expect("/proc/modules line of klogtest");
         assert!(
