@@ -296,6 +296,13 @@ fn boot_and_dump(
         ConsoleFacts::parse(&text).with_context(|| format!("reading {}", console.display()))?;
     let expected: Expected = oracle::derive(&console_text(&text))
         .with_context(|| format!("deriving the oracle of {}", console.display()))?;
+    if facts.panic != PANIC_MESSAGE || expected.panic != PANIC_MESSAGE {
+        return Err(anyhow!(
+            "the guest panicked with {:?} (oracle {:?}), not {PANIC_MESSAGE:?}",
+            facts.panic,
+            expected.panic
+        ));
+    }
     let expected_file = format!("expected{suffix}.json");
     std::fs::write(
         out.join(&expected_file),
@@ -348,7 +355,6 @@ fn boot_and_dump(
         elf_for_makedumpfile(&out.join(&elf), &input)?;
         for r in &MAKEDUMPFILE_RUNS {
             let target = out.join(r.file);
-            let _ = std::fs::remove_file(&target);
             let seconds = timed(&mut || {
                 run(
                     Command::new(tools::MAKEDUMPFILE)
@@ -393,12 +399,5 @@ fn boot_and_dump(
         klogbuffer: format!("{:#x}", module.num("klogbuffer")?),
         boot_seconds,
     };
-    if facts.panic != PANIC_MESSAGE || expected.panic != PANIC_MESSAGE {
-        return Err(anyhow!(
-            "the guest panicked with {:?} (oracle {:?}), not {PANIC_MESSAGE:?}",
-            facts.panic,
-            expected.panic
-        ));
-    }
     Ok((boot, dumps))
 }
