@@ -217,6 +217,35 @@ fn every_dump_is_what_guest_toml_says_and_dumpfmt_opens_it() {
         }
     }
     assert!(failures.is_empty(), "dumpfmt cannot open: {failures:#?}");
+
+    // -d 31 excluded pages: smaller than -d 0 of the same compression, and the ELF says so in
+    // PT_LOADs whose p_filesz < p_memsz.
+    let bytes = |file: &str| guest.dumps.iter().find(|d| d.file == file).unwrap().bytes;
+    assert!(bytes("vmcore-c-d31.kdump") < bytes("vmcore-c-d0.kdump"));
+    assert!(bytes("vmcore-l-d31.kdump") < bytes("vmcore-l-d0.kdump"));
+    assert!(
+        elf_loads(&dir.join("vmcore-E-d31.elf"))
+            .iter()
+            .any(|(filesz, memsz)| filesz < memsz),
+        "no PT_LOAD of vmcore-E-d31.elf lacks pages"
+    );
+}
+
+/// (p_filesz, p_memsz) of each PT_LOAD of an ELF core, read with object's parser.
+fn elf_loads(path: &Path) -> Vec<(u64, u64)> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let mut head = vec![0u8; 1 << 20];
+    let n = std::fs::File::open(path).unwrap().read(&mut head).unwrap();
+    head.truncate(n);
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(&*head).unwrap();
+    let endian = header.endian().unwrap();
+    header
+        .program_headers(endian, &*head)
+        .unwrap()
+        .iter()
+        .filter(|ph| ph.p_type(endian) == object::elf::PT_LOAD)
+        .map(|ph| (ph.p_filesz(endian), ph.p_memsz(endian)))
+        .collect()
 }
 
 /// The 64 bytes of every whole record a boot's oracle holds.
