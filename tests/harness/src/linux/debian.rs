@@ -184,14 +184,26 @@ pub fn ensure_packages(kernel: &Kernel) -> Result<()> {
     Ok(())
 }
 
+/// Debug modules extracted beside the vmlinux: symbols' module tests read real Debian modules'
+/// DWARF (a small one and a large one).
+const DEBUG_MODULES: [&str; 3] = [
+    "kernel/drivers/misc/pvpanic/pvpanic.ko",
+    "kernel/drivers/misc/pvpanic/pvpanic-pci.ko",
+    "kernel/fs/ext4/ext4.ko",
+];
+
 /// The debug vmlinux of `release` (linux-image-<release>-dbg), fetched with `apt-get download`
-/// when the cache does not have it; only the vmlinux is extracted.
+/// when the cache does not have it; only the vmlinux and [`DEBUG_MODULES`] are extracted.
 pub fn debug_vmlinux(cache: &Path, release: &str) -> Result<PathBuf> {
     let path = debug_vmlinux_path(cache, release);
-    if path.is_file() {
+    let root = cache.join("linux-dbg");
+    let modules: Vec<String> = DEBUG_MODULES
+        .iter()
+        .map(|m| format!("./usr/lib/debug/lib/modules/{release}/{m}"))
+        .collect();
+    if path.is_file() && modules.iter().all(|m| root.join(m).is_file()) {
         return Ok(path);
     }
-    let root = cache.join("linux-dbg");
     std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
     let scratch = tempfile::tempdir_in(&root)?;
     let deb = apt_download(&format!("linux-image-{release}-dbg"), scratch.path())?;
@@ -206,6 +218,7 @@ pub fn debug_vmlinux(cache: &Path, release: &str) -> Result<PathBuf> {
         .arg("-C")
         .arg(&root)
         .arg(format!("./usr/lib/debug/boot/vmlinux-{release}"))
+        .args(&modules)
         .stdin(dpkg.stdout.take().context("dpkg-deb's stdout")?)
         .status()
         .context("running tar")?;
