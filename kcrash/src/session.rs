@@ -13,6 +13,7 @@ use symbols::Image;
 
 use crate::klog::layout::{KLogLayout, LayoutError};
 use crate::klog::Klog;
+use crate::linux::{self, kaslr, Linux};
 use crate::memory::{Memory, Unreadable};
 
 /// What a file given on the command line is, told by its content.
@@ -121,6 +122,8 @@ pub struct Session<'d> {
     pub file_backed: Vec<FileBacked>,
     /// What opening found out and did, for `sys` and for `-s`-less start-up messages.
     pub notes: Vec<String>,
+    /// Set when the dump is a Linux kernel's and its vmlinux was given.
+    pub linux: Option<Linux>,
     klog: OnceLock<Result<Klog, String>>,
 }
 
@@ -137,6 +140,7 @@ impl<'d> Session<'d> {
             space,
             file_backed: Vec::new(),
             notes: Vec::new(),
+            linux: None,
             klog: OnceLock::new(),
         };
         if dump.is_process_core() {
@@ -231,6 +235,13 @@ impl<'d> Session<'d> {
     /// offset) after the dump's own mappings and page tables; the image must match the dump.
     fn open_kernel(&mut self, path: PathBuf) -> Result<(), OpenError> {
         let image = Self::open_image(&path)?;
+        let info = self
+            .dump
+            .vmcoreinfo()
+            .map_err(|e| open_err(e.to_string()))?;
+        if linux::is_linux(info.as_ref(), &image) {
+            return self.open_linux(image, info.as_ref(), &path);
+        }
         for seg in image.load_segments() {
             if seg.mem_size > 0 && seg.vaddr != seg.paddr {
                 self.space.push(Source::Linear(LinearMap {
@@ -242,6 +253,63 @@ impl<'d> Session<'d> {
         }
         self.image = Some(image);
         self.check_kernel_image(&path)
+    }
+
+    /// A Linux kernel: its build-id must be VMCOREINFO's, and its KASLR offset becomes the
+    /// image's load bias. The image's program headers are not used: under KASLR the kernel is
+    /// not where they say, physically or virtually; page tables (VMCOREINFO's init_top_pgt, the
+    /// CPUs' CR3) translate instead.
+    fn open_linux(
+        &mut self,
+        mut image: Image,
+        info: Option<&dumpfmt::VmcoreInfo<'_>>,
+        path: &Path,
+    ) -> Result<(), OpenError> {
+        let belongs = |why: String| {
+            open_err(format!(
+                "{} does not belong to {}: {why}",
+                path.display(),
+                self.dump.path().display()
+            ))
+        };
+        let dump_id = info.and_then(|i| i.get("BUILD-ID"));
+        if let (Some(dump_id), Some(own)) = (dump_id, image.build_id()) {
+            let own = linux::hex(own);
+            if !dump_id.trim().eq_ignore_ascii_case(&own) {
+                return Err(belongs(format!(
+                    "its build-id is {own}, the dump's kernel's (VMCOREINFO BUILD-ID) is {}",
+                    dump_id.trim()
+                )));
+            }
+        }
+        let from_info = match info {
+            Some(info) => {
+                kaslr::from_vmcoreinfo(info, &image).map_err(|e| open_err(e.to_string()))?
+            }
+            None => None,
+        };
+        let (offset, found) = match from_info {
+            Some(v) => v,
+            None => kaslr::search(self.dump, &mut self.space, &image).map_err(open_err)?,
+        };
+        if kaslr::banner_at(&self.space, &image, offset) == Some(false) {
+            return Err(belongs(format!(
+                "its linux_banner is not in the dump at KASLR offset {offset:#x} ({found})"
+            )));
+        }
+        image.set_load_bias(offset);
+        let release = info.and_then(|i| i.osrelease()).map(str::to_owned);
+        self.notes.push(format!(
+            "Linux {}: KASLR offset {offset:#x}, from {found}",
+            release.as_deref().unwrap_or("(release unknown)")
+        ));
+        self.linux = Some(Linux {
+            release,
+            kaslr_offset: offset,
+            found,
+        });
+        self.image = Some(image);
+        Ok(())
     }
 
     /// The image's code at its entry point must be what the dump holds there.

@@ -1,0 +1,238 @@
+//! kcrash on a real Linux guest: Debian's distribution kernel under QEMU with KASLR on, dumped by
+//! QEMU (ELF) and makedumpfile (kdump), opened with Debian's debug vmlinux.
+//!
+//! The guest directory comes from `KCRASH_LINUX_GUEST` (default
+//! `/var/cache/kcrash-ci/linux-guest/6.1.0-56-amd64`, what `.ci/run`'s guest pipeline writes):
+//! `vmcore.elf`, `vmcore.kdump`, `console.log` (the serial console: an oracle kcrash does not
+//! read), `vmlinux`. Without it the tests say NOT RUN; under KCRASH_REQUIRE_TOOLS=1 they fail.
+//! Where crash(8) is installed, kcrash is compared with it on the same dump.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use dumpfmt::translate::x86_64::X86_64;
+use dumpfmt::translate::{AddressSpace, Source};
+use dumpfmt::Dump;
+use kcrash::linux::kaslr::{self, Found};
+use symbols::Image;
+
+fn require() -> bool {
+    std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() == Ok("1")
+}
+
+/// The guest directory, if it holds `files`; else says NOT RUN (or fails under
+/// KCRASH_REQUIRE_TOOLS=1).
+fn guest(test: &str, files: &[&str]) -> Option<PathBuf> {
+    let dir = std::env::var_os("KCRASH_LINUX_GUEST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/kcrash-ci/linux-guest/6.1.0-56-amd64"));
+    if let Some(missing) = files.iter().find(|f| !dir.join(f).exists()) {
+        let msg = format!("NOT RUN: {test}: {} not there", dir.join(missing).display());
+        assert!(!require(), "{msg} (KCRASH_REQUIRE_TOOLS=1)");
+        eprintln!("{msg}");
+        return None;
+    }
+    Some(dir)
+}
+
+/// Whether crash(8) is installed; if not, says so (or fails under KCRASH_REQUIRE_TOOLS=1).
+fn have_crash(test: &str) -> bool {
+    let ok = Command::new("crash")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let msg = format!("NOT RUN: {test}: crash(8) is not installed");
+        assert!(!require(), "{msg} (KCRASH_REQUIRE_TOOLS=1)");
+        eprintln!("{msg}");
+    }
+    ok
+}
+
+fn kcrash(dir: &PathBuf, dump: &str, commands: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcrash"));
+    cmd.current_dir(dir).arg("-s");
+    for c in commands {
+        cmd.arg("-c").arg(c);
+    }
+    cmd.arg(dump).arg("vmlinux").output().expect("kcrash runs")
+}
+
+fn stdout(out: &Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what}: exit {:?}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("kcrash prints UTF-8")
+}
+
+/// crash(8)'s output for `commands` on `dump`, the prompt echo left out.
+fn crash(dir: &PathBuf, dump: &str, commands: &str) -> String {
+    let out = Command::new("crash")
+        .current_dir(dir)
+        .args(["-s", "--no_scroll", "vmlinux", dump])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().expect("stdin");
+            writeln!(stdin, "{commands}\nq")?;
+            drop(stdin);
+            child.wait_with_output()
+        })
+        .expect("crash runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The KASLR offset the kernel printed when it panicked ("Kernel Offset: 0x... from ...").
+fn console_kaslr(dir: &PathBuf) -> u64 {
+    let console = std::fs::read_to_string(dir.join("console.log")).expect("console.log");
+    let hex = console
+        .split("Kernel Offset: 0x")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the panic printed the kernel offset");
+    u64::from_str_radix(hex, 16).expect("hex offset")
+}
+
+#[test]
+fn kaslr_offset_is_the_one_the_kernel_printed_by_every_way_of_finding_it() {
+    let Some(dir) = guest(
+        "kaslr_offset",
+        &["vmcore.elf", "vmcore.kdump", "console.log", "vmlinux"],
+    ) else {
+        return;
+    };
+    let want = console_kaslr(&dir);
+    for dump in ["vmcore.elf", "vmcore.kdump"] {
+        let out = kcrash(&dir, dump, &["sys"]);
+        let text = stdout(&out, dump);
+        assert!(
+            text.contains(&format!(
+                "KASLR offset {want:#x}, from VMCOREINFO KERNELOFFSET"
+            )),
+            "{dump}: {text}"
+        );
+    }
+    let dump = Dump::open(dir.join("vmcore.elf")).expect("dump");
+    let image = Image::open(dir.join("vmlinux")).expect("vmlinux");
+    // Through the CPU's CR3 only, as for a dump without VMCOREINFO.
+    let mut space = AddressSpace::new(&dump);
+    let cr3 = dump
+        .qemu_cpu_states()
+        .map(|c| c.expect("cpu note"))
+        .find(|c| c.paging())
+        .expect("a CPU with paging on")
+        .cr3();
+    space.push(Source::PageTables {
+        walker: std::sync::Arc::new(X86_64::new(false)),
+        root: X86_64::cr3_root(cr3),
+    });
+    let (offset, found) = kaslr::search(&dump, &mut space, &image).expect("found through CR3");
+    assert_eq!(
+        (offset, found),
+        (want, Found::Banner("the CPUs' page tables (CR3)"))
+    );
+    // Through nothing: the banner in physical memory gives init_top_pgt.
+    for name in ["vmcore.elf", "vmcore.kdump"] {
+        let dump = Dump::open(dir.join(name)).expect("dump");
+        let mut space = AddressSpace::new(&dump);
+        let (offset, found) = kaslr::search(&dump, &mut space, &image).expect("found by scan");
+        assert_eq!(offset, want, "{name}");
+        assert!(matches!(found, Found::Banner(t) if t.starts_with("init_top_pgt")));
+    }
+}
+
+#[test]
+fn symbols_and_variables_sit_at_their_kaslr_addresses() {
+    let Some(dir) = guest(
+        "symbols_kaslr",
+        &["vmcore.elf", "vmcore.kdump", "console.log", "vmlinux"],
+    ) else {
+        return;
+    };
+    let offset = console_kaslr(&dir);
+    // The link-time address from the ELF symbol table (read by object, not by kcrash's symbols
+    // crate), moved by the offset the kernel printed.
+    let data = std::fs::read(dir.join("vmlinux")).expect("vmlinux");
+    let elf = {
+        use object::{Object, ObjectSymbol};
+        let file = object::File::parse(&*data).expect("ELF");
+        let link = |name: &str| {
+            file.symbols()
+                .find(|s| s.name() == Ok(name))
+                .map(|s| s.address())
+                .expect("symbol")
+        };
+        (link("init_task"), link("linux_banner"))
+    };
+    for dump in ["vmcore.elf", "vmcore.kdump"] {
+        let text = stdout(
+            &kcrash(
+                &dir,
+                dump,
+                &[
+                    "sym init_task",
+                    "p init_task.comm",
+                    "p/x &linux_banner",
+                    "p jiffies > /dev/null",
+                ],
+            ),
+            dump,
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with(&format!("{:016x} (D) init_task", elf.0 + offset)),
+            "{dump}: {text}"
+        );
+        assert_eq!(lines[1], r#""swapper/0\000\000\000\000\000\000""#, "{dump}");
+        assert!(
+            lines[2] == format!("{:#x}", elf.1 + offset),
+            "{dump}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_print_agrees_with_crash() {
+    let Some(dir) = guest("print_vs_crash", &["vmcore.elf", "vmlinux"]) else {
+        return;
+    };
+    if !have_crash("print_vs_crash") {
+        return;
+    }
+    let theirs = crash(
+        &dir,
+        "vmcore.elf",
+        "p jiffies\np init_task.pid\nsym init_task",
+    );
+    let ours = stdout(
+        &kcrash(
+            &dir,
+            "vmcore.elf",
+            &["p jiffies", "p init_task.pid", "sym init_task"],
+        ),
+        "kcrash",
+    );
+    let ours: Vec<&str> = ours.lines().collect();
+    // crash: "jiffies = $1 = 4294893235", "$2 = 0", "ffff... (D) init_task".
+    let values: Vec<&str> = theirs
+        .lines()
+        .filter_map(|l| l.split_once('$').map(|(_, v)| v))
+        .filter_map(|v| v.split_once(" = ").map(|(_, v)| v))
+        .collect();
+    assert_eq!(values, [ours[0], ours[1]], "crash said:\n{theirs}");
+    let address = |l: &str| l.split_whitespace().next().map(str::to_owned);
+    let crash_sym = theirs
+        .lines()
+        .find(|l| l.ends_with(" init_task"))
+        .expect("crash's sym");
+    assert_eq!(
+        address(crash_sym),
+        address(ours[2]),
+        "crash said:\n{theirs}"
+    );
+}
