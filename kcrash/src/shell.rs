@@ -136,6 +136,13 @@ pub const COMMANDS: &[Command] = &[
         run: commands::sys::run,
     },
     Command {
+        name: "log",
+        aliases: &["dmesg"],
+        summary: "the Linux kernel's message log (printk ring): log [-t|-T] [-m]",
+        help: clap_help::<commands::log::Args>,
+        run: commands::log::run,
+    },
+    Command {
         name: "sym",
         aliases: &[],
         summary: "symbol <-> address: sym NAME|ADDR, sym -l [REGEX]",

@@ -236,3 +236,104 @@ fn a_print_agrees_with_crash() {
         "crash said:\n{theirs}"
     );
 }
+
+/// The kernel's lines in the serial console: from the `[ sssss.uuuuuu] ` stamp on (the stamp
+/// may follow a firmware's escape sequences on the same line), carriage returns dropped.
+fn console_kernel_lines(dir: &PathBuf) -> Vec<String> {
+    let bytes = std::fs::read(dir.join("console.log")).expect("console.log");
+    let text = String::from_utf8_lossy(&bytes);
+    let stamp = |s: &str| {
+        let b = s.as_bytes();
+        b.len() >= 15
+            && b[0] == b'['
+            && b[6] == b'.'
+            && b[13] == b']'
+            && b[1..13]
+                .iter()
+                .enumerate()
+                .all(|(i, c)| i == 5 || c.is_ascii_digit() || (*c == b' ' && i < 4))
+    };
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim_end_matches('\r');
+            let at = line.char_indices().find(|&(i, _)| stamp(&line[i..]))?.0;
+            Some(line[at..].to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn log_holds_every_line_the_console_printed() {
+    let Some(dir) = guest(
+        "log_vs_console",
+        &["vmcore.elf", "vmcore.kdump", "console.log", "vmlinux"],
+    ) else {
+        return;
+    };
+    let console = console_kernel_lines(&dir);
+    assert!(console.len() > 100, "the console printed the boot");
+    for dump in ["vmcore.elf", "vmcore.kdump"] {
+        // With the vmlinux (offsets from VMCOREINFO, levels from DWARF) and without it.
+        for with_image in [true, false] {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcrash"));
+            cmd.current_dir(&dir).args(["-s", "-c", "log", dump]);
+            if with_image {
+                cmd.arg("vmlinux");
+            }
+            let log = stdout(&cmd.output().expect("kcrash runs"), dump);
+            let log: Vec<&str> = log.lines().collect();
+            // The ring may have wrapped: the console's lines from the ring's first record on are
+            // all there, in order, and the last ones are the same.
+            let first = log.first().expect("a record")[..15].to_owned();
+            let from = console
+                .iter()
+                .position(|l| l[..15] >= *first)
+                .expect("the console reached the ring's first record");
+            let mut at = 0;
+            for want in &console[from..] {
+                match log[at..].iter().position(|l| l == want) {
+                    Some(i) => at += i + 1,
+                    None => {
+                        panic!("{dump}: the console's {want:?} is not in kcrash's log in order")
+                    }
+                }
+            }
+            assert_eq!(log.last().copied(), console.last().map(String::as_str), "{dump}");
+        }
+    }
+}
+
+#[test]
+fn log_tail_agrees_with_crash() {
+    let Some(dir) = guest("log_vs_crash", &["vmcore.elf", "vmlinux"]) else {
+        return;
+    };
+    if !have_crash("log_vs_crash") {
+        return;
+    }
+    // crash indents a record's later lines instead of repeating its time stamp.
+    let mut prefix = String::new();
+    let theirs: Vec<String> = crash(&dir, "vmcore.elf", "log")
+        .lines()
+        .filter_map(|l| {
+            if l.starts_with("[ ") && l.len() >= 15 && &l[13..14] == "]" {
+                prefix = l[..15].to_owned();
+                Some(l.to_owned())
+            } else if !prefix.is_empty() && l.starts_with(&" ".repeat(15)) {
+                Some(format!("{prefix}{}", &l[15..]))
+            } else {
+                None
+            }
+        })
+        .collect();
+    let ours = stdout(&kcrash(&dir, "vmcore.elf", &["log"]), "kcrash log");
+    let ours: Vec<&str> = ours.lines().collect();
+    let tail = |v: &[&str]| v[v.len().saturating_sub(50)..].join("\n");
+    let theirs: Vec<&str> = theirs.iter().map(String::as_str).collect();
+    assert!(
+        theirs.len() >= 50,
+        "crash printed its log:\n{}",
+        theirs.join("\n")
+    );
+    assert_eq!(tail(&ours), tail(&theirs));
+}

@@ -2,6 +2,7 @@
 //! read Linux's own structures.
 
 pub mod kaslr;
+pub mod printk;
 
 use dumpfmt::VmcoreInfo;
 use symbols::Image;
