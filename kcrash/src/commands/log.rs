@@ -4,6 +4,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::Parser;
 
 use crate::expr::{parse_expr, Evaluator};
+use crate::linux::facts::date;
 use crate::linux::printk::{Layout, Record, Ring};
 use crate::session::Session;
 use crate::shell::{Context, Flow};
@@ -102,39 +103,7 @@ pub fn since_boot(ts_nsec: u64) -> String {
 /// `[Sun Nov 22 04:51:35 UTC 2026] `, as crash's `log -T` prints it.
 fn wall(boot_nsec: i128, ts_nsec: u64) -> String {
     let secs = (boot_nsec + ts_nsec as i128).div_euclid(1_000_000_000) as i64;
-    match chrono_like(secs) {
-        Some(text) => format!("[{text}] "),
-        None => format!("[{secs}] "),
-    }
-}
-
-/// Seconds since the epoch as `Sun Nov 22 04:51:35 UTC 2026` (proleptic Gregorian, UTC).
-fn chrono_like(secs: i64) -> Option<String> {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    Some(format!(
-        "{} {} {:>2} {:02}:{:02}:{:02} UTC {year}",
-        DAYS.get(days.rem_euclid(7) as usize)?,
-        MONTHS.get(month as usize - 1)?,
-        day,
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    ))
+    format!("[{}] ", date(secs))
 }
 
 /// Writes `text` with control characters other than tab as `\xNN`, as dmesg does.

@@ -1,6 +1,7 @@
 //! Linux kernel dumps: recognising one, placing its vmlinux under KASLR, and the commands that
 //! read Linux's own structures.
 
+pub mod facts;
 pub mod kaslr;
 pub mod printk;
 
