@@ -664,7 +664,8 @@ fn corrupt_relocations_give_errors_with_section_and_offset() {
         bytes[entry + 8..entry + 16].copy_from_slice(&((sym << 32) | kind).to_le_bytes());
     };
     let current = u64::from_le_bytes(original[entry + 8..entry + 16].try_into().unwrap());
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+    type Corruption = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(&str, Corruption)> = vec![
         (
             "beyond the symbol table",
             Box::new(move |b| info(b, 0xff_ffff, current & 0xffff_ffff)),
