@@ -664,7 +664,7 @@ fn corrupt_relocations_give_errors_with_section_and_offset() {
         bytes[entry + 8..entry + 16].copy_from_slice(&((sym << 32) | kind).to_le_bytes());
     };
     let current = u64::from_le_bytes(original[entry + 8..entry + 16].try_into().unwrap());
-    type Corruption = Box<dyn Fn(&mut Vec<u8>)>;
+    type Corruption<'a> = Box<dyn Fn(&mut Vec<u8>) + 'a>;
     let cases: Vec<(&str, Corruption)> = vec![
         (
             "beyond the symbol table",
