@@ -1,22 +1,41 @@
-//! `ptype FILE NAME`: looks up global variable (or, failing that, type) NAME in ELF FILE and
-//! prints its address and full type with member offsets, like gdb's `ptype /o`. Also the
-//! program the README's speed figures are measured with.
+//! `ptype FILE NAME [-s SECTION ADDRESS]...`: looks up global variable (or, failing that, type)
+//! NAME in ELF FILE and prints its address and full type with member offsets, like gdb's
+//! `ptype /o`. With `-s`, FILE is a relocatable object (a kernel module) whose sections are at
+//! those addresses, as in gdb's `add-symbol-file FILE -s SECTION ADDRESS`. Also the program the
+//! README's speed figures are measured with.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use symbols::{Image, TypeId, TypeKind};
+use symbols::{Image, SectionAddresses, TypeId, TypeKind};
 
 type Failure = Box<dyn std::error::Error>;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [file, name] = args.as_slice() else {
-        eprintln!("usage: ptype FILE NAME");
-        return ExitCode::from(2);
+    let usage = || {
+        eprintln!("usage: ptype FILE NAME [-s SECTION ADDRESS]...");
+        ExitCode::from(2)
     };
+    let (Some(file), Some(name)) = (args.first(), args.get(1)) else {
+        return usage();
+    };
+    let mut sections = None;
+    for triple in args.get(2..).unwrap_or_default().chunks(3) {
+        let [flag, section, address] = triple else {
+            return usage();
+        };
+        let hex = address.trim_start_matches("0x");
+        let (Ok(address), "-s") = (u64::from_str_radix(hex, 16), flag.as_str()) else {
+            return usage();
+        };
+        sections
+            .get_or_insert_with(SectionAddresses::new)
+            .insert(section.as_str(), address);
+    }
     let mut out = io::BufWriter::new(io::stdout().lock());
-    let result = run(&mut out, file, name).and_then(|found| Ok(out.flush().map(|()| found)?));
+    let result = run(&mut out, file, name, sections.as_ref())
+        .and_then(|found| Ok(out.flush().map(|()| found)?));
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
@@ -32,8 +51,16 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(out: &mut impl Write, file: &str, name: &str) -> Result<bool, Failure> {
-    let image = Image::open(file)?;
+fn run(
+    out: &mut impl Write,
+    file: &str,
+    name: &str,
+    sections: Option<&SectionAddresses>,
+) -> Result<bool, Failure> {
+    let image = match sections {
+        Some(sections) => Image::open_relocatable(file, sections)?,
+        None => Image::open(file)?,
+    };
     let ty = if let Some(variable) = image.variable(name)? {
         match variable.address {
             Some(address) => writeln!(out, "{name} at {address:#x}")?,

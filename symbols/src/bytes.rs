@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
+use crate::relocate::Relocations;
+
 /// Where bytes live.
 pub(crate) enum Buffer {
     /// A read-only memory map of a file.
@@ -107,5 +109,25 @@ unsafe impl stable_deref_trait::StableDeref for Bytes {}
 // SAFETY: as above; a clone shares the same buffer and range.
 unsafe impl stable_deref_trait::CloneStableDeref for Bytes {}
 
-/// The reader all DWARF parsing in this crate uses.
-pub(crate) type Reader = gimli::EndianReader<gimli::RunTimeEndian, Bytes>;
+/// The reader all DWARF parsing in this crate uses: zero-copy over [`Bytes`], with a
+/// relocatable file's relocations applied to the addresses and offsets it reads (none for
+/// other files).
+pub(crate) type Reader =
+    gimli::RelocateReader<gimli::EndianReader<gimli::RunTimeEndian, Bytes>, Relocations>;
+
+/// A reader over all of `bytes`.
+pub(crate) fn reader(
+    bytes: Bytes,
+    endian: gimli::RunTimeEndian,
+    relocations: Relocations,
+) -> Reader {
+    gimli::RelocateReader::new(gimli::EndianReader::new(bytes, endian), relocations)
+}
+
+/// The bytes `reader` has left, without copying: our readers always borrow theirs.
+pub(crate) fn raw(reader: &Reader) -> &[u8] {
+    match gimli::Reader::to_slice(reader) {
+        Ok(std::borrow::Cow::Borrowed(bytes)) => bytes,
+        _ => &[],
+    }
+}

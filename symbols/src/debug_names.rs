@@ -9,7 +9,7 @@ use std::path::Path;
 use gimli::constants as dw;
 use gimli::Reader as _;
 
-use crate::bytes::Reader;
+use crate::bytes::{raw, Reader};
 use crate::error::{Error, Result};
 use crate::index::{Kind, NameHash};
 
@@ -117,8 +117,7 @@ fn read_table(input: &mut Reader, debug_str: &Reader, names: &mut DebugNames) ->
         let string = string_offsets.read_offset(format)?;
         let mut entries = pool.clone();
         entries.skip(entry_offsets.read_offset(format)?)?;
-        let name = debug_str
-            .bytes()
+        let name = raw(debug_str)
             .get(string..)
             .and_then(|tail| std::ffi::CStr::from_bytes_until_nul(tail).ok())
             .ok_or(gimli::Error::OffsetOutOfBounds)?;
@@ -247,11 +246,10 @@ mod tests {
         }
         let sections = Sections::new(Arc::new(ElfFile::open(&program).unwrap()));
         let dwarf = sections.types_dwarf().unwrap();
-        let bytes = sections
+        let section = sections
             .debug_names()
             .expect("a .debug_names section")
             .unwrap();
-        let section = gimli::EndianReader::new(bytes, sections.endian());
         let names = DebugNames::read(&program, section, {
             use gimli::Section;
             dwarf.debug_str.reader()

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use gimli::constants as dw;
-use gimli::AttributeValue;
+use gimli::{AttributeValue, SectionId};
 
 use crate::bytes::Reader;
 use crate::debug_names::{DebugNames, Target};
@@ -101,8 +101,7 @@ impl DebugInfo {
         self.debug_names
             .get_or_init(|| {
                 use gimli::Section;
-                let bytes = self.sections.debug_names()?.ok()?;
-                let section = gimli::EndianReader::new(bytes, self.sections.endian());
+                let section = self.sections.debug_names()?.ok()?;
                 DebugNames::read(&self.path, section, self.dwarf.debug_str.reader()).ok()
             })
             .as_ref()
@@ -232,28 +231,47 @@ impl DebugInfo {
     }
 
     /// The address a location expression gives when it is just an address (`DW_OP_addr`,
-    /// `DW_OP_addrx`); `None` for thread-local and computed locations.
+    /// `DW_OP_addrx`); `None` for thread-local and computed locations, and for an address in a
+    /// section that is not loaded (a module's `__initdata` after initialisation).
     fn static_address(
         &self,
         unit: &ParsedUnit,
         die: u64,
         expression: gimli::Expression<Reader>,
     ) -> Result<Option<u64>> {
+        use gimli::{Reader as _, Section as _};
+        let start = expression.0.offset_from(self.dwarf.debug_info.reader());
         let mut ops = expression.operations(unit.unit.encoding());
         let first = ops.next().map_err(self.gimli_error(die))?;
-        let address = match first {
-            Some(gimli::Operation::Address { address }) => address,
-            Some(gimli::Operation::AddressIndex { index }) => self
-                .dwarf
-                .address(&unit.unit, index)
-                .map_err(self.gimli_error(die))?,
+        // Where the address was read, to ask whether it refers to a section not loaded.
+        let (address, section, at) = match first {
+            // The address follows the one-byte opcode.
+            Some(gimli::Operation::Address { address }) => {
+                (address, SectionId::DebugInfo, start.wrapping_add(1))
+            }
+            Some(gimli::Operation::AddressIndex { index }) => {
+                let address = self
+                    .dwarf
+                    .address(&unit.unit, index)
+                    .map_err(self.gimli_error(die))?;
+                let size = usize::from(unit.unit.encoding().address_size);
+                let at = unit
+                    .unit
+                    .addr_base
+                    .0
+                    .wrapping_add(index.0.wrapping_mul(size));
+                (address, SectionId::DebugAddr, at)
+            }
             _ => return Ok(None),
         };
         // Anything after the address (a TLS operator, arithmetic) makes it not a plain address.
-        match ops.next().map_err(self.gimli_error(die))? {
-            None => Ok(Some(address)),
-            Some(_) => Ok(None),
+        if ops.next().map_err(self.gimli_error(die))?.is_some() {
+            return Ok(None);
         }
+        if self.sections.relocations(section)?.unloaded_at(at) {
+            return Ok(None);
+        }
+        Ok(Some(address))
     }
 
     fn string(&self, unit: &ParsedUnit, value: AttributeValue<Reader>) -> Option<String> {

@@ -7,10 +7,12 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use object::{CompressedFileRange, Object, ObjectSection};
+use object::{CompressedFileRange, Object, ObjectSection, SectionIndex};
 
 use crate::bytes::{Buffer, Bytes};
 use crate::error::{Error, Result};
+use crate::placement::{LoadedSection, Placement, SectionAddresses};
+use crate::relocate::Relocations;
 use crate::symtab::SymbolTable;
 
 /// An opened ELF file.
@@ -23,8 +25,9 @@ pub(crate) struct ElfFile {
     pub(crate) relocatable: bool,
     /// Read on first use: opening for DWARF alone need not read every symbol.
     symbols: OnceLock<SymbolTable>,
-    /// `.debug_*` sections (also when stored as GNU `.zdebug_*`), by their `.debug_` name.
-    debug_sections: HashMap<String, CompressedFileRange>,
+    /// `.debug_*` sections (also when stored as GNU `.zdebug_*`), by their `.debug_` name:
+    /// section index and where the bytes are.
+    debug_sections: HashMap<String, (SectionIndex, CompressedFileRange)>,
     pub(crate) build_id: Option<Vec<u8>>,
     /// File name and CRC-32 from `.gnu_debuglink`.
     pub(crate) debuglink: Option<(String, u32)>,
@@ -33,6 +36,10 @@ pub(crate) struct ElfFile {
     /// ET_DYN: a PIE program or shared library, loaded at a bias.
     pub(crate) position_independent: bool,
     pub(crate) load_segments: Vec<LoadSegment>,
+    /// Allocated sections at their link-time addresses (unused once placed).
+    allocated: Vec<LoadedSection>,
+    /// A relocatable file's sections at their run-time addresses, once placed.
+    pub(crate) placement: Option<Placement>,
 }
 
 /// A `PT_LOAD` program header, at link-time addresses: where the loader (or a kernel's boot code)
@@ -106,8 +113,24 @@ impl ElfFile {
             let range = section
                 .compressed_file_range()
                 .map_err(|e| elf_error(format!("section {name}: {e}")))?;
-            debug_sections.entry(name).or_insert(range);
+            debug_sections
+                .entry(name)
+                .or_insert((section.index(), range));
         }
+        let allocated = file
+            .sections()
+            .filter(|section| match section.flags() {
+                object::SectionFlags::Elf { sh_flags } => {
+                    sh_flags & u64::from(object::elf::SHF_ALLOC) != 0
+                        && sh_flags & u64::from(object::elf::SHF_TLS) == 0
+                }
+                _ => false,
+            })
+            .map(|section| LoadedSection {
+                address: section.address(),
+                size: section.size(),
+            })
+            .collect();
         let build_id = file
             .build_id()
             .map_err(|e| elf_error(format!("build-id note: {e}")))?
@@ -137,14 +160,50 @@ impl ElfFile {
             entry,
             position_independent,
             load_segments,
+            allocated,
+            placement: None,
         })
+    }
+
+    /// Places a relocatable file's sections at `addresses`: from now on its symbols and DWARF
+    /// addresses are run-time ones.
+    pub(crate) fn place(&mut self, addresses: &SectionAddresses) -> Result<()> {
+        if !self.relocatable {
+            return Err(Error::Placement {
+                path: self.path.clone(),
+                what: "not a relocatable object: its sections are where its program headers say \
+                       (move them with a load bias instead)"
+                    .into(),
+            });
+        }
+        self.placement = Some(Placement::new(&self.path, &self.data, addresses)?);
+        Ok(())
+    }
+
+    /// The allocated sections, where they are (link-time, or run-time once placed).
+    pub(crate) fn allocated(&self) -> &[LoadedSection] {
+        match &self.placement {
+            Some(placement) => placement.loaded(),
+            None => &self.allocated,
+        }
+    }
+
+    /// The relocations to apply to debug section `name` (`len` bytes once decompressed): none
+    /// unless the file is placed.
+    pub(crate) fn relocations(&self, name: &str, len: u64) -> Result<Relocations> {
+        match (&self.placement, self.debug_sections.get(name)) {
+            (Some(placement), Some(&(index, _))) => {
+                Relocations::read(&self.path, &self.data, placement, index, name, len)
+            }
+            _ => Ok(Relocations::default()),
+        }
     }
 
     pub(crate) fn symbols(&self) -> &SymbolTable {
         self.symbols.get_or_init(|| {
             // The file parsed when it was opened, and its bytes have not changed since.
             object::File::parse(&*self.data)
-                .map(|file| SymbolTable::read(&file))
+                .map(|file| SymbolTable::read(&file, self.placement.as_ref()))
                 .unwrap_or_default()
         })
     }
@@ -155,6 +214,6 @@ impl ElfFile {
 
     /// Where section `name` is in the file, and whether it is compressed.
     pub(crate) fn debug_section(&self, name: &str) -> Option<CompressedFileRange> {
-        self.debug_sections.get(name).copied()
+        self.debug_sections.get(name).map(|&(_, range)| range)
     }
 }

@@ -48,6 +48,19 @@ pub enum Error {
         offset: u64,
         what: String,
     },
+    /// A relocatable file's section addresses do not fit the file (a name given an address that
+    /// no section has), or the file cannot be placed at all.
+    #[error("{path}: cannot place its sections: {what}", path = path.display())]
+    Placement { path: PathBuf, what: String },
+    /// A relocation entry of a debug section cannot be applied; `offset` is the entry's file
+    /// offset (or, for relocations that collide, the offset they patch in their section).
+    #[error("{path}: {section} at offset {offset:#x}: {what}", path = path.display())]
+    Relocation {
+        path: PathBuf,
+        section: String,
+        offset: u64,
+        what: String,
+    },
     /// Source-line lookup failed inside addr2line.
     #[error("{path}: line information for address {address:#x}: {source}", path = path.display())]
     Lines {

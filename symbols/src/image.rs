@@ -1,6 +1,7 @@
 //! [`Image`]: one ELF image with its symbols and debug information, and the load bias that moves
 //! its link-time addresses to where they are at run time.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -11,8 +12,9 @@ use crate::elf::{ElfFile, LoadSegment};
 use crate::error::{Error, Result};
 use crate::lines::{Frame, Lines};
 use crate::names;
+use crate::placement::SectionAddresses;
 use crate::sections::Sections;
-use crate::symtab::Symbol;
+use crate::symtab::{Symbol, UnloadedSymbol};
 use crate::types::{Type, TypeId, TypeKind};
 
 /// Where to look for separate debug files.
@@ -36,8 +38,8 @@ impl Default for Options {
 pub struct Variable {
     pub name: Option<String>,
     pub linkage_name: Option<String>,
-    /// Link-time address plus the load bias; `None` for a declaration, a thread-local or a
-    /// variable the compiler did not give a fixed address.
+    /// Link-time address plus the load bias; `None` for a declaration, a thread-local, a
+    /// variable the compiler did not give a fixed address, or one in a section not loaded.
     pub address: Option<u64>,
     pub ty: Option<TypeId>,
 }
@@ -77,6 +79,48 @@ impl Image {
     /// errors.
     pub fn from_bytes(name: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<Image> {
         let file = ElfFile::parse(name.into(), Bytes::new(Buffer::Owned(bytes)))?;
+        Ok(Image::new(file, None))
+    }
+
+    /// Opens the relocatable object `path` (a kernel module `.ko`) with its sections where
+    /// `sections` says they were loaded, as gdb's `add-symbol-file -s` and crash's `mod -s`
+    /// do: symbols, DWARF addresses and lines are then at run-time addresses.
+    ///
+    /// An allocated section not in `sections` is taken as not loaded (a module's `.init.text`
+    /// once the module has initialised): its symbols are [`Image::unloaded_symbol`]s, its
+    /// variables have no address, its code has no lines. A name in `sections` that the file
+    /// does not have is an error: the file is not the one that was loaded.
+    pub fn open_relocatable(path: impl AsRef<Path>, sections: &SectionAddresses) -> Result<Image> {
+        Image::open_relocatable_with(path, sections, &Options::default())
+    }
+
+    /// [`Image::open_relocatable`], looking for a separate debug file with `options` when the
+    /// object has no DWARF (it is placed at the same addresses).
+    pub fn open_relocatable_with(
+        path: impl AsRef<Path>,
+        sections: &SectionAddresses,
+        options: &Options,
+    ) -> Result<Image> {
+        let mut file = ElfFile::open(path.as_ref())?;
+        file.place(sections)?;
+        let debug_file = if file.has_debug_info() {
+            None
+        } else {
+            debug_file::find(&file, &options.debug_dirs)
+                .map(|mut debug| debug.place(sections).map(|()| debug))
+                .transpose()?
+        };
+        Ok(Image::new(file, debug_file))
+    }
+
+    /// [`Image::open_relocatable`] for an object held in memory; `name` names it in errors.
+    pub fn relocatable_from_bytes(
+        name: impl Into<PathBuf>,
+        bytes: Vec<u8>,
+        sections: &SectionAddresses,
+    ) -> Result<Image> {
+        let mut file = ElfFile::parse(name.into(), Bytes::new(Buffer::Owned(bytes)))?;
+        file.place(sections)?;
         Ok(Image::new(file, None))
     }
 
@@ -171,6 +215,27 @@ impl Image {
         self.symbol_file().symbols().names()
     }
 
+    /// The ELF symbol `name` of a section that is not loaded, in an image opened with
+    /// [`Image::open_relocatable`]: such a symbol has no address, and [`Image::symbol`] does
+    /// not give it.
+    pub fn unloaded_symbol(&self, name: &str) -> Option<UnloadedSymbol> {
+        self.symbol_file().symbols().not_loaded(name)
+    }
+
+    /// The run-time address ranges of the image's allocated sections (for a relocatable image,
+    /// those that are loaded).
+    pub fn address_ranges(&self) -> impl Iterator<Item = Range<u64>> + '_ {
+        self.file.allocated().iter().map(|section| {
+            let start = section.address.wrapping_add(self.bias);
+            start..start.saturating_add(section.size)
+        })
+    }
+
+    /// Whether run-time `address` is in one of the image's [`Image::address_ranges`].
+    pub fn contains(&self, address: u64) -> bool {
+        self.address_ranges().any(|range| range.contains(&address))
+    }
+
     /// The ELF symbol containing run-time `address`, and the offset of `address` in it.
     pub fn symbolize(&self, address: u64) -> Option<(Symbol, u64)> {
         self.symbol_file()
@@ -181,10 +246,10 @@ impl Image {
     fn debug(&self) -> Result<&DebugInfo> {
         self.debug
             .get_or_init(|| match &self.debug_file {
-                Some(file) if file.relocatable => Err(Error::Elf {
+                Some(file) if file.relocatable && file.placement.is_none() => Err(Error::Elf {
                     path: file.path.clone(),
-                    what: "relocatable object: its DWARF needs relocations applied, which this \
-                           crate does not do"
+                    what: "relocatable object: its DWARF needs its sections' addresses to be \
+                           relocated (open it with Image::open_relocatable)"
                         .into(),
                 }),
                 Some(file) => DebugInfo::new(Sections::new(Arc::clone(file))),
@@ -255,7 +320,13 @@ impl Image {
 
     /// Function, file and line at run-time `address`, innermost inlined frame first. Empty when
     /// the DWARF has no line information for it.
+    ///
+    /// For a relocatable image, only addresses in its loaded sections have lines: the code of
+    /// sections not loaded is nowhere.
     pub fn frames(&self, address: u64) -> Result<Vec<Frame>> {
+        if self.file.placement.is_some() && !self.contains(address) {
+            return Ok(Vec::new());
+        }
         let debug = self.debug()?;
         self.lines
             .frames(&debug.sections, address.wrapping_sub(self.bias))

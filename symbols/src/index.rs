@@ -15,7 +15,7 @@ use std::path::Path;
 use gimli::constants as dw;
 use rayon::prelude::*;
 
-use crate::bytes::Reader;
+use crate::bytes::{raw, Reader};
 use crate::error::{Error, Result};
 use crate::skim::Skim;
 use crate::units::{ParsedUnit, Units};
@@ -200,7 +200,7 @@ fn skim_unit<'a>(
     let start = usize::try_from(unit_offset).ok()?;
     let header_size = unit.header.header_size();
     let end = start.checked_add(unit.header.length_including_self())?;
-    let entries = section.bytes().get(start.checked_add(header_size)?..end)?;
+    let entries = raw(section).get(start.checked_add(header_size)?..end)?;
     Some(Skim::new(
         entries,
         header_size,
@@ -342,7 +342,7 @@ fn scan(
         if interesting {
             match tag {
                 dw::DW_TAG_namespace => {
-                    let name = die.name.as_ref().map_or(&b"{anonymous}"[..], |n| n.bytes());
+                    let name = die.name.as_ref().map_or(&b"{anonymous}"[..], raw);
                     scope = Scope::Namespace(NameHash::child(prefix, name));
                 }
                 dw::DW_TAG_variable => {
@@ -393,7 +393,7 @@ fn add(
     candidate: Candidate,
 ) {
     let candidate = candidate.pack();
-    let name = die.name.as_ref().map(|n| n.bytes());
+    let name = die.name.as_ref().map(raw);
     if let Some(name) = name {
         if prefix.is_some() {
             to.push((NameHash::child(prefix, name), candidate));
@@ -403,7 +403,7 @@ fn add(
         }
         to.push((NameHash::child(None, name), candidate));
     }
-    if let Some(linkage) = die.linkage_name.as_ref().map(|n| n.bytes()) {
+    if let Some(linkage) = die.linkage_name.as_ref().map(raw) {
         if name != Some(linkage) {
             to.push((NameHash::child(None, linkage), candidate));
         }
@@ -427,14 +427,16 @@ fn raw_string(
     unit: &gimli::Unit<Reader>,
     value: gimli::AttributeValue<Reader>,
 ) -> Option<Reader> {
-    use gimli::Section;
+    use gimli::{Reader as _, Section};
     if let gimli::AttributeValue::DebugStrRef(offset) = value {
-        let section = dwarf.debug_str.reader();
-        let tail = section.bytes().get(offset.0..)?;
+        let mut string = dwarf.debug_str.reader().clone();
+        let tail = raw(&string).get(offset.0..)?;
         let len = std::ffi::CStr::from_bytes_until_nul(tail)
             .ok()?
             .count_bytes();
-        return Some(section.range(offset.0..offset.0 + len));
+        string.skip(offset.0).ok()?;
+        string.truncate(len).ok()?;
+        return Some(string);
     }
     dwarf.attr_string(unit, value).ok()
 }

@@ -22,7 +22,10 @@ mod index;
 mod lines;
 mod names;
 mod namespaces;
+mod placement;
+mod relocate;
 mod sections;
+mod set;
 mod skim;
 mod symtab;
 mod types;
@@ -32,7 +35,9 @@ pub use elf::LoadSegment;
 pub use error::{Error, Result};
 pub use image::{Image, Options, Variable};
 pub use lines::Frame;
-pub use symtab::{Symbol, SymbolKind};
+pub use placement::SectionAddresses;
+pub use set::ImageSet;
+pub use symtab::{Symbol, SymbolKind, UnloadedSymbol};
 pub use types::{
     Array, BitField, Encoding, Enum, Enumerator, Member, Qualifier, Type, TypeId, TypeKind,
     Variant, Variants,

@@ -7,9 +7,10 @@ use std::sync::{Arc, OnceLock};
 use gimli::{RunTimeEndian, SectionId};
 use object::CompressionFormat;
 
-use crate::bytes::{Buffer, Bytes, Reader};
+use crate::bytes::{reader, Buffer, Bytes, Reader};
 use crate::elf::ElfFile;
 use crate::error::{Error, Result};
+use crate::relocate::Relocations;
 
 /// The largest expansion we accept from a compressed section: zlib's worst case is about
 /// 1032:1, and debug sections compress by 3–20:1 with zlib or zstd. A header claiming more is
@@ -49,12 +50,21 @@ const FOR_TYPES: [SectionId; 8] = [
     SectionId::DebugTypes,
 ];
 
-/// Lazily loaded DWARF sections of one ELF file.
+/// Lazily loaded DWARF sections of one ELF file, with their relocations applied as they are
+/// read when the file is a placed relocatable one.
 #[derive(Debug)]
 pub(crate) struct Sections {
     file: Arc<ElfFile>,
-    loaded: [OnceLock<Result<Bytes>>; ALL.len()],
-    debug_names: OnceLock<Result<Bytes>>,
+    loaded: [OnceLock<Result<Loaded>>; ALL.len()],
+    debug_names: OnceLock<Result<Loaded>>,
+}
+
+/// One section, read.
+#[derive(Debug, Clone)]
+struct Loaded {
+    reader: Reader,
+    /// Also in `reader`, which does not give them back.
+    relocations: Relocations,
 }
 
 impl Sections {
@@ -78,26 +88,62 @@ impl Sections {
         &self.file
     }
 
-    /// The bytes of section `id`, decompressed; empty if the file does not have it.
-    pub(crate) fn section(&self, id: SectionId) -> Result<Bytes> {
+    /// Section `id`, decompressed and with its relocations; empty if the file does not have it.
+    pub(crate) fn section(&self, id: SectionId) -> Result<Reader> {
+        Ok(match self.loaded(id)? {
+            Some(loaded) => loaded.reader.clone(),
+            None => self.empty(),
+        })
+    }
+
+    /// The relocations applied to section `id` as it is read.
+    pub(crate) fn relocations(&self, id: SectionId) -> Result<Relocations> {
+        Ok(self
+            .loaded(id)?
+            .map(|loaded| loaded.relocations.clone())
+            .unwrap_or_default())
+    }
+
+    fn loaded(&self, id: SectionId) -> Result<Option<&Loaded>> {
         let Some(slot) = ALL
             .iter()
             .position(|&s| s == id)
             .and_then(|i| self.loaded.get(i))
         else {
-            return Ok(Bytes::empty());
+            return Ok(None);
         };
-        slot.get_or_init(|| self.load(id.name())).clone()
+        match slot.get_or_init(|| self.load(id.name())) {
+            Ok(loaded) => Ok(Some(loaded)),
+            Err(error) => Err(error.clone()),
+        }
     }
 
     /// `.debug_names` (which gimli has no `SectionId` for), read once, if the file has it.
-    pub(crate) fn debug_names(&self) -> Option<Result<Bytes>> {
+    pub(crate) fn debug_names(&self) -> Option<Result<Reader>> {
         const NAME: &str = ".debug_names";
         self.file.debug_section(NAME)?;
-        Some(self.debug_names.get_or_init(|| self.load(NAME)).clone())
+        Some(
+            self.debug_names
+                .get_or_init(|| self.load(NAME))
+                .clone()
+                .map(|loaded| loaded.reader),
+        )
     }
 
-    fn load(&self, name: &'static str) -> Result<Bytes> {
+    fn empty(&self) -> Reader {
+        reader(Bytes::empty(), self.endian(), Relocations::default())
+    }
+
+    fn load(&self, name: &'static str) -> Result<Loaded> {
+        let bytes = self.bytes(name)?;
+        let relocations = self.file.relocations(name, bytes.len() as u64)?;
+        Ok(Loaded {
+            reader: reader(bytes, self.endian(), relocations.clone()),
+            relocations,
+        })
+    }
+
+    fn bytes(&self, name: &'static str) -> Result<Bytes> {
         let Some(range) = self.file.debug_section(name) else {
             return Ok(Bytes::empty());
         };
@@ -139,14 +185,12 @@ impl Sections {
 
     /// A `Dwarf` over the sections in `wanted` (the others empty).
     fn dwarf(&self, wanted: &[SectionId]) -> Result<gimli::Dwarf<Reader>> {
-        let endian = self.endian();
         gimli::Dwarf::load(|id| -> Result<Reader> {
-            let bytes = if wanted.contains(&id) {
-                self.section(id)?
+            if wanted.contains(&id) {
+                self.section(id)
             } else {
-                Bytes::empty()
-            };
-            Ok(gimli::EndianReader::new(bytes, endian))
+                Ok(self.empty())
+            }
         })
     }
 

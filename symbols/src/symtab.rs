@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use crate::placement::{Place, Placement};
+
 /// What an ELF symbol names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SymbolKind {
@@ -39,6 +41,21 @@ impl Symbol {
     }
 }
 
+/// A symbol of a relocatable image whose section is not loaded (a module's `.init.text`, freed
+/// once the module initialised; `.modinfo`): it is nowhere in memory, so it has no address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnloadedSymbol {
+    /// The name as stored in the symbol table.
+    pub name: String,
+    /// The section it is in, which was not loaded; `None` for a common symbol.
+    pub section: Option<String>,
+    /// Its offset in that section.
+    pub offset: u64,
+    pub size: u64,
+    pub kind: SymbolKind,
+    pub global: bool,
+}
+
 /// A symbol as stored: link-time address, section by index.
 #[derive(Debug)]
 struct Entry {
@@ -58,12 +75,15 @@ pub(crate) struct SymbolTable {
     /// Index into `by_address` of the best symbol of each name.
     by_name: HashMap<Box<str>, usize>,
     section_names: Vec<String>,
+    /// Symbols of sections that are not loaded, with their offset in the section as address.
+    not_loaded: Vec<Entry>,
 }
 
 impl SymbolTable {
-    /// Reads `.symtab`, or `.dynsym` when there is no `.symtab`.
-    pub(crate) fn read(file: &object::File<'_>) -> SymbolTable {
-        use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable};
+    /// Reads `.symtab`, or `.dynsym` when there is no `.symtab`. A relocatable file's symbols
+    /// are at their section's address in `placement`, or not loaded.
+    pub(crate) fn read(file: &object::File<'_>, placement: Option<&Placement>) -> SymbolTable {
+        use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SymbolSection};
 
         // By ELF section index; the iterator leaves out the null section 0.
         let mut section_names = vec![String::new()];
@@ -73,6 +93,7 @@ impl SymbolTable {
             }
         }
         let table = file.symbol_table().or_else(|| file.dynamic_symbol_table());
+        let mut not_loaded = Vec::new();
         let mut by_address: Vec<Entry> = table
             .into_iter()
             .flat_map(|table| table.symbols())
@@ -86,14 +107,35 @@ impl SymbolTable {
                     _ => SymbolKind::Other,
                 };
                 let name = symbol.name().ok().filter(|name| !name.is_empty())?;
-                Some(Entry {
+                let mut entry = Entry {
                     name: name.into(),
                     address: symbol.address(),
                     size: symbol.size(),
                     section: symbol.section_index().and_then(|i| u32::try_from(i.0).ok()),
                     kind,
                     global: symbol.is_global(),
-                })
+                };
+                let Some(placement) = placement else {
+                    return Some(entry);
+                };
+                let base = match symbol.section() {
+                    SymbolSection::Absolute => Some(0),
+                    SymbolSection::Section(index) => match placement.place(index.0)? {
+                        Place::At(address) => Some(address),
+                        Place::NotLoaded => None,
+                    },
+                    _ => None,
+                };
+                match base {
+                    Some(base) => {
+                        entry.address = base.wrapping_add(entry.address);
+                        Some(entry)
+                    }
+                    None => {
+                        not_loaded.push(entry);
+                        None
+                    }
+                }
             })
             .collect();
         by_address.sort_by(|a, b| {
@@ -116,7 +158,32 @@ impl SymbolTable {
             by_address,
             by_name,
             section_names,
+            not_loaded,
         }
+    }
+
+    /// The symbol called `name` among those of sections that are not loaded.
+    pub(crate) fn not_loaded(&self, name: &str) -> Option<UnloadedSymbol> {
+        let entry = self
+            .not_loaded
+            .iter()
+            .filter(|entry| &*entry.name == name)
+            .min_by_key(|entry| rank(entry))?;
+        Some(UnloadedSymbol {
+            name: entry.name.to_string(),
+            section: self.section_name(entry),
+            offset: entry.address,
+            size: entry.size,
+            kind: entry.kind,
+            global: entry.global,
+        })
+    }
+
+    fn section_name(&self, entry: &Entry) -> Option<String> {
+        entry
+            .section
+            .and_then(|i| self.section_names.get(i as usize))
+            .cloned()
     }
 
     /// Every symbol in address order, the best of each address first.
@@ -160,10 +227,7 @@ impl SymbolTable {
             name: entry.name.to_string(),
             address: entry.address.wrapping_add(bias),
             size: entry.size,
-            section: entry
-                .section
-                .and_then(|i| self.section_names.get(i as usize))
-                .cloned(),
+            section: self.section_name(entry),
             kind: entry.kind,
             global: entry.global,
         }
