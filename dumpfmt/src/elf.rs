@@ -240,14 +240,8 @@ impl ElfCore {
             };
             let seg = &self.segments[entry.value];
             let n = chunk_len(entry.end - addr, buf.len() - done);
-            read_segment(
-                storage,
-                seg,
-                addr - seg.vaddr,
-                &mut buf[done..done + n],
-                !self.process_core,
-            )
-            .map_err(|(skip, reason)| (addr + skip, reason))?;
+            read_segment(storage, seg, addr - seg.vaddr, &mut buf[done..done + n])
+                .map_err(|(skip, reason)| (addr + skip, reason))?;
             done += n;
         }
         Ok(done)
@@ -267,14 +261,8 @@ impl ElfCore {
             let entry = map.find(addr).ok_or((addr, MissingReason::Unmapped))?;
             let seg = &self.segments[entry.value];
             let n = chunk_len(entry.end - addr, buf.len() - done);
-            read_segment(
-                storage,
-                seg,
-                addr - base(seg),
-                &mut buf[done..done + n],
-                !self.process_core,
-            )
-            .map_err(|(skip, reason)| (addr + skip, reason))?;
+            read_segment(storage, seg, addr - base(seg), &mut buf[done..done + n])
+                .map_err(|(skip, reason)| (addr + skip, reason))?;
             done += n;
         }
         Ok(())
@@ -285,24 +273,23 @@ fn chunk_len(in_range: u64, wanted: usize) -> usize {
     usize::try_from(in_range).map_or(wanted, |r| r.min(wanted))
 }
 
-/// Copy `out.len()` bytes starting `within` bytes into `seg`: file bytes, then the part past
-/// p_filesz. Kernel dumps leave runs of zero or excluded pages out that way and it reads as
-/// zeros (as crash does); a process core leaves out what it chose not to dump (file-backed
-/// text, per coredump_filter), which is not zeros, so `tail_is_zero` is false there. On
-/// failure, the offset into `out` of the first byte that could not be read.
+/// Copy `out.len()` bytes starting `within` bytes into `seg`. The part past p_filesz is not in
+/// the file: makedumpfile's ELF output (`-E`) ends a segment that way at a run of excluded
+/// pages, QEMU where a mapping runs past a RAM block, and a process core where it chose not to
+/// dump file-backed text. None of them is known to be zeros, so it reads as
+/// [`MissingReason::Excluded`] ("not in dump"), as an excluded kdump page does. On failure, the
+/// offset into `out` of the first byte that could not be read.
 fn read_segment(
     storage: &Storage,
     seg: &Segment,
     within: u64,
     out: &mut [u8],
-    tail_is_zero: bool,
 ) -> Result<(), (u64, MissingReason)> {
     let from_file = seg.filesz.saturating_sub(within).min(out.len() as u64) as usize;
-    let (stored, zeros) = out.split_at_mut(from_file);
-    if !stored.is_empty() {
+    if from_file > 0 {
         let offset = seg.offset + within;
-        let available = storage.read_at(offset, stored);
-        if available < stored.len() {
+        let available = storage.read_at(offset, &mut out[..from_file]);
+        if available < from_file {
             return Err((
                 available as u64,
                 MissingReason::Truncated {
@@ -312,10 +299,9 @@ fn read_segment(
             ));
         }
     }
-    if !zeros.is_empty() && !tail_is_zero {
+    if from_file < out.len() {
         return Err((from_file as u64, MissingReason::Excluded));
     }
-    zeros.fill(0);
     Ok(())
 }
 

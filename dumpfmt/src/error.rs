@@ -55,12 +55,6 @@ pub enum MissingReason {
     /// The stored page is damaged.
     #[error("page data at file offset {offset:#x} is corrupt: {detail}")]
     Corrupt { offset: u64, detail: String },
-    /// The page is stored with a compression this version cannot decode.
-    #[error("page at file offset {offset:#x} uses compression {compression}, which is not supported yet")]
-    Unsupported {
-        offset: u64,
-        compression: &'static str,
-    },
 }
 
 /// Why a virtual address could not be read.

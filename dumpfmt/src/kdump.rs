@@ -5,10 +5,9 @@
 
 use std::sync::{Mutex, OnceLock};
 
-use flate2::{Decompress, FlushDecompress, Status};
-
 use crate::bytes::{array, c_string, i32_le, i64_le, slice, u32_le, u64_le};
 use crate::cache::PageCache;
+use crate::codec::{Codec, Decoders};
 use crate::error::{Error, FileRef, MissingReason};
 use crate::flat::FlatMap;
 use crate::KdumpHeader;
@@ -18,11 +17,7 @@ const HEADER_SIZE: usize = 464;
 const SUB_HEADER_SIZE: usize = 104;
 const DESC_SIZE: u64 = 24;
 
-const DUMP_DH_COMPRESSED_ZLIB: u32 = 0x1;
-const DUMP_DH_COMPRESSED_LZO: u32 = 0x2;
-const DUMP_DH_COMPRESSED_SNAPPY: u32 = 0x4;
 const DUMP_DH_COMPRESSED_INCOMPLETE: u32 = 0x8;
-const DUMP_DH_COMPRESSED_ZSTD: u32 = 0x20;
 
 /// PFNs per popcount-index entry: 64 bitmap bytes, so a lookup pops at most 8 words.
 const RANK_BLOCK: u64 = 512;
@@ -155,12 +150,12 @@ pub(crate) struct Kdump {
     pages: Mutex<Pages>,
 }
 
-/// Decompression state, kept together under one lock: the page cache, a reusable inflater
+/// Decompression state, kept together under one lock: the page cache, reusable decoders
 /// (allocating zlib's window per page would dominate a cold read) and a buffer for compressed
 /// pages split across flattened records.
 struct Pages {
     cache: PageCache,
-    inflate: Decompress,
+    decoders: Decoders,
     scratch: Vec<u8>,
 }
 
@@ -306,7 +301,7 @@ impl Kdump {
             rank: OnceLock::new(),
             pages: Mutex::new(Pages {
                 cache: PageCache::new(block_size as usize, CACHE_PAGES),
-                inflate: Decompress::new(true),
+                decoders: Decoders::new(),
                 scratch: vec![0; block_size as usize],
             }),
             image,
@@ -375,18 +370,9 @@ impl Kdump {
             }
         };
         let page_size = self.header.block_size;
-        let unsupported = |compression| MissingReason::Unsupported {
-            offset,
-            compression,
-        };
-        if flags & DUMP_DH_COMPRESSED_ZLIB != 0 {
-            self.read_zlib(data, pfn, offset, size, within, out)
-        } else if flags & DUMP_DH_COMPRESSED_LZO != 0 {
-            Err(unsupported("lzo"))
-        } else if flags & DUMP_DH_COMPRESSED_SNAPPY != 0 {
-            Err(unsupported("snappy"))
-        } else if flags & DUMP_DH_COMPRESSED_ZSTD != 0 {
-            Err(unsupported("zstd"))
+        let codec = Codec::from_flags(flags).map_err(|e| corrupt(format!("PFN {pfn:#x}: {e}")))?;
+        if let Some(codec) = codec {
+            self.read_compressed(data, pfn, codec, offset, size, within, out)
         } else if size != self.header.block_size {
             Err(corrupt(format!("uncompressed page for PFN {pfn:#x} has size {size}, not the block size {page_size}")))
         } else {
@@ -406,20 +392,21 @@ impl Kdump {
         }
     }
 
-    fn read_zlib(
+    #[allow(clippy::too_many_arguments)]
+    fn read_compressed(
         &self,
         data: &[u8],
         pfn: u64,
+        codec: Codec,
         offset: u64,
         size: u64,
         within: usize,
         out: &mut [u8],
     ) -> Result<(), MissingReason> {
-        let page_size = self.header.block_size as usize;
         let mut guard = self.lock_pages();
         let Pages {
             cache,
-            inflate,
+            decoders,
             scratch,
         } = &mut *guard;
         // Another thread may have decompressed it since the caller looked.
@@ -427,15 +414,16 @@ impl Kdump {
             out.copy_from_slice(&page[within..within + out.len()]);
             return Ok(());
         }
+        let corrupt = |detail: String| MissingReason::Corrupt {
+            offset,
+            detail: format!("{} page for PFN {pfn:#x}: {detail}", codec.name()),
+        };
         // Writers store a page raw when compression does not shrink it, so a larger "compressed"
         // size is corruption; checking it bounds the copy below.
         if size > self.header.block_size {
-            return Err(MissingReason::Corrupt {
-                offset,
-                detail: format!(
-                    "zlib page for PFN {pfn:#x} claims {size} compressed bytes, more than a page"
-                ),
-            });
+            return Err(corrupt(format!(
+                "claims {size} compressed bytes, more than a page"
+            )));
         }
         let compressed = match self.image.slice(data, offset, size) {
             Some(src) => src,
@@ -446,19 +434,9 @@ impl Kdump {
             }
         };
         let page = cache.insert(pfn);
-        inflate.reset(true);
-        let result = inflate.decompress(compressed, page, FlushDecompress::Finish);
-        let problem = match result {
-            Ok(Status::StreamEnd) if inflate.total_out() == page_size as u64 => None,
-            Ok(_) => Some(format!(
-                "zlib page for PFN {pfn:#x} inflates to {} bytes, not a whole page of {page_size}",
-                inflate.total_out()
-            )),
-            Err(e) => Some(format!("zlib page for PFN {pfn:#x}: {e}")),
-        };
-        if let Some(detail) = problem {
+        if let Err(detail) = decoders.decode(codec, compressed, page) {
             cache.forget(pfn);
-            return Err(MissingReason::Corrupt { offset, detail });
+            return Err(corrupt(detail));
         }
         out.copy_from_slice(&page[within..within + out.len()]);
         Ok(())

@@ -21,10 +21,13 @@
 
 mod bytes;
 mod cache;
+mod codec;
 mod elf;
 mod error;
 mod flat;
 mod kdump;
+mod linux;
+pub mod lzo;
 pub mod notes;
 mod range_map;
 mod storage;
@@ -36,6 +39,7 @@ use std::sync::Arc;
 
 pub use elf::Segment;
 pub use error::{Error, MissingReason, VirtReason};
+pub use linux::LinuxInfo;
 pub use notes::{Note, Notes, PrStatus, QemuCpuState};
 pub use translate::{AddressSpace, LinearMap, PhysMemory, Source};
 pub use vmcoreinfo::VmcoreInfo;
@@ -301,6 +305,14 @@ impl Dump {
             }
         }
         Ok(None)
+    }
+
+    /// Linux facts from VMCOREINFO (release, build ID, KASLR offset, phys_base, the kernel page
+    /// table, paging mode, crash time); None when the dump has no VMCOREINFO.
+    pub fn linux_info(&self) -> Result<Option<LinuxInfo>, Error> {
+        self.vmcoreinfo()?
+            .map(|info| LinuxInfo::from_vmcoreinfo(&info))
+            .transpose()
     }
 }
 

@@ -122,6 +122,11 @@ impl<'a> VmcoreInfo<'a> {
         Ok(self.number("pgtable_l5_enabled")?.map(|n| n != 0))
     }
 
+    /// `CRASHTIME`: seconds since the epoch, signed decimal.
+    pub fn crash_time(&self) -> Result<Option<i64>, Error> {
+        self.parse("CRASHTIME", "a decimal time", |s| s.parse().ok())
+    }
+
     /// The text itself.
     pub fn text(&self) -> &'a [u8] {
         self.text

@@ -276,18 +276,27 @@ fn elf_incomplete_flag_is_reported_with_truncation() {
 }
 
 #[test]
-fn memsz_beyond_filesz_reads_zeros() {
+fn memsz_beyond_filesz_is_not_in_dump() {
     let data = payload_at(1);
     let bytes = elf(&[load(data, 0x10_0000, 0x10, 0x2000)], &[0x55; 0x10]);
     let case = write(&bytes);
     let dump = Dump::open(&case.path).unwrap();
-    let mut buf = [0xffu8; 0x20];
+    let mut buf = [0xffu8; 0x10];
     dump.read_phys(0x10_0000, &mut buf).unwrap();
-    assert_eq!(&buf[..0x10], &[0x55; 0x10]);
-    assert_eq!(&buf[0x10..], &[0; 0x10]);
-    let mut end = [0u8; 2];
+    assert_eq!(buf, [0x55; 0x10]);
+    for at in [0x10_0008, 0x10_0010, 0x10_1000] {
+        match dump.read_phys(at, &mut [0u8; 0x10]) {
+            Err(Error::Phys {
+                addr,
+                reason: MissingReason::Excluded,
+                ..
+            }) => assert_eq!(addr, at.max(0x10_0010)),
+            other => panic!("{at:#x}: {other:?}"),
+        }
+    }
+    // Past p_memsz there is no memory at all: a different answer.
     assert!(matches!(
-        dump.read_phys(0x10_1fff, &mut end),
+        dump.read_phys(0x10_2000, &mut [0u8; 2]),
         Err(Error::Phys {
             addr: 0x10_2000,
             reason: MissingReason::Unmapped,
@@ -490,8 +499,8 @@ fn kdump_pages_good_and_bad() {
         (1, 0, vec![0x11; BS]),        // raw
         (2, 1, zlib(&text)),           // zlib
         (3, 1, garbage),               // zlib, corrupt
-        (4, 2, vec![0; 100]),          // lzo
-        (5, 0x20, vec![0; 100]),       // zstd
+        (4, 2, vec![0; 100]),          // lzo, garbage
+        (5, 0x20, vec![0; 100]),       // zstd, garbage
         (6, 0, vec![0x22; 100]),       // raw but short
         (7, 1, vec![0; BS + 1]),       // "compressed" larger than a page
         (8, 1, zlib(&text[..BS / 2])), // inflates to half a page
@@ -512,20 +521,12 @@ fn kdump_pages_good_and_bad() {
         other => panic!("{other:?}"),
     };
     assert!(matches!(reason(0x3000), MissingReason::Corrupt { .. }));
-    assert!(matches!(
-        reason(0x4000),
-        MissingReason::Unsupported {
-            compression: "lzo",
-            ..
-        }
-    ));
-    assert!(matches!(
-        reason(0x5000),
-        MissingReason::Unsupported {
-            compression: "zstd",
-            ..
-        }
-    ));
+    assert!(
+        matches!(reason(0x4000), MissingReason::Corrupt { detail, .. } if detail.starts_with("lzo page for PFN 0x4: lzo input ends"))
+    );
+    assert!(
+        matches!(reason(0x5000), MissingReason::Corrupt { detail, .. } if detail.contains("no zstd frame magic"))
+    );
     assert!(
         matches!(reason(0x6000), MissingReason::Corrupt { detail, .. } if detail.contains("size 100"))
     );
@@ -538,11 +539,111 @@ fn kdump_pages_good_and_bad() {
     // Page 9 exists (bitmap 1) but was not dumped; page 16 is past max_mapnr.
     assert_eq!(reason(0x9000), MissingReason::Excluded);
     assert_eq!(reason(PAGES * 0x1000), MissingReason::Unmapped);
-    let text_err = kdump_read(&b, 0x4000, 8).unwrap_err().to_string();
+    // The message names the file, the address, the data's offset, the PFN and the reason.
+    let text_err = kdump_read(&b, 0x3000, 8).unwrap_err().to_string();
     assert!(
-        text_err.contains("compression lzo, which is not supported yet"),
+        text_err.contains("physical address 0x3000: page data at file offset 0x")
+            && text_err.contains("is corrupt: zlib page for PFN 0x3: zlib"),
         "{text_err}"
     );
+}
+
+/// An LZO1X stream that writes `bytes` and then repeats their last 64: a literal run (op 0 with
+/// an extended length: zero bytes add 255 each, the last byte the rest, 18 + 255·n + last), an
+/// M3 match (op 32, extended length 31 + 31 + 2 = 64, distance 64), and the end marker.
+fn lzo_page(bytes: &[u8]) -> Vec<u8> {
+    let mut left = bytes.len() - 18;
+    let mut s = vec![0u8];
+    while left > 255 {
+        s.push(0);
+        left -= 255;
+    }
+    s.push(left as u8);
+    s.extend_from_slice(bytes);
+    s.extend_from_slice(&[32, 31]);
+    s.extend_from_slice(&((64u16 - 1) << 2).to_le_bytes());
+    s.extend_from_slice(&[0x11, 0, 0]);
+    s
+}
+
+fn snappy(bytes: &[u8]) -> Vec<u8> {
+    snap::raw::Encoder::new().compress_vec(bytes).unwrap()
+}
+
+/// libzstd, as makedumpfile calls it (`ZSTD_compressCCtx`, level 1).
+fn zstd(bytes: &[u8]) -> Vec<u8> {
+    zstd::bulk::compress(bytes, 1).unwrap()
+}
+
+#[test]
+fn kdump_lzo_snappy_zstd_pages_good_and_bad() {
+    let text: Vec<u8> = (0..BS).map(|i| b"lzo snappy zstd "[i % 16]).collect();
+    let random: Vec<u8> = (0..BS as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let mut zstd_flipped = zstd(&text);
+    let last = zstd_flipped.len() - 1;
+    zstd_flipped[last] ^= 0x40;
+    let pages = [
+        (1, 2, lzo_page(&random[..BS - 64])),
+        (2, 4, snappy(&text)),
+        (3, 0x20, zstd(&text)),
+        (4, 2, lzo_page(&random[..BS - 72])), // a page short
+        (5, 2, lzo_page(&random[..BS - 64])[..BS / 2].to_vec()), // truncated
+        (6, 4, snappy(&[&text[..], &text[..]].concat())), // claims two pages
+        (7, 4, snappy(&text)[..20].to_vec()), // truncated
+        (8, 0x20, zstd(&[0x5a; 2 * BS])),     // decodes to two pages
+        (10, 0x20, zstd_flipped),             // damaged
+        (11, 0x20, zstd(&text)[..30].to_vec()), // truncated
+        (12, 0x60, zstd(&text)),              // two compression flags
+        (13, 2, vec![0xff; 64]),              // garbage
+    ];
+    let b = kdump(&pages);
+    let repeated = [&random[..BS - 64], &random[BS - 128..BS - 64]].concat();
+    assert_eq!(kdump_read(&b, 0x1000, BS).unwrap(), repeated);
+    assert_eq!(kdump_read(&b, 0x2000, BS).unwrap(), text);
+    assert_eq!(kdump_read(&b, 0x3000, BS).unwrap(), text);
+    let detail = |paddr: u64| match kdump_read(&b, paddr, 8) {
+        Err(Error::Phys {
+            addr,
+            reason: MissingReason::Corrupt { detail, .. },
+            ..
+        }) => {
+            assert_eq!(addr, paddr);
+            detail
+        }
+        other => panic!("{paddr:#x}: {other:?}"),
+    };
+    let expect = [
+        (
+            0x4000,
+            "lzo page for PFN 0x4: decompresses to 4088 bytes, not a whole page of 4096",
+        ),
+        (
+            0x5000,
+            "lzo page for PFN 0x5: lzo input ends inside the instruction at byte 0",
+        ),
+        (
+            0x6000,
+            "snappy page for PFN 0x6: snappy header says 8192 bytes, not a page of 4096",
+        ),
+        (0x7000, "snappy page for PFN 0x7: snappy: "),
+        (
+            0x8000,
+            "zstd page for PFN 0x8: zstd frame decodes to more than a page of 4096",
+        ),
+        (0xa000, "zstd page for PFN 0xa: zstd"),
+        (0xb000, "zstd page for PFN 0xb: zstd"),
+        (
+            0xc000,
+            "PFN 0xc: page descriptor flags 0x60 name no single known compression",
+        ),
+        (0xd000, "lzo page for PFN 0xd: "),
+    ];
+    for (paddr, start) in expect {
+        let d = detail(paddr);
+        assert!(d.starts_with(start), "{paddr:#x}: {d}");
+    }
 }
 
 #[test]
@@ -675,6 +776,9 @@ fn mutated_dumps_never_panic() {
         (1, 0, vec![0x11; BS]),
         (2, 1, zlib(&text)),
         (3, 1, zlib(&text)),
+        (4, 2, lzo_page(&text[..BS - 64])),
+        (5, 4, snappy(&text)),
+        (6, 0x20, zstd(&text)),
     ]);
     let data = payload_at(3);
     let notes = [

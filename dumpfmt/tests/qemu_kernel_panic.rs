@@ -1,6 +1,10 @@
 //! A real Linux kernel booted in QEMU until it panics, then dumped by QEMU as ELF with
 //! paging=true (QEMU walks the guest page tables itself and writes the mappings as PT_LOADs), ELF
-//! with paging=false, and kdump-zlib (flattened, and reassembled by makedumpfile).
+//! with paging=false, and kdump-zlib (flattened, and reassembled by makedumpfile). From the ELF,
+//! makedumpfile writes kdump files with zlib (`-c`) and lzo (`-l`) pages at dump levels 31 and
+//! 0, and a filtered ELF (`-E -d 31`). snappy and zstd pages: Debian's makedumpfile has both
+//! compiled out, so the test re-encodes the real zlib pages of QEMU's kdump with the `snap` and
+//! `zstd` (libzstd) encoders into kdump files of its own.
 //!
 //! When the kernel's qemu_fw_cfg module is at hand, a tiny static /init loads it (so that the
 //! kernel hands QEMU its VMCOREINFO through `-device vmcoreinfo`) and crashes the kernel with
@@ -14,7 +18,6 @@ mod common;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::translate::PageTableWalker;
@@ -22,24 +25,6 @@ use dumpfmt::{AddressSpace, Dump, Format, MissingReason, Source};
 
 const PANIC_TEXT: &str = "Kernel panic - not syncing: ";
 
-const INIT: &str = r#"
-#include <fcntl.h>
-#include <stdio.h>
-#include <sys/mount.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-int main(void) {
-    int fd = open("/qemu_fw_cfg.ko", O_RDONLY);
-    long loaded = syscall(SYS_finit_module, fd, "", 0);
-    printf("kcrash-test-init: loading qemu_fw_cfg returned %ld\n", loaded);
-    fflush(stdout);
-    mount("proc", "/proc", "proc", 0, 0);
-    int sysrq = open("/proc/sysrq-trigger", O_WRONLY);
-    write(sysrq, "c", 1);
-    return 1;
-}
-"#;
 const KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
 const KERNEL_MAP_END: u64 = 0xffff_ffff_c000_0000;
 
@@ -55,65 +40,48 @@ struct Dumps {
     release: String,
     /// The guest loaded qemu_fw_cfg, so the dumps must carry VMCOREINFO.
     vmcoreinfo: bool,
+    /// makedumpfile's outputs (it needs VMCOREINFO), and the re-encoded kdump files.
+    derived: Option<Derived>,
 }
 
-/// The qemu_fw_cfg module matching `kernel` (.../boot/vmlinuz-VER → .../lib/modules/VER/...).
-fn fw_cfg_module(kernel: &std::path::Path) -> Option<PathBuf> {
-    let release = kernel.file_name()?.to_str()?.strip_prefix("vmlinuz-")?;
-    let relative = format!("lib/modules/{release}/kernel/drivers/firmware/qemu_fw_cfg.ko");
-    let beside = kernel.parent()?.parent()?.join(&relative);
-    [beside, PathBuf::from("/").join(&relative)]
-        .into_iter()
-        .find(|p| p.is_file())
+struct Derived {
+    /// (makedumpfile arguments, output): kdump files.
+    kdumps: Vec<(&'static str, PathBuf)>,
+    /// `-E -d 31`.
+    elf_d31: PathBuf,
+    /// QEMU's kdump-zlib with its zlib pages re-encoded as snappy and as zstd.
+    snappy: PathBuf,
+    zstd: PathBuf,
 }
 
-/// An initramfs whose /init loads qemu_fw_cfg and crashes the kernel, or None (with a note on
-/// stderr) when the module or a static C toolchain is missing.
-fn crash_initramfs(dir: &std::path::Path, kernel: &std::path::Path) -> Option<PathBuf> {
-    let test = "kernel panic dump tests (VMCOREINFO part)";
-    let Some(module) = fw_cfg_module(kernel) else {
-        common::say_skipped(
-            test,
-            "no qemu_fw_cfg.ko beside the kernel image or in /lib/modules",
-        );
-        return None;
-    };
-    common::tool("gcc", "gcc", test)?;
-    std::fs::write(dir.join("init.c"), INIT).ok()?;
-    let built = std::process::Command::new("gcc")
-        .args(["-static", "-O1", "-o"])
-        .arg(dir.join("init"))
-        .arg(dir.join("init.c"))
-        .status()
-        .ok()?;
-    if !built.success() {
-        common::say_skipped(test, "gcc -static failed (is libc6-dev installed?)");
-        return None;
+const MAKEDUMPFILE_KDUMPS: [&str; 4] = ["-c -d 31", "-l -d 31", "-c -d 0", "-l -d 0"];
+
+fn derive(dir: &std::path::Path, plain: &std::path::Path, kdump: &std::path::Path) -> Derived {
+    let input = dir.join("for-makedumpfile.elf");
+    common::panicked_kernel::elf_for_makedumpfile(plain, &input);
+    let kdumps = MAKEDUMPFILE_KDUMPS
+        .iter()
+        .map(|&args| {
+            let out = dir.join(format!("makedumpfile{}.kdump", args.replace(' ', "")));
+            common::makedumpfile(&args.split(' ').collect::<Vec<_>>(), &input, &out);
+            (args, out)
+        })
+        .collect();
+    let elf_d31 = dir.join("makedumpfile-E-d31.elf");
+    common::makedumpfile(&["-E", "-d", "31"], &input, &elf_d31);
+    let (snappy, zstd) = (dir.join("snappy.kdump"), dir.join("zstd.kdump"));
+    common::panicked_kernel::reencode(kdump, &snappy, 0x4, |page| {
+        snap::raw::Encoder::new().compress_vec(page).unwrap()
+    });
+    common::panicked_kernel::reencode(kdump, &zstd, 0x20, |page| {
+        zstd::bulk::compress(page, 1).unwrap()
+    });
+    Derived {
+        kdumps,
+        elf_d31,
+        snappy,
+        zstd,
     }
-    let init = std::fs::read(dir.join("init")).ok()?;
-    let ko = std::fs::read(module).ok()?;
-    let cpio = common::newc_cpio(&[
-        common::CpioEntry::Dir("dev"),
-        common::CpioEntry::CharDevice {
-            name: "dev/console",
-            major: 5,
-            minor: 1,
-        },
-        common::CpioEntry::Dir("proc"),
-        common::CpioEntry::File {
-            name: "init",
-            mode: 0o755,
-            data: &init,
-        },
-        common::CpioEntry::File {
-            name: "qemu_fw_cfg.ko",
-            mode: 0o644,
-            data: &ko,
-        },
-    ]);
-    let path = dir.join("initramfs.cpio");
-    std::fs::write(&path, cpio).ok()?;
-    Some(path)
 }
 
 fn dumps(test: &str) -> Option<&'static Dumps> {
@@ -127,37 +95,12 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
         common::tool("makedumpfile", "makedumpfile", "kernel panic dump tests")?;
         let kernel = common::kernel_image("kernel panic dump tests")?;
         let dir = tempfile::tempdir().unwrap();
-        let initramfs = crash_initramfs(dir.path(), &kernel);
-        let mut extra = vec!["-device".to_string(), "vmcoreinfo".into()];
-        if let Some(initramfs) = &initramfs {
-            extra.extend(["-initrd".to_string(), initramfs.display().to_string()]);
-        }
-        let mut guest =
-            common::QemuGuest::boot(dir.path(), 256, &kernel, "console=ttyS0 panic=0", &extra);
-        let console = common::QemuGuest::wait_for_console(
-            dir.path(),
-            "end Kernel panic",
-            Duration::from_secs(300),
-        )
-        .unwrap_or_else(|| panic!("{} did not panic within 300 s", kernel.display()));
-        let kernel_offset = console
-            .split("Kernel Offset: 0x")
-            .nth(1)
-            .and_then(|rest| u64::from_str_radix(rest.split_whitespace().next()?, 16).ok())
-            .expect("console shows the kernel offset");
-        let release = console
-            .split("Linux version ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .expect("console shows the kernel version")
-            .to_string();
-        let vmcoreinfo = initramfs.is_some();
-        if vmcoreinfo {
-            assert!(
-                console.contains("loading qemu_fw_cfg returned 0"),
-                "the test init could not load qemu_fw_cfg:\n{console}"
-            );
-        }
+        let common::panicked_kernel::Panicked {
+            mut guest,
+            kernel_offset,
+            release,
+            vmcoreinfo,
+        } = common::panicked_kernel::boot_until_panic(dir.path(), &kernel);
         let p = dir.path();
         let (paging, plain, flat, kdump) = (
             p.join("paging.elf"),
@@ -165,13 +108,12 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
             p.join("flat"),
             p.join("kdump"),
         );
-        // Stop the vCPU so that every dump sees the same registers and memory.
-        guest.execute(serde_json::json!({"execute": "stop"}));
         guest.dump(&paging, "elf", true);
         guest.dump(&plain, "elf", false);
         guest.dump(&flat, "kdump-zlib", false);
         drop(guest);
         common::makedumpfile_reassemble(&flat, &kdump);
+        let derived = vmcoreinfo.then(|| derive(p, &plain, &kdump));
         Some(Dumps {
             _dir: dir,
             paging,
@@ -181,6 +123,7 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
             kernel_offset,
             release,
             vmcoreinfo,
+            derived,
         })
     })
 }
@@ -324,13 +267,27 @@ fn virtual_reads_agree_between_dump_mappings_and_page_tables() {
     for path in [&d.plain, &d.kdump, &d.flat] {
         let dump = Dump::open(path).unwrap();
         let space = AddressSpace::from_dump(&dump).unwrap();
-        // The kernel PGD from VMCOREINFO (when the guest provided it), then the QEMU note's CR3.
-        let tables = if d.vmcoreinfo { 2 } else { 1 };
-        assert_eq!(space.sources().len(), tables, "{}", path.display());
-        assert!(space
-            .sources()
-            .iter()
-            .all(|s| matches!(s, Source::PageTables { .. })));
+        // The kernel PGD from VMCOREINFO (when the guest provided it), the QEMU note's CR3, then
+        // the kernel image mapping from VMCOREINFO.
+        let sources = space.sources();
+        if d.vmcoreinfo {
+            assert!(
+                matches!(
+                    sources,
+                    [
+                        Source::PageTables { .. },
+                        Source::PageTables { .. },
+                        Source::Linear(_)
+                    ]
+                ),
+                "{sources:?}"
+            );
+        } else {
+            assert!(
+                matches!(sources, [Source::PageTables { .. }]),
+                "{sources:?}"
+            );
+        }
         for (va, want) in probes.iter().zip(&expected) {
             let mut buf = [0u8; 256];
             space
@@ -405,7 +362,8 @@ fn vmcoreinfo_matches_the_console_and_locates_the_kernel_page_tables() {
         .expect("SYMBOL(init_top_pgt)");
     let phys_base = info.phys_base().unwrap().expect("NUMBER(phys_base)");
     let root = (pgd - KERNEL_MAP).wrapping_add(phys_base as u64);
-    assert_eq!(X86_64::kernel_root(&info).unwrap(), Some(root));
+    let linux = elf.linux_info().unwrap().unwrap();
+    assert_eq!(linux.kernel_root(), Some(root));
     let paging = Dump::open(&d.paging).unwrap();
     let walker = X86_64::new(false);
     let kernel_half: Vec<_> = paging
@@ -419,4 +377,279 @@ fn vmcoreinfo_matches_the_console_and_locates_the_kernel_page_tables() {
             .unwrap_or_else(|e| panic!("{:#x}: {e}", seg.vaddr));
         assert_eq!(m.paddr, seg.paddr, "{:#x}", seg.vaddr);
     }
+}
+
+/// PFNs of guest RAM in QEMU's paging=false ELF: its segments below the PCI hole (it also
+/// dumps the BIOS flash at 0xfffc0000, which is no RAM, and which makedumpfile leaves out).
+fn ram_pages(reference: &Dump) -> Vec<u64> {
+    reference
+        .segments()
+        .iter()
+        .filter(|s| s.paddr + s.memsz <= 0xe000_0000)
+        .flat_map(|s| (s.paddr / 4096)..(s.paddr + s.memsz).div_ceil(4096))
+        .collect()
+}
+
+#[test]
+fn qemu_7_2_elf_reads_as_written() {
+    let test = "qemu_7_2_elf_reads_as_written";
+    let Some(d) = dumps(test) else { return };
+    let header = std::fs::read(&d.plain).unwrap()[..64].to_vec();
+    let field16 = |at: usize| u16::from_le_bytes([header[at], header[at + 1]]);
+    let phoff = u64::from_le_bytes(header[32..40].try_into().unwrap());
+    let shoff = u64::from_le_bytes(header[40..48].try_into().unwrap());
+    let version = std::process::Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .unwrap();
+    if String::from_utf8_lossy(&version.stdout).contains("version 7.2") {
+        // QEMU 7.2's layout: ELF header (claiming e_ehsize 8), section headers at 64, program
+        // headers behind them at 192.
+        assert_eq!((phoff, shoff, field16(52)), (192, 64, 8));
+    } else {
+        common::say_skipped(test, "not QEMU 7.2: its ELF layout quirk was not checked");
+    }
+    let dump = Dump::open(&d.plain).unwrap();
+    assert_eq!(dump.format(), Format::Elf);
+    let ram = dump.segments().iter().find(|s| s.paddr == 0).unwrap();
+    assert_eq!(ram.memsz, 256 << 20);
+    assert!(dump.vmcoreinfo().unwrap().is_some() || !d.vmcoreinfo);
+}
+
+/// Every page of guest RAM in each makedumpfile output and re-encoded kdump equals the page in
+/// QEMU's ELF, or, at dump level 31 only, is reported excluded ("not in dump"), which is not
+/// the answer for memory the dump never had.
+#[test]
+fn makedumpfile_and_reencoded_pages_equal_the_elf() {
+    let test = "makedumpfile_and_reencoded_pages_equal_the_elf";
+    let Some(d) = dumps(test) else { return };
+    let Some(derived) = &d.derived else {
+        common::say_skipped(
+            test,
+            "no VMCOREINFO in the guest, so makedumpfile cannot run",
+        );
+        return;
+    };
+    let reference = Dump::open(&d.plain).unwrap();
+    let pfns = ram_pages(&reference);
+    let mut cases: Vec<(String, &PathBuf, bool, u32)> = derived
+        .kdumps
+        .iter()
+        .map(|(args, path)| {
+            let status = if args.starts_with("-l") { 0x2 } else { 0x1 };
+            (
+                format!("makedumpfile {args}"),
+                path,
+                args.ends_with("31"),
+                status,
+            )
+        })
+        .collect();
+    cases.push(("makedumpfile -E -d 31".into(), &derived.elf_d31, true, 0));
+    cases.push((
+        "zlib pages re-encoded as snappy".into(),
+        &derived.snappy,
+        false,
+        0x4,
+    ));
+    cases.push((
+        "zlib pages re-encoded as zstd".into(),
+        &derived.zstd,
+        false,
+        0x20,
+    ));
+    let mut want = vec![0u8; 4096];
+    let mut got = vec![0u8; 4096];
+    for (name, path, filtered, status) in cases {
+        let dump = Dump::open(path).unwrap();
+        if let Some(h) = dump.kdump_header() {
+            assert_eq!(h.status, status, "{name}: compression in the header");
+        }
+        let (mut same, mut excluded) = (0, 0);
+        for &pfn in &pfns {
+            reference.read_phys(pfn * 4096, &mut want).unwrap();
+            match dump.read_phys(pfn * 4096, &mut got) {
+                Ok(()) => {
+                    assert!(want == got, "{name}: PFN {pfn:#x} differs");
+                    same += 1;
+                }
+                Err(e) if filtered => {
+                    assert_eq!(
+                        e.missing_reason(),
+                        Some(&MissingReason::Excluded),
+                        "{name}: {e}"
+                    );
+                    assert!(e.to_string().contains("not in dump"), "{e}");
+                    excluded += 1;
+                }
+                Err(e) => panic!("{name}: {e}"),
+            }
+        }
+        eprintln!("{name}: {same} pages equal, {excluded} excluded");
+        if filtered {
+            assert!(
+                excluded > 1000 && same > 1000,
+                "{name}: {same} equal, {excluded} excluded"
+            );
+        }
+        // Beyond guest RAM is another answer than "excluded".
+        let beyond = dump.read_phys(0x2_0000_0000, &mut got).unwrap_err();
+        assert_eq!(
+            beyond.missing_reason(),
+            Some(&MissingReason::Unmapped),
+            "{name}"
+        );
+    }
+    // makedumpfile -E marks excluded runs by p_filesz < p_memsz.
+    let e = Dump::open(&derived.elf_d31).unwrap();
+    let partial = e
+        .segments()
+        .iter()
+        .find(|s| s.filesz < s.memsz)
+        .expect("a segment whose tail was excluded");
+    let tail = partial.paddr + partial.filesz;
+    let err = e.read_phys(tail - 8, &mut [0u8; 16]).unwrap_err();
+    assert!(
+        matches!(err, dumpfmt::Error::Phys { addr, reason: MissingReason::Excluded, .. } if addr == tail),
+        "{err}"
+    );
+}
+
+/// The address space built from VMCOREINFO alone (makedumpfile's kdump keeps it; QEMU's CPU
+/// notes do not matter) translates the kernel half as QEMU's own walk (the paging=true
+/// PT_LOADs) and as a walk from the CR3 in QEMU's CPU note; the kernel image mapping agrees
+/// for the kernel image; and init_top_pgt is System.map's address plus the KASLR offset.
+#[test]
+fn vmcoreinfo_address_space_translates_like_qemu_and_cr3() {
+    let test = "vmcoreinfo_address_space_translates_like_qemu_and_cr3";
+    let Some(d) = dumps(test) else { return };
+    let Some(derived) = &d.derived else {
+        common::say_skipped(test, "no VMCOREINFO in the guest");
+        return;
+    };
+    let paging = Dump::open(&d.paging).unwrap();
+    let plain = Dump::open(&d.plain).unwrap();
+    let cpu = plain.qemu_cpu_states().next().unwrap().unwrap();
+    let cr3_walker = X86_64::new(cpu.la57());
+    let kernel_half: Vec<_> = paging
+        .segments()
+        .iter()
+        .filter(|s| s.vaddr >= 0xffff_8000_0000_0000)
+        .collect();
+    let in_image = |va: u64| (KERNEL_MAP..KERNEL_MAP_END).contains(&va);
+    // makedumpfile -c -d 31 (kdump) and -E -d 31 (ELF).
+    for path in [&derived.kdumps[0].1, &derived.elf_d31] {
+        let dump = Dump::open(path).unwrap();
+        let linux = dump.linux_info().unwrap().expect("VMCOREINFO");
+        assert_eq!(linux.kernel_offset, Some(d.kernel_offset));
+        assert_eq!(linux.osrelease.as_deref(), Some(d.release.as_str()));
+        assert_eq!(linux.page_size, Some(4096));
+        assert!(linux.build_id.as_ref().is_some_and(|b| b.len() == 40));
+        let space = AddressSpace::from_dump(&dump).unwrap();
+        let image_only = {
+            let mut s = AddressSpace::new(&dump);
+            s.push(Source::Linear(linux.kernel_image_map().unwrap()));
+            s
+        };
+        let image: Vec<_> = kernel_half.iter().filter(|s| in_image(s.vaddr)).collect();
+        let sample = kernel_half
+            .iter()
+            .step_by(kernel_half.len() / 300 + 1)
+            .chain(image);
+        let mut image_checked = 0;
+        for seg in sample {
+            // Segment ends, and every 64 KiB inside the kernel image's few big segments.
+            let inner = (seg.vaddr..seg.vaddr + seg.memsz)
+                .step_by(0x10000)
+                .filter(|&va| in_image(va));
+            for va in [seg.vaddr, seg.vaddr + seg.memsz - 8]
+                .into_iter()
+                .chain(inner)
+            {
+                let want = seg.paddr + (va - seg.vaddr);
+                assert_eq!(
+                    space.translate(va).unwrap(),
+                    want,
+                    "{va:#x} in {}",
+                    path.display()
+                );
+                let by_cr3 = cr3_walker.translate(&plain, cpu.cr3(), va).unwrap();
+                assert_eq!(by_cr3.paddr, want, "{va:#x} by CR3");
+                if in_image(va) {
+                    assert_eq!(image_only.translate(va).unwrap(), want, "{va:#x} image map");
+                    image_checked += 1;
+                }
+            }
+        }
+        assert!(
+            image_checked > 10,
+            "{image_checked} image addresses checked"
+        );
+    }
+
+    // The first page mapped at or above __START_KERNEL_map is the runtime _stext: how the KASLR
+    // slide is found without VMCOREINFO (crash's way), from CR3 alone.
+    let info = plain.linux_info().unwrap().unwrap();
+    let first = cr3_walker
+        .first_mapping(&plain, cpu.cr3(), KERNEL_MAP..KERNEL_MAP_END)
+        .unwrap()
+        .expect("kernel text mapped");
+    let stext = plain
+        .vmcoreinfo()
+        .unwrap()
+        .unwrap()
+        .symbol("_stext")
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.vaddr, stext);
+    assert_eq!(stext, 0xffff_ffff_8100_0000 + d.kernel_offset);
+    let phys_base = info.phys_base.unwrap();
+    assert_eq!(
+        first.paddr,
+        (first.vaddr - KERNEL_MAP).wrapping_add(phys_base as u64)
+    );
+
+    // The vmlinux with symbols (Debian's System.map is a stub pointing at the -dbg package):
+    // its link-time init_top_pgt and _stext plus KERNELOFFSET are what VMCOREINFO says.
+    let Some(vmlinux) = debug_vmlinux(&d.release) else {
+        common::say_skipped(
+            test,
+            "no debug vmlinux (set KCRASH_TEST_VMLINUX or install linux-image-*-dbg); \
+             init_top_pgt not checked against its symbols",
+        );
+        return;
+    };
+    common::tool("nm", "binutils", test).expect("nm");
+    let nm = std::process::Command::new("nm")
+        .arg(&vmlinux)
+        .output()
+        .unwrap();
+    let symbols = String::from_utf8_lossy(&nm.stdout);
+    let linked = |name: &str| {
+        symbols
+            .lines()
+            .find_map(|l| {
+                let mut f = l.split_whitespace();
+                let (addr, _, sym) = (f.next()?, f.next()?, f.next()?);
+                (sym == name).then(|| u64::from_str_radix(addr, 16).ok())?
+            })
+            .unwrap_or_else(|| panic!("{name} in {}", vmlinux.display()))
+    };
+    assert_eq!(
+        info.init_top_pgt,
+        Some(linked("init_top_pgt") + d.kernel_offset)
+    );
+    assert_eq!(stext, linked("_stext") + d.kernel_offset);
+}
+
+/// `$KCRASH_TEST_VMLINUX`, else where Debian's linux-image-*-dbg installs it.
+fn debug_vmlinux(release: &str) -> Option<PathBuf> {
+    std::env::var_os("KCRASH_TEST_VMLINUX")
+        .map(PathBuf::from)
+        .or_else(|| {
+            Some(PathBuf::from(format!(
+                "/usr/lib/debug/boot/vmlinux-{release}"
+            )))
+        })
+        .filter(|p| p.is_file())
 }

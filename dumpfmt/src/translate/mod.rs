@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, VirtReason};
-use crate::Dump;
+use crate::{Dump, LinuxInfo};
 
 /// Physical memory a walker reads page tables from.
 pub trait PhysMemory {
@@ -146,32 +146,43 @@ impl<'d> AddressSpace<'d> {
         }
     }
 
-    /// What the dump itself offers, in this order: its own virtual mappings; the kernel page
-    /// tables VMCOREINFO locates (`SYMBOL(init_top_pgt)` through the kernel-image rule with
-    /// `NUMBER(phys_base)`); the page tables of the first QEMU CPU note with paging on (PCID
-    /// bits of CR3 masked). 5-level paging and the SME mask come from VMCOREINFO or CR4.LA57.
+    /// What the dump itself offers, tried in this order:
+    ///
+    /// 1. its own virtual mappings (ELF `p_vaddr` that is more than a copy of `p_paddr`);
+    /// 2. the kernel page tables VMCOREINFO locates ([`LinuxInfo::kernel_root`]: `init_top_pgt`
+    ///    at `va − __START_KERNEL_map + NUMBER(phys_base)`), 4- or 5-level per
+    ///    `NUMBER(pgtable_l5_enabled)`: the kernel's reference tables, whatever process the
+    ///    CPUs were running and whether their CR3 was a page-table-isolation user copy;
+    /// 3. the page tables of the first QEMU CPU note with paging on (its CR3, PCID bits masked;
+    ///    5-level if VMCOREINFO or CR4.LA57 says so): the running process's user half, and the
+    ///    kernel when there is no VMCOREINFO (makedumpfile's output keeps VMCOREINFO but not
+    ///    QEMU's CPU notes, QEMU's own dumps the other way round without `-device vmcoreinfo`);
+    /// 4. the kernel image mapping from VMCOREINFO ([`LinuxInfo::kernel_image_map`]), so that
+    ///    kernel text and data read even where the page tables cannot be.
+    ///
+    /// Without VMCOREINFO the KASLR slide and `phys_base` come from the vmlinux (e.g. with
+    /// [`x86_64::X86_64::first_mapping`] from CR3); the caller then pushes the image mapping.
     pub fn from_dump(dump: &'d Dump) -> Result<Self, Error> {
         let mut space = AddressSpace::new(dump);
         if dump.has_virtual_mappings() {
             space.push(Source::DumpMappings);
         }
-        let mut arch = x86_64::X86_64::new(false);
-        if let Some(info) = dump.vmcoreinfo()? {
-            arch.five_level = info.pgtable_l5_enabled()?.unwrap_or(false);
-            arch.sme_mask = info.number("sme_mask")?.unwrap_or(0) as u64;
-            if let Some(root) = x86_64::X86_64::kernel_root(&info)? {
-                space.push(Source::PageTables {
-                    walker: Arc::new(arch),
-                    root,
-                });
-            }
+        let linux = dump.linux_info()?;
+        let walker = linux
+            .as_ref()
+            .map_or(x86_64::X86_64::new(false), LinuxInfo::walker);
+        if let Some(root) = linux.as_ref().and_then(LinuxInfo::kernel_root) {
+            space.push(Source::PageTables {
+                walker: Arc::new(walker),
+                root,
+            });
         }
         for cpu in dump.qemu_cpu_states() {
             let cpu = cpu?;
             if cpu.paging() && cpu.cr3() != 0 {
                 let walker = x86_64::X86_64 {
-                    five_level: arch.five_level || cpu.la57(),
-                    ..arch
+                    five_level: walker.five_level || cpu.la57(),
+                    ..walker
                 };
                 space.push(Source::PageTables {
                     walker: Arc::new(walker),
@@ -179,6 +190,9 @@ impl<'d> AddressSpace<'d> {
                 });
                 break;
             }
+        }
+        if let Some(map) = linux.as_ref().and_then(LinuxInfo::kernel_image_map) {
+            space.push(Source::Linear(map));
         }
         Ok(space)
     }

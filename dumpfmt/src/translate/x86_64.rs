@@ -1,8 +1,8 @@
 //! x86_64 4- and 5-level paging.
 
+use std::ops::{ControlFlow, Range};
+
 use super::{PageMapping, PageTableWalker, PhysMemory, WalkError};
-use crate::error::Error;
-use crate::VmcoreInfo;
 
 /// `__START_KERNEL_map`: the kernel image is mapped here, at physical `phys_base`.
 pub const START_KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
@@ -41,26 +41,112 @@ impl X86_64 {
         Self::cr3_root(cr3) & !(1 << 12)
     }
 
-    /// The physical address of the kernel's top-level page table from VMCOREINFO:
-    /// `SYMBOL(init_top_pgt)` (older kernels: `init_level4_pgt`) by the kernel-image rule
-    /// `pa = va - __START_KERNEL_map + phys_base`. None when either value is missing.
-    pub fn kernel_root(info: &VmcoreInfo<'_>) -> Result<Option<u64>, Error> {
-        let pgd = match info.symbol("init_top_pgt")? {
-            Some(pgd) => Some(pgd),
-            None => info.symbol("init_level4_pgt")?,
-        };
-        let (Some(pgd), Some(phys_base)) = (pgd, info.phys_base()?) else {
-            return Ok(None);
-        };
-        Ok(pgd
-            .checked_sub(START_KERNEL_MAP)
-            .map(|offset| offset.wrapping_add(phys_base as u64)))
-    }
-
     fn canonical(&self, vaddr: u64) -> bool {
         let bits = if self.five_level { 57 } else { 48 };
         let top = (vaddr as i64) >> (bits - 1);
         top == 0 || top == -1
+    }
+}
+
+/// One present leaf entry of a page table: a whole 4 KiB, 2 MiB or 1 GiB page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapping {
+    pub vaddr: u64,
+    pub paddr: u64,
+    pub size: u64,
+}
+
+impl X86_64 {
+    /// Call `f` for every present page mapped by the tables at `root` that overlaps `range`,
+    /// in address order, until it breaks. Non-present subtrees are skipped without reading
+    /// them; a table that cannot be read stops the walk with an error (a mapping it holds
+    /// would otherwise be silently missing). This is what finds the KASLR slide without
+    /// VMCOREINFO: the first page mapped at or above `__START_KERNEL_map` is the runtime
+    /// `_stext` (see [`X86_64::first_mapping`]).
+    pub fn for_each_mapping(
+        &self,
+        mem: &dyn PhysMemory,
+        root: u64,
+        range: Range<u64>,
+        f: &mut dyn FnMut(Mapping) -> ControlFlow<()>,
+    ) -> Result<(), WalkError> {
+        let levels = if self.five_level {
+            &LEVELS[..]
+        } else {
+            &LEVELS[1..]
+        };
+        self.walk_range(mem, Self::cr3_root(root), levels, 0, &range, f)
+            .map(|_| ())
+    }
+
+    /// The first present page overlapping `range`.
+    pub fn first_mapping(
+        &self,
+        mem: &dyn PhysMemory,
+        root: u64,
+        range: Range<u64>,
+    ) -> Result<Option<Mapping>, WalkError> {
+        let mut first = None;
+        self.for_each_mapping(mem, root, range, &mut |m| {
+            first = Some(m);
+            ControlFlow::Break(())
+        })?;
+        Ok(first)
+    }
+
+    fn walk_range(
+        &self,
+        mem: &dyn PhysMemory,
+        table: u64,
+        levels: &[(&'static str, u32)],
+        base: u64,
+        range: &Range<u64>,
+        f: &mut dyn FnMut(Mapping) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, WalkError> {
+        let Some((&(level, shift), lower)) = levels.split_first() else {
+            return Ok(ControlFlow::Continue(()));
+        };
+        let mut raw = [0u8; 4096];
+        mem.read_phys(table, &mut raw)
+            .map_err(|e| WalkError::TableUnreadable {
+                level,
+                entry_paddr: table,
+                reason: e
+                    .missing_reason()
+                    .map_or_else(|| e.to_string(), |r| r.to_string()),
+            })?;
+        let size = 1u64 << shift;
+        let top_bits = if self.five_level { 57 } else { 48 };
+        for (index, entry) in raw.chunks_exact(8).enumerate() {
+            // Sign-extend (the top level's upper half is the canonical kernel half; below it
+            // the base already carries those bits).
+            let raw_va = base | ((index as u64) << shift);
+            let vaddr = (((raw_va << (64 - top_bits)) as i64) >> (64 - top_bits)) as u64;
+            let last = vaddr + (size - 1);
+            if last < range.start || vaddr >= range.end {
+                continue;
+            }
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(entry);
+            let entry = u64::from_le_bytes(bytes) & !self.sme_mask;
+            if entry & PRESENT == 0 {
+                continue;
+            }
+            let large = (shift == 30 || shift == 21) && entry & PAGE_SIZE_BIT != 0;
+            let flow = if large || shift == 12 {
+                f(Mapping {
+                    vaddr,
+                    paddr: entry & ADDR_MASK & !(size - 1),
+                    size,
+                })
+            } else {
+                self.walk_range(mem, entry & ADDR_MASK, lower, vaddr, range, f)?
+            };
+            if flow.is_break() {
+                return Ok(flow);
+            }
+        }
+        Ok(ControlFlow::Continue(()))
     }
 }
 
@@ -203,6 +289,71 @@ mod tests {
                 page_size: 1 << 30
             })
         );
+    }
+
+    #[test]
+    fn enumerates_mappings_in_a_range_in_order() {
+        let mut m = Frames::new();
+        let (pml4, pdpt, pd, pt) = (0x1000, 0x2000, 0x3000, 0x4000);
+        // Kernel image at a KASLR-like slide: a 2 MiB page at +0x3a000000 and 4 KiB pages
+        // 2 MiB above it; a direct-map 1 GiB page elsewhere in the kernel half.
+        let text = START_KERNEL_MAP + 0x3a00_0000;
+        m.set(pml4, idx(text, 39), pdpt | 3);
+        m.set(pdpt, idx(text, 30), pd | 3);
+        m.set(pd, idx(text, 21), 0x0720_0000 | 0x80 | 3 | NX);
+        m.set(pd, idx(text, 21) + 1, pt | 3);
+        m.set(pt, 5, 0x9000 | 3);
+        m.set(pt, 7, 0xa000 | 3);
+        let direct = 0xffff_8880_0000_0000u64;
+        m.set(pml4, idx(direct, 39), 0x5000 | 3);
+        m.set(0x5000, 0, 0x4000_0000 | 0x80 | 3);
+        let w = X86_64::new(false);
+        let mut seen = Vec::new();
+        w.for_each_mapping(&m, pml4, START_KERNEL_MAP..u64::MAX, &mut |m| {
+            seen.push(m);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        let above = text + (1 << 21);
+        assert_eq!(
+            seen,
+            [
+                Mapping {
+                    vaddr: text,
+                    paddr: 0x0720_0000,
+                    size: 1 << 21
+                },
+                Mapping {
+                    vaddr: above + 0x5000,
+                    paddr: 0x9000,
+                    size: 4096
+                },
+                Mapping {
+                    vaddr: above + 0x7000,
+                    paddr: 0xa000,
+                    size: 4096
+                },
+            ]
+        );
+        assert_eq!(
+            w.first_mapping(&m, pml4, direct..START_KERNEL_MAP).unwrap(),
+            Some(Mapping {
+                vaddr: direct,
+                paddr: 0x4000_0000,
+                size: 1 << 30
+            })
+        );
+        assert_eq!(w.first_mapping(&m, pml4, 0..1 << 47).unwrap(), None);
+        // A table outside memory stops the walk rather than hiding what it maps.
+        m.set(pml4, idx(text, 39), 0x77_7000 | 3);
+        assert!(matches!(
+            w.first_mapping(&m, pml4, START_KERNEL_MAP..u64::MAX),
+            Err(WalkError::TableUnreadable {
+                level: "PDPT",
+                entry_paddr: 0x77_7000,
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod panicked_kernel;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -324,4 +326,23 @@ pub fn makedumpfile_reassemble(flat: &Path, out: &Path) {
         .status()
         .expect("run makedumpfile");
     assert!(status.success(), "makedumpfile -R failed: {status}");
+}
+
+/// `makedumpfile ARGS input output` (e.g. `-l -d 31`); panics with its messages if it fails.
+pub fn makedumpfile(args: &[&str], input: &Path, output: &Path) {
+    let run = Command::new("makedumpfile")
+        .args(args)
+        .arg(input)
+        .arg(output)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run makedumpfile");
+    assert!(
+        run.status.success(),
+        "makedumpfile {args:?} {} failed: {}\n{}",
+        input.display(),
+        run.status,
+        String::from_utf8_lossy(&run.stdout).replace('\r', "\n")
+            + &String::from_utf8_lossy(&run.stderr)
+    );
 }

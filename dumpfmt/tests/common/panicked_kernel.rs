@@ -1,0 +1,211 @@
+//! A real Linux kernel booted under QEMU until it panics (a static /init loads qemu_fw_cfg so
+//! that the kernel hands QEMU its VMCOREINFO, then crashes the kernel with sysrq-c), and the
+//! conversions its dumps need: makedumpfile's view of QEMU 7.2's ELF, and kdump files whose zlib
+//! pages are re-encoded with another compression.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::QemuGuest;
+
+const INIT: &str = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int main(void) {
+    int fd = open("/qemu_fw_cfg.ko", O_RDONLY);
+    long loaded = syscall(SYS_finit_module, fd, "", 0);
+    printf("kcrash-test-init: loading qemu_fw_cfg returned %ld\n", loaded);
+    fflush(stdout);
+    mount("proc", "/proc", "proc", 0, 0);
+    int sysrq = open("/proc/sysrq-trigger", O_WRONLY);
+    write(sysrq, "c", 1);
+    return 1;
+}
+"#;
+/// The qemu_fw_cfg module matching `kernel` (.../boot/vmlinuz-VER → .../lib/modules/VER/...).
+fn fw_cfg_module(kernel: &Path) -> Option<PathBuf> {
+    let release = kernel.file_name()?.to_str()?.strip_prefix("vmlinuz-")?;
+    let relative = format!("lib/modules/{release}/kernel/drivers/firmware/qemu_fw_cfg.ko");
+    let beside = kernel.parent()?.parent()?.join(&relative);
+    [beside, PathBuf::from("/").join(&relative)]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+/// An initramfs whose /init loads qemu_fw_cfg and crashes the kernel, or None (with a note on
+/// stderr) when the module or a static C toolchain is missing.
+fn crash_initramfs(dir: &Path, kernel: &Path) -> Option<PathBuf> {
+    let test = "kernel panic dump tests (VMCOREINFO part)";
+    let Some(module) = fw_cfg_module(kernel) else {
+        super::say_skipped(
+            test,
+            "no qemu_fw_cfg.ko beside the kernel image or in /lib/modules",
+        );
+        return None;
+    };
+    super::tool("gcc", "gcc", test)?;
+    std::fs::write(dir.join("init.c"), INIT).ok()?;
+    let built = std::process::Command::new("gcc")
+        .args(["-static", "-O1", "-o"])
+        .arg(dir.join("init"))
+        .arg(dir.join("init.c"))
+        .status()
+        .ok()?;
+    if !built.success() {
+        super::say_skipped(test, "gcc -static failed (is libc6-dev installed?)");
+        return None;
+    }
+    let init = std::fs::read(dir.join("init")).ok()?;
+    let ko = std::fs::read(module).ok()?;
+    let cpio = super::newc_cpio(&[
+        super::CpioEntry::Dir("dev"),
+        super::CpioEntry::CharDevice {
+            name: "dev/console",
+            major: 5,
+            minor: 1,
+        },
+        super::CpioEntry::Dir("proc"),
+        super::CpioEntry::File {
+            name: "init",
+            mode: 0o755,
+            data: &init,
+        },
+        super::CpioEntry::File {
+            name: "qemu_fw_cfg.ko",
+            mode: 0o644,
+            data: &ko,
+        },
+    ]);
+    let path = dir.join("initramfs.cpio");
+    std::fs::write(&path, cpio).ok()?;
+    Some(path)
+}
+
+/// A kernel that booted under QEMU and panicked; the vCPU is stopped so that every dump taken
+/// from `guest` sees the same registers and memory.
+pub struct Panicked {
+    pub guest: QemuGuest,
+    /// From the console's "Kernel Offset: 0x... from 0xffffffff81000000".
+    pub kernel_offset: u64,
+    /// From the console's "Linux version ..." line.
+    pub release: String,
+    /// The guest loaded qemu_fw_cfg, so its dumps carry VMCOREINFO.
+    pub vmcoreinfo: bool,
+}
+
+/// Boot `kernel` (256 MiB, `-device vmcoreinfo`) with the crashing initramfs when it can be
+/// made, else until it panics for want of a root file system.
+pub fn boot_until_panic(dir: &Path, kernel: &Path) -> Panicked {
+    let initramfs = crash_initramfs(dir, kernel);
+    let mut extra = vec!["-device".to_string(), "vmcoreinfo".into()];
+    if let Some(initramfs) = &initramfs {
+        extra.extend(["-initrd".to_string(), initramfs.display().to_string()]);
+    }
+    let mut guest = QemuGuest::boot(dir, 256, kernel, "console=ttyS0 panic=0", &extra);
+    let console = QemuGuest::wait_for_console(dir, "end Kernel panic", Duration::from_secs(300))
+        .unwrap_or_else(|| panic!("{} did not panic within 300 s", kernel.display()));
+    let kernel_offset = console
+        .split("Kernel Offset: 0x")
+        .nth(1)
+        .and_then(|rest| u64::from_str_radix(rest.split_whitespace().next()?, 16).ok())
+        .expect("console shows the kernel offset");
+    let release = console
+        .split("Linux version ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("console shows the kernel version")
+        .to_string();
+    let vmcoreinfo = initramfs.is_some();
+    if vmcoreinfo {
+        assert!(
+            console.contains("loading qemu_fw_cfg returned 0"),
+            "the test init could not load qemu_fw_cfg:\n{console}"
+        );
+    }
+    guest.execute(serde_json::json!({"execute": "stop"}));
+    Panicked {
+        guest,
+        kernel_offset,
+        release,
+        vmcoreinfo,
+    }
+}
+
+/// makedumpfile 1.7.2 reads program headers right after the ELF header whatever `e_phoff` says,
+/// and QEMU 7.2 puts them at 192, behind its section headers ("Can't get the number of
+/// PT_LOAD"). Its own kdump files are no input either: QEMU writes the kernel's decimal
+/// phys_base into the kdump sub-header as if it were hex. So makedumpfile gets a copy of the ELF
+/// with the program headers also at offset 64 (only the header changes; our reader reads the
+/// original).
+pub fn elf_for_makedumpfile(elf: &Path, out: &Path) {
+    let mut bytes = std::fs::read(elf).unwrap();
+    let phoff = u64::from_le_bytes(bytes[32..40].try_into().unwrap()) as usize;
+    let phnum = u16::from_le_bytes(bytes[56..58].try_into().unwrap()) as usize;
+    assert!(phnum < 0xffff && 64 + phnum * 56 <= phoff + phnum * 56);
+    let headers = bytes[phoff..phoff + phnum * 56].to_vec();
+    bytes[64..64 + headers.len()].copy_from_slice(&headers);
+    bytes[32..40].copy_from_slice(&64u64.to_le_bytes());
+    bytes[40..48].fill(0); // e_shoff
+    bytes[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
+    bytes[60..64].fill(0); // e_shnum, e_shstrndx
+    std::fs::write(out, bytes).unwrap();
+}
+
+/// A copy of a kdump-zlib file whose zlib pages are inflated (flate2, not dumpfmt) and stored
+/// again as `encode` makes them, flagged `flag` (0x4 snappy, 0x20 zstd), or raw when that is
+/// not smaller, as makedumpfile does; headers, bitmaps and notes are kept. Pages shared by
+/// several descriptors (QEMU's zero page) stay shared.
+pub fn reencode(src: &Path, out: &Path, flag: u32, encode: impl Fn(&[u8]) -> Vec<u8>) {
+    use std::io::Read;
+    let b = std::fs::read(src).unwrap();
+    let le32 = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+    let le64 = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let (bs, sub_blocks, bitmap_blocks) = (le32(428), le32(432), le32(436));
+    let max_mapnr = le64(bs + 96);
+    let bitmap2 = &b[(1 + sub_blocks + bitmap_blocks / 2) * bs..][..bitmap_blocks / 2 * bs];
+    let pages = (0..max_mapnr)
+        .filter(|pfn| bitmap2[pfn / 8] & (1 << (pfn % 8)) != 0)
+        .count();
+    let desc_base = (1 + sub_blocks + bitmap_blocks) * bs;
+    let mut head = b[..desc_base].to_vec();
+    assert_eq!(le32(424), 1, "status: zlib");
+    head[424..428].copy_from_slice(&flag.to_le_bytes());
+    let mut descs = Vec::new();
+    let mut data = Vec::new();
+    let data_base = desc_base + pages * 24;
+    let mut moved = std::collections::HashMap::new();
+    for i in 0..pages {
+        let d = desc_base + i * 24;
+        let (offset, size, flags) = (le64(d), le32(d + 8), le32(d + 12));
+        let (new_offset, new_size, new_flags) = *moved.entry(offset).or_insert_with(|| {
+            let stored = &b[offset..offset + size];
+            let (bytes, flags) = if flags == 1 {
+                let mut page = Vec::new();
+                flate2::read::ZlibDecoder::new(stored)
+                    .read_to_end(&mut page)
+                    .unwrap();
+                assert_eq!(page.len(), bs);
+                let packed = encode(&page);
+                if packed.len() < bs {
+                    (packed, flag)
+                } else {
+                    (page, 0)
+                }
+            } else {
+                (stored.to_vec(), flags as u32)
+            };
+            let at = data_base + data.len();
+            data.extend_from_slice(&bytes);
+            (at, bytes.len(), flags)
+        });
+        descs.extend_from_slice(&(new_offset as i64).to_le_bytes());
+        descs.extend_from_slice(&(new_size as u32).to_le_bytes());
+        descs.extend_from_slice(&new_flags.to_le_bytes());
+        descs.extend_from_slice(&0u64.to_le_bytes());
+    }
+    std::fs::write(out, [head, descs, data].concat()).unwrap();
+}
