@@ -5,7 +5,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, RwLock};
 
 use dumpfmt::translate::{AddressSpace, LinearMap, Source};
 use dumpfmt::Dump;
@@ -124,7 +124,17 @@ pub struct Session<'d> {
     pub notes: Vec<String>,
     /// Set when the dump is a Linux kernel's and its vmlinux was given.
     pub linux: Option<Linux>,
-    klog: OnceLock<Result<Klog, String>>,
+    /// Kernel modules whose `.ko` is loaded at their sections' addresses (`mod -s`, `mod -S`,
+    /// or a `.ko` on the command line). Added to while commands run, hence the lock.
+    modules: RwLock<Vec<Arc<LoadedModule>>>,
+    klog: OnceLock<Klog>,
+}
+
+/// A module's `.ko`, placed where the dump's kernel loaded it.
+#[derive(Debug)]
+pub struct LoadedModule {
+    pub name: String,
+    pub image: Image,
 }
 
 const AT_ENTRY: u64 = 9;
@@ -141,6 +151,7 @@ impl<'d> Session<'d> {
             file_backed: Vec::new(),
             notes: Vec::new(),
             linux: None,
+            modules: RwLock::new(Vec::new()),
             klog: OnceLock::new(),
         };
         if dump.is_process_core() {
@@ -402,28 +413,84 @@ impl<'d> Session<'d> {
         }
     }
 
-    /// The KLog state, found through the image's DWARF on first use.
+    /// The modules whose `.ko` is loaded, in load order.
+    pub fn loaded_modules(&self) -> Vec<Arc<LoadedModule>> {
+        self.modules
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Every image, the kernel (or program) first, then the loaded modules: where names are
+    /// looked up, in order.
+    pub fn images(&self) -> Vec<ImageRef<'_>> {
+        let mut all: Vec<ImageRef<'_>> = self.image.iter().map(ImageRef::Main).collect();
+        all.extend(self.loaded_modules().into_iter().map(ImageRef::Module));
+        all
+    }
+
+    /// Loads module `name`'s `.ko` from `file` at the addresses its sections have in the dump
+    /// (replacing one loaded before).
+    pub fn load_module(&self, name: &str, file: &Path) -> Result<Arc<LoadedModule>, String> {
+        let modules = crate::linux::modules::modules(self)?;
+        let module = modules
+            .iter()
+            .find(|m| m.name == name)
+            .ok_or_else(|| format!("{name}: no such module in the dump (mod lists them)"))?;
+        let sections = module.sections(self)?;
+        let image = Image::open_relocatable(file, &sections)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        let loaded = Arc::new(LoadedModule {
+            name: name.to_owned(),
+            image,
+        });
+        let mut all = self.modules.write().unwrap_or_else(|p| p.into_inner());
+        all.retain(|m| m.name != name);
+        all.push(Arc::clone(&loaded));
+        Ok(loaded)
+    }
+
+    /// The KLog state, found through DWARF on first use: in the image, or in the first loaded
+    /// module that has `KLogs`. A failure is not kept: loading a module may cure it.
     pub fn klog(&self) -> Result<&Klog, String> {
-        self.klog
-            .get_or_init(|| {
-                let image = self.image.as_ref().ok_or(
-                    "no image: give the kernel image (vmlinux) with DWARF to read the KLog",
-                )?;
-                if image.debug_path().is_none() {
-                    return Err(format!(
-                        "{} has no DWARF debug information, which klog needs to lay out KLogs; \
-                         sym and rd still work from its ELF symbols",
-                        image.path().display()
-                    ));
-                }
-                let layout = KLogLayout::from_image(image).map_err(|e| match e {
-                    LayoutError::Symbols(e) => e,
-                    other => format!("{}: {other}", image.path().display()),
-                })?;
-                Ok(Klog::read(self, layout))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        if let Some(klog) = self.klog.get() {
+            return Ok(klog);
+        }
+        let images = self.images();
+        let image = images
+            .iter()
+            .find(|i| i.image().symbol("KLogs").is_some())
+            .or(images.first())
+            .ok_or("no image: give the kernel image (vmlinux) with DWARF to read the KLog")?
+            .image();
+        if image.debug_path().is_none() {
+            return Err(format!(
+                "{} has no DWARF debug information, which klog needs to lay out KLogs; \
+                 sym and rd still work from its ELF symbols",
+                image.path().display()
+            ));
+        }
+        let layout = KLogLayout::from_image(image).map_err(|e| match e {
+            LayoutError::Symbols(e) => e,
+            other => format!("{}: {other}", image.path().display()),
+        })?;
+        Ok(self.klog.get_or_init(|| Klog::read(self, layout)))
+    }
+}
+
+/// An image of the session: the kernel or program, or a loaded module.
+#[derive(Clone)]
+pub enum ImageRef<'s> {
+    Main(&'s Image),
+    Module(Arc<LoadedModule>),
+}
+
+impl ImageRef<'_> {
+    pub fn image(&self) -> &Image {
+        match self {
+            ImageRef::Main(image) => image,
+            ImageRef::Module(m) => &m.image,
+        }
     }
 }
 

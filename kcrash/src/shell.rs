@@ -143,6 +143,13 @@ pub const COMMANDS: &[Command] = &[
         run: commands::log::run,
     },
     Command {
+        name: "mod",
+        aliases: &[],
+        summary: "Linux's loaded modules; load a module's .ko: mod [-s NAME [FILE]] [-S [DIR]]",
+        help: clap_help::<commands::modules::Args>,
+        run: commands::modules::run,
+    },
+    Command {
         name: "sym",
         aliases: &[],
         summary: "symbol <-> address: sym NAME|ADDR, sym -l [REGEX]",

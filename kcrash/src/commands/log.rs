@@ -40,8 +40,8 @@ pub struct Args {
     level: bool,
 }
 
-/// The session's printk ring.
-pub fn ring(session: &Session<'_>) -> Result<Ring> {
+/// The session's printk ring; with each record's level when `levels` (which needs DWARF).
+pub fn ring(session: &Session<'_>, levels: bool) -> Result<Ring> {
     let info = session.dump.vmcoreinfo()?;
     let image = session.image.as_ref();
     let prb = match info
@@ -63,10 +63,11 @@ pub fn ring(session: &Session<'_>) -> Result<Ring> {
                 .address
         }
     };
-    let layout = match info
-        .as_ref()
-        .and_then(|i| Layout::from_vmcoreinfo(i, image))
-    {
+    let layout = match info.as_ref().and_then(Layout::from_vmcoreinfo) {
+        Some(layout) if levels => {
+            let image = image.ok_or_else(|| anyhow!("-m needs the vmlinux with DWARF"))?;
+            layout.with_level(image).map_err(anyhow::Error::msg)?
+        }
         Some(layout) => layout,
         None => Layout::from_dwarf(image.ok_or_else(|| {
             anyhow!("VMCOREINFO does not describe the printk ring: give the vmlinux with DWARF")
@@ -128,7 +129,7 @@ pub fn lines(r: &Record, prefix: &str, out: &mut Vec<u8>) {
 
 pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(argv)?;
-    let ring = ring(cx.session)?;
+    let ring = ring(cx.session, args.level)?;
     let boot = if args.human {
         Some(boot_time(cx.session)?)
     } else {

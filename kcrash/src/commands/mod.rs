@@ -2,6 +2,7 @@
 
 pub mod klog;
 pub mod log;
+pub mod modules;
 pub mod print;
 pub mod rd;
 pub mod sym;

@@ -424,20 +424,21 @@ fn linux_facts(
         )),
         Err(e) => warnings.push(format!("memory: {e}")),
     }
-    match facts::clock(session) {
-        Ok((secs, boot_nsec)) => {
-            facts.push(("crash_time", json!(facts::date(secs))));
-            facts.push(("uptime", json!(facts::uptime(boot_nsec))));
-        }
+    match facts::crash_time(session) {
+        Ok(secs) => facts.push(("crash_time", json!(facts::date(secs)))),
         Err(e) => {
-            warnings.push(format!("clock: {e}"));
+            warnings.push(format!("crash time: {e}"));
             facts.push((
                 "crash_time",
                 json!("unknown (the timekeeper could not be read)"),
             ));
         }
     }
-    match log::ring(session) {
+    match facts::uptime_nsec(session) {
+        Ok(nsec) => facts.push(("uptime", json!(facts::uptime(nsec)))),
+        Err(e) => warnings.push(format!("uptime: {e}")),
+    }
+    match log::ring(session, false) {
         Ok(ring) => facts::panic_message(&ring),
         Err(e) => {
             warnings.push(format!("log: {e}"));

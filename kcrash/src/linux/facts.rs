@@ -4,6 +4,7 @@
 use dumpfmt::VmcoreInfo;
 
 use crate::expr::{parse_expr, Evaluator};
+use crate::linux::kaslr;
 use crate::linux::printk::Ring;
 use crate::memory::Memory;
 use crate::session::Session;
@@ -92,14 +93,35 @@ pub fn memory(session: &Session<'_>, page_size: u64) -> Result<u64, String> {
     Ok(pages.saturating_mul(page_size))
 }
 
-/// (seconds since the epoch, nanoseconds since boot) at the timekeeper's last tick: xtime_sec,
-/// and CLOCK_BOOTTIME = tkr_mono.base + offs_boot.
-pub fn clock(session: &Session<'_>) -> Result<(i64, i64), String> {
-    let tk = "tk_core.timekeeper";
-    Ok((
-        int(session, &format!("{tk}.xtime_sec"))?,
-        int(session, &format!("{tk}.tkr_mono.base"))? + int(session, &format!("{tk}.offs_boot"))?,
-    ))
+/// Seconds since the epoch at the timekeeper's last tick (`xtime_sec`).
+pub fn crash_time(session: &Session<'_>) -> Result<i64, String> {
+    int(session, "tk_core.timekeeper.xtime_sec")
+}
+
+/// Nanoseconds since boot, as crash counts them: jiffies since INITIAL_JIFFIES over HZ. HZ
+/// comes from INITIAL_JIFFIES itself, which is `(u32)(-300 * HZ)` and is jiffies_64's
+/// initial value in the image file.
+pub fn uptime_nsec(session: &Session<'_>) -> Result<i64, String> {
+    let image = session.image.as_ref().ok_or("needs the vmlinux")?;
+    let sym = image
+        .symbol("jiffies_64")
+        .ok_or("the image has no jiffies_64")?;
+    let link = sym.address.wrapping_sub(image.load_bias());
+    let initial = kaslr::image_bytes(image, link, 8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+        .ok_or("jiffies_64 is not in the image file")?;
+    let hz = (1u64 << 32).wrapping_sub(initial) / 300;
+    if !(1..=100_000).contains(&hz) || (1u64 << 32).wrapping_sub(initial) % 300 != 0 {
+        return Err(format!(
+            "jiffies_64 starts at {initial:#x}, not INITIAL_JIFFIES: HZ unknown"
+        ));
+    }
+    let now = session
+        .read_u64(sym.address)
+        .map_err(|e| format!("jiffies_64: {e}"))?;
+    let ticks = now.wrapping_sub(initial);
+    Ok((u128::from(ticks) * 1_000_000_000 / u128::from(hz)).min(i64::MAX as u128) as i64)
 }
 
 /// What the kernel said about the crash: the last "Kernel panic - not syncing" line of the

@@ -3,6 +3,7 @@
 
 pub mod facts;
 pub mod kaslr;
+pub mod modules;
 pub mod printk;
 
 use dumpfmt::VmcoreInfo;

@@ -47,8 +47,6 @@ pub struct Layout {
     caller_id: u64,
     /// The level bit-field: (bit offset in `printk_info`, width).
     level: Option<(u64, u64)>,
-    /// Where the offsets came from, for `log --layout`-style messages.
-    pub source: &'static str,
 }
 
 type Fields<'a> = [(&'a str, &'a str); 19];
@@ -77,7 +75,7 @@ const FIELDS: Fields<'static> = [
 ];
 
 impl Layout {
-    fn from_values(v: [u64; 19], level: Option<(u64, u64)>, source: &'static str) -> Layout {
+    fn from_values(v: [u64; 19], level: Option<(u64, u64)>) -> Layout {
         Layout {
             desc_ring: v[0],
             count_bits: v[1],
@@ -99,13 +97,12 @@ impl Layout {
             text_len: v[17],
             caller_id: v[18],
             level,
-            source,
         }
     }
 
-    /// From VMCOREINFO's OFFSET()/SIZE() lines; `None` when any is missing (a kernel before
-    /// 5.10, or no VMCOREINFO).
-    pub fn from_vmcoreinfo(info: &VmcoreInfo<'_>, image: Option<&Image>) -> Option<Layout> {
+    /// From VMCOREINFO's OFFSET()/SIZE() lines, without the level; `None` when any is missing
+    /// (a kernel before 5.10, or no VMCOREINFO).
+    pub fn from_vmcoreinfo(info: &VmcoreInfo<'_>) -> Option<Layout> {
         let mut v = [0u64; 19];
         for (slot, (st, member)) in v.iter_mut().zip(FIELDS) {
             *slot = if member.is_empty() {
@@ -114,8 +111,16 @@ impl Layout {
                 info.offset(&format!("{st}.{member}")).ok()??
             };
         }
-        let level = image.and_then(|i| level_from_dwarf(i).ok().flatten());
-        Some(Layout::from_values(v, level, "VMCOREINFO"))
+        Some(Layout::from_values(v, None))
+    }
+
+    /// The level's place from the image's DWARF (which VMCOREINFO does not give). Costs the
+    /// DWARF type index, so only done when levels are wanted.
+    pub fn with_level(mut self, image: &Image) -> Result<Layout, String> {
+        if self.level.is_none() {
+            self.level = level_from_dwarf(image)?;
+        }
+        Ok(self)
     }
 
     /// From the image's DWARF.
@@ -135,7 +140,7 @@ impl Layout {
                     .offset
             };
         }
-        Ok(Layout::from_values(v, level_from_dwarf(image)?, "DWARF"))
+        Ok(Layout::from_values(v, level_from_dwarf(image)?))
     }
 }
 
