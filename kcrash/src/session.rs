@@ -21,6 +21,8 @@ use crate::memory::{Memory, Unreadable};
 pub enum FileKind {
     Dump,
     Image,
+    /// A relocatable object: a kernel module's `.ko`.
+    Module,
 }
 
 /// Why a session could not be opened: one line for the user.
@@ -50,7 +52,8 @@ pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
         // e_type: 4 is ET_CORE; executables, shared objects and relocatables are images.
         return match head.get(16..18).map(|b| u16::from_le_bytes([b[0], b[1]])) {
             Some(4) => Ok(FileKind::Dump),
-            Some(1..=3) => Ok(FileKind::Image),
+            Some(1) => Ok(FileKind::Module),
+            Some(2..=3) => Ok(FileKind::Image),
             _ => Err(open_err(format!(
                 "{}: an ELF file that is neither a core dump nor an image",
                 path.display()
@@ -70,29 +73,42 @@ pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
     )))
 }
 
-/// Sorts the command line's files into (dump, image), in either order.
-pub fn dump_and_image(files: &[PathBuf]) -> Result<(PathBuf, Option<PathBuf>), OpenError> {
+/// The command line's files sorted by kind, given in any order.
+#[derive(Debug)]
+pub struct Files {
+    pub dump: PathBuf,
+    pub image: Option<PathBuf>,
+    /// Kernel modules (`.ko`) to load at their addresses in the dump.
+    pub modules: Vec<PathBuf>,
+}
+
+/// Sorts the command line's files into dump, image and modules, in any order.
+pub fn sort_files(files: &[PathBuf]) -> Result<Files, OpenError> {
     let kinds = files
         .iter()
         .map(|f| file_kind(f).map(|k| (k, f.clone())))
         .collect::<Result<Vec<_>, _>>()?;
-    let dumps: Vec<&PathBuf> = kinds
-        .iter()
-        .filter(|(k, _)| *k == FileKind::Dump)
-        .map(|(_, p)| p)
-        .collect();
-    let images: Vec<&PathBuf> = kinds
-        .iter()
-        .filter(|(k, _)| *k == FileKind::Image)
-        .map(|(_, p)| p)
-        .collect();
-    match (dumps.as_slice(), images.as_slice()) {
-        ([d], []) => Ok(((*d).clone(), None)),
-        ([d], [i]) => Ok(((*d).clone(), Some((*i).clone()))),
-        ([], _) => Err(open_err("no dump given: kcrash DUMP [IMAGE]")),
-        (_, [_, _, ..]) => Err(open_err("more than one image given: kcrash DUMP [IMAGE]")),
-        _ => Err(open_err("more than one dump given: kcrash DUMP [IMAGE]")),
-    }
+    let of = |kind: FileKind| -> Vec<PathBuf> {
+        kinds
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, p)| p.clone())
+            .collect()
+    };
+    let (dumps, images) = (of(FileKind::Dump), of(FileKind::Image));
+    let usage = "kcrash DUMP [IMAGE] [MODULE.ko...]";
+    let (dump, image) = match (dumps.as_slice(), images.as_slice()) {
+        ([d], []) => (d.clone(), None),
+        ([d], [i]) => (d.clone(), Some(i.clone())),
+        ([], _) => return Err(open_err(format!("no dump given: {usage}"))),
+        (_, [_, _, ..]) => return Err(open_err(format!("more than one image given: {usage}"))),
+        _ => return Err(open_err(format!("more than one dump given: {usage}"))),
+    };
+    Ok(Files {
+        dump,
+        image,
+        modules: of(FileKind::Module),
+    })
 }
 
 /// A range of the crashed process's memory that its core left out and a file supplies.

@@ -46,21 +46,29 @@ impl Module {
     }
 
     /// Where each of its sections was loaded, from `sect_attrs` (what /sys/module/NAME/sections
-    /// shows and crash's `mod -s` reads).
+    /// shows and crash's `mod -s` reads). `struct module_sect_attrs` is complete only in the
+    /// unit that defines it, so the pointer is cast to the type found by name.
     pub fn sections(&self, session: &Session<'_>) -> Result<SectionAddresses, String> {
-        let n = self.field(session, "sect_attrs->nsections")?;
+        let attrs = self.field(session, "sect_attrs")? as u64;
+        let field = |path: &str| {
+            int(
+                session,
+                &format!("((struct module_sect_attrs *){attrs:#x})->{path}"),
+            )
+        };
+        let n = field("nsections")?;
         if !(0..=MAX_SECTIONS).contains(&n) {
             return Err(format!("{}: sect_attrs says {n} sections", self.name));
         }
         let mut out = SectionAddresses::new();
         let mut name = Vec::new();
         for i in 0..n {
-            let attr = format!("sect_attrs->attrs[{i}]");
-            let name_at = self.field(session, &format!("{attr}.battr.attr.name"))? as u64;
+            let attr = format!("attrs[{i}]");
+            let name_at = field(&format!("{attr}.battr.attr.name"))? as u64;
             session
                 .read_cstring(name_at, 256, &mut name)
                 .map_err(|e| format!("{}: section {i}'s name: {e}", self.name))?;
-            let address = self.field(session, &format!("{attr}.address"))? as u64;
+            let address = field(&format!("{attr}.address"))? as u64;
             out.insert(String::from_utf8_lossy(&name).into_owned(), address);
         }
         Ok(out)
