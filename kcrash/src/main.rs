@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use kcrash::paint::{ColorChoice, Paint};
 use kcrash::commands::modules::module_name;
+use kcrash::paint::{ColorChoice, Paint};
 use kcrash::session::{sort_files, Session};
 use kcrash::shell::{one_line, Completion, Flow, Settings, Shell};
 use rustyline::error::ReadlineError;
