@@ -8,7 +8,7 @@
 //! Where crash(8) is installed, kcrash is compared with it on the same dump.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use dumpfmt::translate::x86_64::X86_64;
@@ -52,7 +52,7 @@ fn have_crash(test: &str) -> bool {
     ok
 }
 
-fn kcrash(dir: &PathBuf, dump: &str, commands: &[&str]) -> Output {
+fn kcrash(dir: &Path, dump: &str, commands: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcrash"));
     cmd.current_dir(dir).arg("-s");
     for c in commands {
@@ -72,7 +72,7 @@ fn stdout(out: &Output, what: &str) -> String {
 }
 
 /// crash(8)'s output for `commands` on `dump`, the prompt echo left out.
-fn crash(dir: &PathBuf, dump: &str, commands: &str) -> String {
+fn crash(dir: &Path, dump: &str, commands: &str) -> String {
     let out = Command::new("crash")
         .current_dir(dir)
         .args(["-s", "--no_scroll", "vmlinux", dump])
@@ -91,7 +91,7 @@ fn crash(dir: &PathBuf, dump: &str, commands: &str) -> String {
 }
 
 /// The KASLR offset the kernel printed when it panicked ("Kernel Offset: 0x... from ...").
-fn console_kaslr(dir: &PathBuf) -> u64 {
+fn console_kaslr(dir: &Path) -> u64 {
     let console = std::fs::read_to_string(dir.join("console.log")).expect("console.log");
     let hex = console
         .split("Kernel Offset: 0x")
@@ -279,7 +279,7 @@ fn a_print_agrees_with_crash() {
 
 /// The kernel's lines in the serial console: from the `[ sssss.uuuuuu] ` stamp on (the stamp
 /// may follow a firmware's escape sequences on the same line), carriage returns dropped.
-fn console_kernel_lines(dir: &PathBuf) -> Vec<String> {
+fn console_kernel_lines(dir: &Path) -> Vec<String> {
     let bytes = std::fs::read(dir.join("console.log")).expect("console.log");
     let text = String::from_utf8_lossy(&bytes);
     let stamp = |s: &str| {
@@ -448,7 +448,7 @@ fn sys_says_what_the_console_and_crash_say() {
 
 /// The `[[boots]]` entry of guest.toml named `vmcoreinfo` (the boot vmcore.elf comes from):
 /// `key = "value"` lines, read without a TOML parser.
-fn guest_boot(dir: &PathBuf, key: &str) -> String {
+fn guest_boot(dir: &Path, key: &str) -> String {
     let toml = std::fs::read_to_string(dir.join("guest.toml")).expect("guest.toml");
     let boot = toml
         .split("[[boots]]")
