@@ -636,3 +636,97 @@ fn a_modules_variable_prints_as_crash_prints_it() {
         .collect();
     assert_eq!(values, ours, "crash said:\n{theirs}");
 }
+
+/// Whether drgn is installed; if not, says so (or fails under KCRASH_REQUIRE_TOOLS=1).
+fn have_drgn(test: &str) -> bool {
+    let ok = Command::new("drgn")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let msg = format!("NOT RUN: {test}: drgn is not installed");
+        assert!(!require(), "{msg} (KCRASH_REQUIRE_TOOLS=1)");
+        eprintln!("{msg}");
+    }
+    ok
+}
+
+#[test]
+fn log_symbols_and_the_modules_klog_agree_with_drgn() {
+    let Some(dir) = guest("vs_drgn", &["vmcore.elf", "vmlinux", "klogtest.ko"]) else {
+        return;
+    };
+    if !have_drgn("vs_drgn") {
+        return;
+    }
+    let script = r#"
+from drgn.helpers.linux.printk import get_dmesg
+import sys
+for line in get_dmesg(prog).decode(errors="replace").splitlines()[-50:]:
+    print(line)
+print("init_task %x" % prog.symbol("init_task").address)
+print("KLogs %x" % prog["KLogs"].address_)
+print("next_write %d" % prog["KLogs"][2].next_write)
+print("name %s" % prog["KLogs"][2].name.string_().decode())
+"#;
+    let out = Command::new("drgn")
+        .current_dir(&dir)
+        .args([
+            "-q",
+            "-c",
+            "vmcore.elf",
+            "-s",
+            "vmlinux",
+            "-s",
+            "klogtest.ko",
+            "-e",
+            script,
+        ])
+        .output()
+        .expect("drgn runs");
+    let theirs = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "drgn: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = stdout(
+        &Command::new(env!("CARGO_BIN_EXE_kcrash"))
+            .current_dir(&dir)
+            .args([
+                "-s",
+                "-c",
+                "log | tail -50",
+                "-c",
+                "sym init_task",
+                "-c",
+                "sym KLogs",
+            ])
+            .args(["-c", "p KLogs[2].next_write", "-c", "p *KLogs[2].name@2"])
+            .args(["vmcore.elf", "vmlinux", "klogtest.ko"])
+            .output()
+            .expect("kcrash runs"),
+        "kcrash",
+    );
+    let ours: Vec<&str> = ours.lines().collect();
+    let theirs: Vec<&str> = theirs.lines().collect();
+    assert_eq!(ours[..50], theirs[..50], "the log's last 50 lines");
+    let address = |l: &str| l.split_whitespace().next().map(str::to_owned);
+    assert_eq!(
+        address(ours[50]),
+        theirs[50]
+            .split_whitespace()
+            .nth(1)
+            .map(|a| format!("{:0>16}", a))
+    );
+    assert_eq!(
+        address(ours[51]),
+        theirs[51]
+            .split_whitespace()
+            .nth(1)
+            .map(|a| format!("{:0>16}", a))
+    );
+    assert_eq!(Some(ours[52]), theirs[52].strip_prefix("next_write "));
+    let name = theirs[53].strip_prefix("name ").expect("name");
+    assert_eq!(ours[53], format!("{:?}", name));
+}
