@@ -1,4 +1,4 @@
-//! `kcrash DUMP [IMAGE]`: a crash(8)-style session on a dump. A thin shell over the library.
+//! `kcrash DUMP [IMAGE] [MODULE.ko...]`: a crash(8)-style session on a dump. A thin shell over the library.
 
 use std::io::{self, BufRead, IsTerminal};
 use std::path::PathBuf;
