@@ -364,6 +364,28 @@ fn log_holds_every_line_the_console_printed() {
     }
 }
 
+/// crash's log lines with its indented later lines of a record given the record's prefix (its
+/// stamp and, with -m, level), as kcrash and the console print them.
+fn with_prefixes(text: &str) -> Vec<String> {
+    let mut prefix = String::new();
+    text.lines()
+        .filter_map(|l| {
+            if l.starts_with('[') {
+                let mut end = l.find("] ")? + 2;
+                if l[end..].starts_with('<') {
+                    end += l[end..].find('>')? + 1;
+                }
+                prefix = l[..end].to_owned();
+                Some(l.to_owned())
+            } else if !prefix.is_empty() && l.starts_with(&" ".repeat(prefix.len())) {
+                Some(format!("{prefix}{}", &l[prefix.len()..]))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn log_tail_agrees_with_crash() {
     let Some(dir) = guest("log_vs_crash", &["vmcore.elf", "vmlinux"]) else {
@@ -372,31 +394,23 @@ fn log_tail_agrees_with_crash() {
     if !have_crash("log_vs_crash") {
         return;
     }
-    // crash indents a record's later lines instead of repeating its time stamp.
-    let mut prefix = String::new();
-    let theirs: Vec<String> = crash(&dir, "vmcore.elf", "log")
-        .lines()
-        .filter_map(|l| {
-            if l.starts_with("[ ") && l.len() >= 15 && &l[13..14] == "]" {
-                prefix = l[..15].to_owned();
-                Some(l.to_owned())
-            } else if !prefix.is_empty() && l.starts_with(&" ".repeat(15)) {
-                Some(format!("{prefix}{}", &l[15..]))
-            } else {
-                None
-            }
-        })
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let file = |n: &str| scratch.path().join(n).display().to_string();
+    let modes = [("log", "plain"), ("log -T", "human"), ("log -m", "levels")];
+    let script: Vec<String> = modes
+        .iter()
+        .map(|(cmd, name)| format!("{cmd} > {}", file(name)))
         .collect();
-    let ours = stdout(&kcrash(&dir, "vmcore.elf", &["log"]), "kcrash log");
-    let ours: Vec<&str> = ours.lines().collect();
-    let tail = |v: &[&str]| v[v.len().saturating_sub(50)..].join("\n");
-    let theirs: Vec<&str> = theirs.iter().map(String::as_str).collect();
-    assert!(
-        theirs.len() >= 50,
-        "crash printed its log:\n{}",
-        theirs.join("\n")
-    );
-    assert_eq!(tail(&ours), tail(&theirs));
+    crash(&dir, "vmcore.elf", &script.join("\n"));
+    for (cmd, name) in modes {
+        let theirs = with_prefixes(&std::fs::read_to_string(file(name)).expect("crash's log"));
+        assert!(theirs.len() >= 50, "{cmd}: crash printed {theirs:?}");
+        let ours = stdout(&kcrash(&dir, "vmcore.elf", &[cmd]), cmd);
+        let ours: Vec<&str> = ours.lines().collect();
+        let theirs: Vec<&str> = theirs.iter().map(String::as_str).collect();
+        let tail = |v: &[&str]| v[v.len().saturating_sub(50)..].join("\n");
+        assert_eq!(tail(&ours), tail(&theirs), "{cmd}");
+    }
 }
 
 /// `sys`'s `KEY: value` lines.
