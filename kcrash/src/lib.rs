@@ -7,6 +7,7 @@ pub mod commands;
 pub mod expr;
 pub mod interrupt;
 pub mod klog;
+pub mod linux;
 pub mod memory;
 pub mod paint;
 pub mod regress;

@@ -1,4 +1,4 @@
-//! `kcrash DUMP [IMAGE]`: a crash(8)-style session on a dump. A thin shell over the library.
+//! `kcrash DUMP [IMAGE] [MODULE.ko...]`: a crash(8)-style session on a dump. A thin shell over the library.
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -6,9 +6,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
+use kcrash::commands::modules::module_name;
 use kcrash::paint::{ColorChoice, Paint};
 use kcrash::regress::{report, Corpus, EntryRun, Options};
-use kcrash::session::{dump_and_image, Session};
+use kcrash::session::{sort_files, Session};
 use kcrash::shell::{one_line, Completion, Flow, Settings, Shell};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
@@ -22,6 +23,8 @@ use rustyline::{Config, Editor};
 Commands (help CMD at the prompt for each one's text):
   klog [SUBSYS] [full|terse]   the kernel event log
   sys                          the dump, its image, CPUs, VMCOREINFO, the crash
+  log [-t|-T] [-m]             Linux's kernel message log
+  mod [-s NAME [FILE]] [-S [DIR]]   Linux's modules; load a module's .ko
   sym NAME|ADDR, sym -l [RE]   symbols
   rd [-p] [-8|-16|-32|-64] [-s] [-a] ADDR|SYMBOL [COUNT]   memory
   set scroll on|off, help, q
@@ -30,6 +33,7 @@ Any command line may end in `| pipeline`, `> file` or `>> file`; `!cmd` runs a s
 Examples:
   kcrash vmcore vmlinux
   kcrash -c 'klog 0 full' vmcore vmlinux
+  kcrash -c 'p KLogs[2]' vmcore vmlinux klogtest.ko
   kcrash -c sys -c 'rd -s KLogs 16' vmcore vmlinux
   kcrash -i triage.cmds vmcore vmlinux > report.txt
   echo 'klog SCHED' | kcrash core.1234
@@ -42,9 +46,10 @@ Output on a terminal goes through $PAGER (default less -FRX) unless --no-pager.
 Exit status: 0 when every command succeeded, 1 when a command failed, 2 when the dump could
 not be opened or the arguments are wrong.")]
 struct Cli {
-    /// The dump and its image (vmlinux, the program), in either order; a process core finds its
-    /// executable by itself when it is present.
-    #[arg(required = true, value_name = "DUMP [IMAGE]")]
+    /// The dump and its image (vmlinux, the program), in any order; a process core finds its
+    /// executable by itself when it is present. Kernel modules' `.ko` files load at their
+    /// addresses in the dump (as `mod -s`).
+    #[arg(required = true, value_name = "DUMP [IMAGE] [MODULE.ko]")]
     files: Vec<PathBuf>,
     /// Run this command, then exit (repeatable; run in order).
     #[arg(short = 'c', long = "command", value_name = "CMD")]
@@ -117,18 +122,28 @@ fn main() -> ExitCode {
         }
     };
     let errors = cli.color.stderr();
-    let (dump_path, image_path) = match dump_and_image(&cli.files) {
+    let files = match sort_files(&cli.files) {
         Ok(v) => v,
         Err(e) => return fail_open(errors, &e.to_string()),
     };
-    let dump = match dumpfmt::Dump::open(&dump_path) {
+    let dump = match dumpfmt::Dump::open(&files.dump) {
         Ok(d) => d,
         Err(e) => return fail_open(errors, &e.to_string()),
     };
-    let session = match Session::open(&dump, image_path) {
+    let session = match Session::open(&dump, files.image) {
         Ok(s) => s,
         Err(e) => return fail_open(errors, &e.to_string()),
     };
+    // Modules on the command line load as `mod -s NAME FILE` would, as drgn's -s does.
+    for ko in &files.modules {
+        let loaded = match module_name(ko) {
+            Some(name) => session.load_module(&name, ko),
+            None => Err(format!("{}: a module's file is NAME.ko", ko.display())),
+        };
+        if let Err(e) = loaded {
+            return fail_open(errors, &e);
+        }
+    }
     if !cli.silent {
         for note in &session.notes {
             eprintln!("kcrash: {note}");

@@ -5,7 +5,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, RwLock};
 
 use dumpfmt::translate::{AddressSpace, LinearMap, Source};
 use dumpfmt::Dump;
@@ -13,6 +13,7 @@ use symbols::Image;
 
 use crate::klog::layout::{KLogLayout, LayoutError};
 use crate::klog::Klog;
+use crate::linux::{self, kaslr, Linux};
 use crate::memory::{Memory, Unreadable};
 
 /// What a file given on the command line is, told by its content.
@@ -20,6 +21,8 @@ use crate::memory::{Memory, Unreadable};
 pub enum FileKind {
     Dump,
     Image,
+    /// A relocatable object: a kernel module's `.ko`.
+    Module,
 }
 
 /// Why a session could not be opened: one line for the user.
@@ -49,7 +52,8 @@ pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
         // e_type: 4 is ET_CORE; executables, shared objects and relocatables are images.
         return match head.get(16..18).map(|b| u16::from_le_bytes([b[0], b[1]])) {
             Some(4) => Ok(FileKind::Dump),
-            Some(1..=3) => Ok(FileKind::Image),
+            Some(1) => Ok(FileKind::Module),
+            Some(2..=3) => Ok(FileKind::Image),
             _ => Err(open_err(format!(
                 "{}: an ELF file that is neither a core dump nor an image",
                 path.display()
@@ -69,29 +73,42 @@ pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
     )))
 }
 
-/// Sorts the command line's files into (dump, image), in either order.
-pub fn dump_and_image(files: &[PathBuf]) -> Result<(PathBuf, Option<PathBuf>), OpenError> {
+/// The command line's files sorted by kind, given in any order.
+#[derive(Debug)]
+pub struct Files {
+    pub dump: PathBuf,
+    pub image: Option<PathBuf>,
+    /// Kernel modules (`.ko`) to load at their addresses in the dump.
+    pub modules: Vec<PathBuf>,
+}
+
+/// Sorts the command line's files into dump, image and modules, in any order.
+pub fn sort_files(files: &[PathBuf]) -> Result<Files, OpenError> {
     let kinds = files
         .iter()
         .map(|f| file_kind(f).map(|k| (k, f.clone())))
         .collect::<Result<Vec<_>, _>>()?;
-    let dumps: Vec<&PathBuf> = kinds
-        .iter()
-        .filter(|(k, _)| *k == FileKind::Dump)
-        .map(|(_, p)| p)
-        .collect();
-    let images: Vec<&PathBuf> = kinds
-        .iter()
-        .filter(|(k, _)| *k == FileKind::Image)
-        .map(|(_, p)| p)
-        .collect();
-    match (dumps.as_slice(), images.as_slice()) {
-        ([d], []) => Ok(((*d).clone(), None)),
-        ([d], [i]) => Ok(((*d).clone(), Some((*i).clone()))),
-        ([], _) => Err(open_err("no dump given: kcrash DUMP [IMAGE]")),
-        (_, [_, _, ..]) => Err(open_err("more than one image given: kcrash DUMP [IMAGE]")),
-        _ => Err(open_err("more than one dump given: kcrash DUMP [IMAGE]")),
-    }
+    let of = |kind: FileKind| -> Vec<PathBuf> {
+        kinds
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, p)| p.clone())
+            .collect()
+    };
+    let (dumps, images) = (of(FileKind::Dump), of(FileKind::Image));
+    let usage = "kcrash DUMP [IMAGE] [MODULE.ko...]";
+    let (dump, image) = match (dumps.as_slice(), images.as_slice()) {
+        ([d], []) => (d.clone(), None),
+        ([d], [i]) => (d.clone(), Some(i.clone())),
+        ([], _) => return Err(open_err(format!("no dump given: {usage}"))),
+        (_, [_, _, ..]) => return Err(open_err(format!("more than one image given: {usage}"))),
+        _ => return Err(open_err(format!("more than one dump given: {usage}"))),
+    };
+    Ok(Files {
+        dump,
+        image,
+        modules: of(FileKind::Module),
+    })
 }
 
 /// A range of the crashed process's memory that its core left out and a file supplies.
@@ -121,7 +138,19 @@ pub struct Session<'d> {
     pub file_backed: Vec<FileBacked>,
     /// What opening found out and did, for `sys` and for `-s`-less start-up messages.
     pub notes: Vec<String>,
-    klog: OnceLock<Result<Klog, String>>,
+    /// Set when the dump is a Linux kernel's and its vmlinux was given.
+    pub linux: Option<Linux>,
+    /// Kernel modules whose `.ko` is loaded at their sections' addresses (`mod -s`, `mod -S`,
+    /// or a `.ko` on the command line). Added to while commands run, hence the lock.
+    modules: RwLock<Vec<Arc<LoadedModule>>>,
+    klog: OnceLock<Klog>,
+}
+
+/// A module's `.ko`, placed where the dump's kernel loaded it.
+#[derive(Debug)]
+pub struct LoadedModule {
+    pub name: String,
+    pub image: Image,
 }
 
 const AT_ENTRY: u64 = 9;
@@ -137,6 +166,8 @@ impl<'d> Session<'d> {
             space,
             file_backed: Vec::new(),
             notes: Vec::new(),
+            linux: None,
+            modules: RwLock::new(Vec::new()),
             klog: OnceLock::new(),
         };
         if dump.is_process_core() {
@@ -227,10 +258,18 @@ impl<'d> Session<'d> {
         Ok(())
     }
 
-    /// A kernel dump: the image's program headers give a linear map (virtual = physical +
-    /// offset) after the dump's own mappings and page tables; the image must match the dump.
+    /// A kernel dump. Linux: see `open_linux`. Another kernel (the test kernels): the image's
+    /// program headers give a linear map (virtual = physical + offset) after the dump's own
+    /// mappings and page tables; the image must match the dump.
     fn open_kernel(&mut self, path: PathBuf) -> Result<(), OpenError> {
         let image = Self::open_image(&path)?;
+        let info = self
+            .dump
+            .vmcoreinfo()
+            .map_err(|e| open_err(e.to_string()))?;
+        if linux::is_linux(info.as_ref(), &image) {
+            return self.open_linux(image, info.as_ref(), &path);
+        }
         for seg in image.load_segments() {
             if seg.mem_size > 0 && seg.vaddr != seg.paddr {
                 self.space.push(Source::Linear(LinearMap {
@@ -242,6 +281,67 @@ impl<'d> Session<'d> {
         }
         self.image = Some(image);
         self.check_kernel_image(&path)
+    }
+
+    /// A Linux kernel: its build-id must be VMCOREINFO's, and its KASLR offset becomes the
+    /// image's load bias. The image's program headers are not used: under KASLR the kernel is
+    /// not where they say, physically or virtually; page tables (VMCOREINFO's init_top_pgt, the
+    /// CPUs' CR3) translate instead.
+    fn open_linux(
+        &mut self,
+        mut image: Image,
+        info: Option<&dumpfmt::VmcoreInfo<'_>>,
+        path: &Path,
+    ) -> Result<(), OpenError> {
+        let belongs = |why: String| {
+            open_err(format!(
+                "{} does not belong to {}: {why}",
+                path.display(),
+                self.dump.path().display()
+            ))
+        };
+        let dump_id = info.and_then(|i| i.get("BUILD-ID"));
+        if let (Some(dump_id), Some(own)) = (dump_id, image.build_id()) {
+            let own = linux::hex(own);
+            if !dump_id.trim().eq_ignore_ascii_case(&own) {
+                return Err(belongs(format!(
+                    "its build-id is {own}, the dump's kernel's (VMCOREINFO BUILD-ID) is {}",
+                    dump_id.trim()
+                )));
+            }
+        }
+        let from_info = match info {
+            Some(info) => {
+                kaslr::from_vmcoreinfo(info, &image).map_err(|e| open_err(e.to_string()))?
+            }
+            None => None,
+        };
+        let (offset, found) = match from_info {
+            Some(v) => v,
+            None => kaslr::search(self.dump, &mut self.space, &image).map_err(open_err)?,
+        };
+        if kaslr::banner_at(&self.space, &image, offset) == Some(false) {
+            return Err(belongs(format!(
+                "its linux_banner is not in the dump at KASLR offset {offset:#x} ({found})"
+            )));
+        }
+        image.set_load_bias(offset);
+        // Without VMCOREINFO, the banner the dump was just checked to hold names it.
+        let release = info
+            .and_then(|i| i.osrelease())
+            .map(str::to_owned)
+            .or_else(|| kaslr::banner_release(&image));
+        self.notes.push(format!(
+            "Linux {}: KASLR offset {offset:#x}, from {found}",
+            release.as_deref().unwrap_or("(release unknown)")
+        ));
+        self.linux = Some(Linux {
+            release,
+            kaslr_offset: offset,
+            found,
+        });
+        self.image = Some(image);
+        Ok(())
     }
 
     /// The image's code at its entry point must be what the dump holds there.
@@ -334,28 +434,84 @@ impl<'d> Session<'d> {
         }
     }
 
-    /// The KLog state, found through the image's DWARF on first use.
+    /// The modules whose `.ko` is loaded, in load order.
+    pub fn loaded_modules(&self) -> Vec<Arc<LoadedModule>> {
+        self.modules
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Every image, the kernel (or program) first, then the loaded modules: where names are
+    /// looked up, in order.
+    pub fn images(&self) -> Vec<ImageRef<'_>> {
+        let mut all: Vec<ImageRef<'_>> = self.image.iter().map(ImageRef::Main).collect();
+        all.extend(self.loaded_modules().into_iter().map(ImageRef::Module));
+        all
+    }
+
+    /// Loads module `name`'s `.ko` from `file` at the addresses its sections have in the dump
+    /// (replacing one loaded before).
+    pub fn load_module(&self, name: &str, file: &Path) -> Result<Arc<LoadedModule>, String> {
+        let modules = crate::linux::modules::modules(self)?;
+        let module = modules
+            .iter()
+            .find(|m| m.name == name)
+            .ok_or_else(|| format!("{name}: no such module in the dump (mod lists them)"))?;
+        let sections = module.sections(self)?;
+        let image = Image::open_relocatable(file, &sections)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        let loaded = Arc::new(LoadedModule {
+            name: name.to_owned(),
+            image,
+        });
+        let mut all = self.modules.write().unwrap_or_else(|p| p.into_inner());
+        all.retain(|m| m.name != name);
+        all.push(Arc::clone(&loaded));
+        Ok(loaded)
+    }
+
+    /// The KLog state, found through DWARF on first use: in the image, or in the first loaded
+    /// module that has `KLogs`. A failure is not kept: loading a module may cure it.
     pub fn klog(&self) -> Result<&Klog, String> {
-        self.klog
-            .get_or_init(|| {
-                let image = self.image.as_ref().ok_or(
-                    "no image: give the kernel image (vmlinux) with DWARF to read the KLog",
-                )?;
-                if image.debug_path().is_none() {
-                    return Err(format!(
-                        "{} has no DWARF debug information, which klog needs to lay out KLogs; \
-                         sym and rd still work from its ELF symbols",
-                        image.path().display()
-                    ));
-                }
-                let layout = KLogLayout::from_image(image).map_err(|e| match e {
-                    LayoutError::Symbols(e) => e,
-                    other => format!("{}: {other}", image.path().display()),
-                })?;
-                Ok(Klog::read(self, layout))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        if let Some(klog) = self.klog.get() {
+            return Ok(klog);
+        }
+        let images = self.images();
+        let image = images
+            .iter()
+            .find(|i| i.image().symbol("KLogs").is_some())
+            .or(images.first())
+            .ok_or("no image: give the kernel image (vmlinux) with DWARF to read the KLog")?
+            .image();
+        if image.debug_path().is_none() {
+            return Err(format!(
+                "{} has no DWARF debug information, which klog needs to lay out KLogs; \
+                 sym and rd still work from its ELF symbols",
+                image.path().display()
+            ));
+        }
+        let layout = KLogLayout::from_image(image).map_err(|e| match e {
+            LayoutError::Symbols(e) => e,
+            other => format!("{}: {other}", image.path().display()),
+        })?;
+        Ok(self.klog.get_or_init(|| Klog::read(self, layout)))
+    }
+}
+
+/// An image of the session: the kernel or program, or a loaded module.
+#[derive(Clone)]
+pub enum ImageRef<'s> {
+    Main(&'s Image),
+    Module(Arc<LoadedModule>),
+}
+
+impl ImageRef<'_> {
+    pub fn image(&self) -> &Image {
+        match self {
+            ImageRef::Main(image) => image,
+            ImageRef::Module(m) => &m.image,
+        }
     }
 }
 

@@ -136,6 +136,20 @@ pub const COMMANDS: &[Command] = &[
         run: commands::sys::run,
     },
     Command {
+        name: "log",
+        aliases: &["dmesg"],
+        summary: "the Linux kernel's message log (printk ring): log [-t|-T] [-m]",
+        help: clap_help::<commands::log::Args>,
+        run: commands::log::run,
+    },
+    Command {
+        name: "mod",
+        aliases: &[],
+        summary: "Linux's loaded modules; load a module's .ko: mod [-s NAME [FILE]] [-S [DIR]]",
+        help: clap_help::<commands::modules::Args>,
+        run: commands::modules::run,
+    },
+    Command {
         name: "sym",
         aliases: &[],
         summary: "symbol <-> address: sym NAME|ADDR, sym -l [REGEX]",

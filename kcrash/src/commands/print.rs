@@ -68,21 +68,34 @@ pub fn run(session: &Session<'_>, name: &str, line: &str, out: &mut dyn Write) -
     if text.trim().is_empty() {
         bail!("print what? (p EXPR; p --help)");
     }
-    let image = session
-        .image
-        .as_ref()
-        .ok_or_else(|| anyhow!("no image: give the image with DWARF to print expressions"))?;
-    let ev = Evaluator::new(image, session);
+    let images = session.images();
+    if images.is_empty() {
+        bail!("no image: give the image with DWARF to print expressions");
+    }
     let expr = parse_expr(&text).map_err(|e| anyhow!("{}", e.show(&text)))?;
-    let value = ev.eval(&expr)?;
-    if let (Ty::NoDebug, Expr::Name(name)) = (&value.ty, &expr) {
-        bail!("'{name}' has unknown type; cast it to its declared type");
+    // The kernel first, then each loaded module: the first that knows every name in the
+    // expression evaluates it, as gdb searches its object files.
+    let mut failure = None;
+    for image in &images {
+        let ev = Evaluator::new(image.image(), session);
+        let value = match ev.eval(&expr) {
+            Ok(v) => v,
+            Err(e) if e.0.starts_with("No symbol") => {
+                failure.get_or_insert(e);
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if let (Ty::NoDebug, Expr::Name(name)) = (&value.ty, &expr) {
+            bail!("'{name}' has unknown type; cast it to its declared type");
+        }
+        let node = Reader { ev: &ev, opts }.read(&value)?;
+        if json {
+            writeln!(out, "{}", to_json(&ev, &node))?;
+        } else {
+            writeln!(out, "{}", Writer { ev: &ev, opts }.top(&node)?)?;
+        }
+        return Ok(());
     }
-    let node = Reader { ev: &ev, opts }.read(&value)?;
-    if json {
-        writeln!(out, "{}", to_json(&ev, &node))?;
-    } else {
-        writeln!(out, "{}", Writer { ev: &ev, opts }.top(&node)?)?;
-    }
-    Ok(())
+    Err(failure.map_or_else(|| anyhow!("nothing to evaluate with"), Into::into))
 }

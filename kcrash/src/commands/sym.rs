@@ -7,7 +7,7 @@ use serde_json::json;
 use symbols::{Image, Symbol, SymbolKind};
 
 use crate::interrupt;
-use crate::session::Session;
+use crate::session::{ImageRef, Session};
 use crate::shell::{one_line, Context, Flow};
 
 /// Translate a symbol to its address or an address to its symbol, or list symbols.
@@ -103,7 +103,11 @@ pub fn resolve(session: &Session<'_>, text: &str) -> Result<u64> {
         }
         None => (text, 0),
     };
-    if let Some(sym) = session.image.as_ref().and_then(|i| lookup(i, name)) {
+    if let Some(sym) = session
+        .images()
+        .iter()
+        .find_map(|i| lookup(i.image(), name))
+    {
         return Ok(sym.address.wrapping_add(offset));
     }
     if offset == 0 {
@@ -150,9 +154,21 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         }
         return Ok(Flow::Continue);
     }
+    let images = cx.session.images();
     for what in &args.what {
         let addr = resolve(cx.session, what)?;
-        let Some((sym, off)) = image.symbolize(addr) else {
+        // A loaded module's sections hold their addresses; the kernel has the rest.
+        let image = images
+            .iter()
+            .find_map(|i| match i {
+                ImageRef::Module(m) if m.image.contains(addr) => Some(&m.image),
+                _ => None,
+            })
+            .unwrap_or(image);
+        // A name asked for is shown as asked, though another name shares its address
+        // (jiffies and jiffies_64).
+        let named = lookup(image, what).filter(|s| s.address == addr);
+        let Some((sym, off)) = named.map(|s| (s, 0)).or_else(|| image.symbolize(addr)) else {
             bail!("{addr:#x}: in no symbol");
         };
         let shown = display_name(&sym.name);

@@ -6,7 +6,9 @@ use clap::Parser;
 use dumpfmt::{Dump, Format, PrStatus, QemuCpuState};
 use serde_json::{json, Map, Value};
 
+use crate::commands::log;
 use crate::commands::sym::describe;
+use crate::linux::facts::{self, Utsname};
 use crate::session::Session;
 use crate::shell::{Context, Flow};
 
@@ -166,7 +168,9 @@ impl Report {
             "unknown"
         };
         facts.push(("producer", json!(producer)));
-        if let Some(h) = dump.kdump_header() {
+        let info = dump.vmcoreinfo().ok().flatten();
+        let linux = session.linux.is_some() || info.and_then(|i| i.osrelease()).is_some();
+        if let Some(h) = dump.kdump_header().filter(|_| !linux) {
             if !h.release.is_empty() {
                 facts.push(("release", json!(h.release)));
             }
@@ -180,13 +184,29 @@ impl Report {
         };
         if process {
             facts.push(("threads", json!(stops.len())));
+        } else if linux {
+            match facts::cpus(session) {
+                Ok((online, _)) => facts.push((
+                    "cpus",
+                    json!(format!("{cpus} (online at the crash: {online})")),
+                )),
+                Err(e) => {
+                    warnings.push(format!("online CPUs: {e}"));
+                    facts.push(("cpus", json!(cpus)));
+                }
+            }
         } else {
             facts.push(("cpus", json!(cpus)));
         }
-        facts.push((
-            "crash_time",
-            json!("unknown (kcrash reads no time of crash from this dump)"),
-        ));
+        let mut panic = None;
+        if linux {
+            panic = linux_facts(session, info.as_ref(), &mut facts, &mut warnings);
+        } else {
+            facts.push((
+                "crash_time",
+                json!("unknown (kcrash reads no time of crash from this dump)"),
+            ));
+        }
         image_facts(session, &mut facts);
         process_facts(dump, &mut facts);
         let vmcoreinfo: Vec<(String, String)> = match dump.vmcoreinfo() {
@@ -201,10 +221,7 @@ impl Report {
             }
         };
         if !process {
-            facts.push((
-                "panic",
-                json!(kernel_panic(session, &stops, !vmcoreinfo.is_empty())),
-            ));
+            facts.push(("panic", json!(kernel_panic(session, &stops, linux, panic))));
         } else if !facts.iter().any(|(k, _)| *k == "panic") {
             facts.push((
                 "panic",
@@ -381,15 +398,71 @@ fn process_facts(dump: &Dump, facts: &mut Vec<(&'static str, Value)>) {
     }
 }
 
-/// What a kernel dump says about the panic. A kernel without VMCOREINFO (the test kernels) keeps
-/// no console log in memory; Linux does, in its printk ring, which kcrash does not read. Either
-/// way the CPUs' last state is what there is.
-fn kernel_panic(session: &Session<'_>, stops: &[Stop], linux: bool) -> String {
-    let mut text = String::from(if linux {
-        "not read (kcrash does not read Linux's printk buffer)"
-    } else {
-        "no panic message in the dump (the console log is not kept in memory)"
-    });
+/// Linux's utsname, memory, clock and uptime; the panic message from its log.
+fn linux_facts(
+    session: &Session<'_>,
+    info: Option<&dumpfmt::VmcoreInfo<'_>>,
+    facts: &mut Vec<(&'static str, Value)>,
+    warnings: &mut Vec<String>,
+) -> Option<String> {
+    match Utsname::read(session, info) {
+        Ok(u) => {
+            facts.push(("release", json!(u.release)));
+            facts.push(("version", json!(u.version)));
+            facts.push(("machine", json!(u.machine)));
+            facts.push(("nodename", json!(u.nodename)));
+        }
+        Err(e) => warnings.push(format!("utsname: {e}")),
+    }
+    let page_size = info
+        .and_then(|i| i.page_size().ok().flatten())
+        .unwrap_or(4096);
+    match facts::memory(session, page_size) {
+        Ok(bytes) => facts.push((
+            "memory",
+            json!(format!("{:.1} MB", bytes as f64 / (1 << 20) as f64)),
+        )),
+        Err(e) => warnings.push(format!("memory: {e}")),
+    }
+    match facts::crash_time(session) {
+        Ok(secs) => facts.push(("crash_time", json!(facts::date(secs)))),
+        Err(e) => {
+            warnings.push(format!("crash time: {e}"));
+            facts.push((
+                "crash_time",
+                json!("unknown (the timekeeper could not be read)"),
+            ));
+        }
+    }
+    match facts::uptime_nsec(session) {
+        Ok(nsec) => facts.push(("uptime", json!(facts::uptime(nsec)))),
+        Err(e) => warnings.push(format!("uptime: {e}")),
+    }
+    match log::ring(session, false) {
+        Ok(ring) => facts::panic_message(&ring),
+        Err(e) => {
+            warnings.push(format!("log: {e}"));
+            None
+        }
+    }
+}
+
+/// What a kernel dump says about the panic: for Linux, the message its log holds. A kernel
+/// without VMCOREINFO (the test kernels) keeps no console log in memory. Either way the CPUs'
+/// last state follows.
+fn kernel_panic(
+    session: &Session<'_>,
+    stops: &[Stop],
+    linux: bool,
+    message: Option<String>,
+) -> String {
+    let mut text = match (linux, message) {
+        (_, Some(m)) => format!("{m:?}"),
+        (true, None) => "no panic, Oops or BUG message in the kernel's log".to_owned(),
+        (false, None) => {
+            "no panic message in the dump (the console log is not kept in memory)".to_owned()
+        }
+    };
     if let Some(s) = stops.first() {
         text.push_str(&format!("; CPU {} stopped at {:#x}", s.id, s.rip));
         if let Some(name) = session.image.as_ref().and_then(|i| describe(i, s.rip)) {

@@ -352,7 +352,12 @@ impl<'a> Evaluator<'a> {
 
     fn variable(&self, name: &str) -> Result<Value> {
         if let Some(var) = self.image.variable(name)? {
-            let Some(addr) = var.address else {
+            // A declaration the linker defined (Linux's `jiffies`, an alias of `jiffies_64` in
+            // the linker script) has its address in the ELF symbol table only, as gdb finds it.
+            let Some(addr) = var
+                .address
+                .or_else(|| self.image.symbol(name).map(|s| s.address))
+            else {
                 return err(format!(
                     "\"{name}\" has no address in the dump (a declaration, a thread-local, or \
                      optimized out)"

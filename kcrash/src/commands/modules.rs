@@ -1,0 +1,179 @@
+//! `mod`: the dump's loaded kernel modules, and loading a module's `.ko` (symbols and DWARF) at
+//! the addresses its sections have in the dump, as crash's `mod -s` / `mod -S` do.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Result};
+use clap::Parser;
+use serde_json::json;
+
+use crate::linux::modules::modules;
+use crate::session::Session;
+use crate::shell::{Context, Flow};
+
+/// List the kernel's loaded modules (newest first, as the kernel's list holds them): the
+/// `struct module`, name, base and size of its code, taint letters (as /proc/modules), and
+/// the `.ko` loaded for it. With -s or -S, load modules' `.ko` files: their symbols and DWARF
+/// then serve `sym`, `p`, `klog` at the addresses the module was loaded at.
+#[derive(Parser, Debug)]
+#[command(name = "mod", no_binary_name = true, disable_version_flag = true)]
+#[command(after_help = "\
+A .ko given on kcrash's command line (kcrash vmcore vmlinux klogtest.ko) is loaded as by
+mod -s at start-up; its module name is the file's name without .ko, dashes as underscores.
+Compressed modules (.ko.xz, .ko.zst) must be decompressed first.
+
+Examples:
+  mod
+  mod -s klogtest ./klogtest.ko
+  mod -s klogtest                      (looks in /lib/modules/RELEASE)
+  mod -S ./build                       (every module whose NAME.ko is under ./build)
+  mod --json | jq '.[].name'")]
+pub struct Args {
+    /// Load module NAME's .ko: FILE, or NAME.ko found under /lib/modules/RELEASE.
+    #[arg(short = 's', value_names = ["NAME", "FILE"], num_args = 1..=2)]
+    load: Option<Vec<String>>,
+    /// Load every module whose NAME.ko is under DIR (default /lib/modules/RELEASE).
+    #[arg(short = 'S', value_name = "DIR", num_args = 0..=1)]
+    load_all: Option<Vec<String>>,
+    /// One JSON array.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The module name a `.ko` file stands for: its name without `.ko`, dashes as underscores
+/// (as the kernel names modules).
+pub fn module_name(file: &Path) -> Option<String> {
+    let name = file.file_name()?.to_str()?.strip_suffix(".ko")?;
+    Some(name.replace('-', "_"))
+}
+
+/// Every `.ko` under `dir`, by module name (the first found wins).
+fn find_kos(dir: &Path, out: &mut Vec<(String, PathBuf)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => find_kos(&path, out),
+            Ok(_) => {
+                if let Some(name) = module_name(&path) {
+                    if !out.iter().any(|(n, _)| *n == name) {
+                        out.push((name, path));
+                    }
+                }
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// `/lib/modules/RELEASE`, the release from the dump.
+fn default_dir(session: &Session<'_>) -> Result<PathBuf> {
+    let info = session.dump.vmcoreinfo()?;
+    let release = match info.as_ref().and_then(|i| i.osrelease()) {
+        Some(r) => r.to_owned(),
+        None => {
+            crate::linux::facts::Utsname::read(session, None)
+                .map_err(anyhow::Error::msg)?
+                .release
+        }
+    };
+    Ok(PathBuf::from("/lib/modules").join(release))
+}
+
+pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
+    let args = Args::try_parse_from(argv)?;
+    let session = cx.session;
+    if session.linux.is_none() {
+        bail!("mod needs a Linux kernel dump and its vmlinux");
+    }
+    if let Some(load) = &args.load {
+        let name = &load[0];
+        let file = match load.get(1) {
+            Some(f) => PathBuf::from(f),
+            None => {
+                let dir = default_dir(session)?;
+                let mut found = Vec::new();
+                find_kos(&dir, &mut found);
+                found
+                    .into_iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, p)| p)
+                    .ok_or_else(|| anyhow!("{name}.ko is not under {}", dir.display()))?
+            }
+        };
+        let m = session
+            .load_module(name, &file)
+            .map_err(anyhow::Error::msg)?;
+        writeln!(
+            cx.out,
+            "{}: symbols and DWARF from {}",
+            m.name,
+            file.display()
+        )?;
+        return Ok(Flow::Continue);
+    }
+    if let Some(dir) = &args.load_all {
+        let dir = match dir.first() {
+            Some(d) => PathBuf::from(d),
+            None => default_dir(session)?,
+        };
+        let mut found = Vec::new();
+        find_kos(&dir, &mut found);
+        for m in modules(session).map_err(anyhow::Error::msg)? {
+            match found.iter().find(|(n, _)| *n == m.name) {
+                Some((_, file)) => match session.load_module(&m.name, file) {
+                    Ok(_) => writeln!(cx.out, "{}: {}", m.name, file.display())?,
+                    Err(e) => writeln!(cx.err, "mod: {e}")?,
+                },
+                None => writeln!(cx.err, "mod: {}.ko is not under {}", m.name, dir.display())?,
+            }
+        }
+        return Ok(Flow::Continue);
+    }
+    list(cx, args.json)
+}
+
+fn list(cx: &mut Context<'_, '_>, json: bool) -> Result<Flow> {
+    let session = cx.session;
+    let all = modules(session).map_err(anyhow::Error::msg)?;
+    let loaded = session.loaded_modules();
+    let object = |name: &str| {
+        loaded
+            .iter()
+            .find(|l| l.name == name)
+            .map(|l| l.image.path().display().to_string())
+    };
+    if json {
+        let rows: Vec<_> = all
+            .iter()
+            .map(|m| {
+                json!({"module": m.addr, "name": m.name, "base": m.base, "size": m.size,
+                       "taints": m.taint_letters(), "object": object(&m.name)})
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut *cx.out, &rows)?;
+        writeln!(cx.out)?;
+        return Ok(Flow::Continue);
+    }
+    writeln!(
+        cx.out,
+        "{:>16}  {:<20} {:>16}  {:>8}  {:<5}  OBJECT FILE",
+        "MODULE", "NAME", "BASE", "SIZE", "TAINT"
+    )?;
+    for m in &all {
+        crate::interrupt::check()?;
+        writeln!(
+            cx.out,
+            "{:016x}  {:<20} {:016x}  {:>8}  {:<5}  {}",
+            m.addr,
+            m.name,
+            m.base,
+            m.size,
+            m.taint_letters(),
+            object(&m.name).unwrap_or_else(|| "(not loaded)".into())
+        )?;
+    }
+    Ok(Flow::Continue)
+}

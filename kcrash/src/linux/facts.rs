@@ -1,0 +1,190 @@
+//! What `sys` says about a Linux kernel: its utsname, CPUs, memory, clock and the panic, each
+//! read from the kernel's own variables (crash's `sys` is the model).
+
+use dumpfmt::VmcoreInfo;
+
+use crate::expr::{parse_expr, Evaluator};
+use crate::linux::kaslr;
+use crate::linux::printk::Ring;
+use crate::memory::Memory;
+use crate::session::Session;
+
+/// `struct new_utsname`: six 65-byte strings, a user-space ABI.
+const UTS_LEN: u64 = 65;
+const UTS_NODENAME: u64 = 1;
+const UTS_RELEASE: u64 = 2;
+const UTS_VERSION: u64 = 3;
+const UTS_MACHINE: u64 = 4;
+
+/// `init_uts_ns.name`, from VMCOREINFO's SYMBOL(init_uts_ns) and OFFSET(uts_namespace.name),
+/// else from the image.
+pub struct Utsname {
+    pub nodename: String,
+    pub release: String,
+    pub version: String,
+    pub machine: String,
+}
+
+impl Utsname {
+    pub fn read(session: &Session<'_>, info: Option<&VmcoreInfo<'_>>) -> Result<Utsname, String> {
+        let from_info = info.and_then(|i| {
+            Some(i.symbol("init_uts_ns").ok()?? + i.offset("uts_namespace.name").ok()??)
+        });
+        let name = match from_info {
+            Some(name) => name,
+            None => {
+                let ev = evaluator(session)?;
+                let e = parse_expr("&init_uts_ns.name").map_err(|e| e.to_string())?;
+                ev.scalar(&ev.eval(&e).map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string())?
+                    .0
+            }
+        };
+        let field = |n: u64| -> Result<String, String> {
+            let mut out = Vec::new();
+            session
+                .read_cstring(name + n * UTS_LEN, UTS_LEN as usize, &mut out)
+                .map_err(|e| format!("init_uts_ns: {e}"))?;
+            Ok(String::from_utf8_lossy(&out).into_owned())
+        };
+        Ok(Utsname {
+            nodename: field(UTS_NODENAME)?,
+            release: field(UTS_RELEASE)?,
+            version: field(UTS_VERSION)?,
+            machine: field(UTS_MACHINE)?,
+        })
+    }
+}
+
+fn evaluator<'a>(session: &'a Session<'_>) -> Result<Evaluator<'a>, String> {
+    let image = session
+        .image
+        .as_ref()
+        .ok_or("needs the vmlinux with DWARF")?;
+    Ok(Evaluator::new(image, session))
+}
+
+/// The integer value of a C expression over the kernel's variables.
+pub fn int(session: &Session<'_>, expr: &str) -> Result<i64, String> {
+    let ev = evaluator(session)?;
+    let e = parse_expr(expr).map_err(|e| e.show(expr))?;
+    let v = ev.eval(&e).map_err(|e| format!("{expr}: {e}"))?;
+    Ok(ev.scalar(&v).map_err(|e| format!("{expr}: {e}"))?.0 as i64)
+}
+
+/// CPUs online at the crash (`__num_online_cpus`; a panic takes the others offline) and
+/// possible (`nr_cpu_ids`).
+pub fn cpus(session: &Session<'_>) -> Result<(i64, i64), String> {
+    Ok((
+        int(session, "__num_online_cpus.counter")?,
+        int(session, "nr_cpu_ids")?,
+    ))
+}
+
+/// Bytes of RAM: every online node's `node_present_pages`, as crash counts it.
+pub fn memory(session: &Session<'_>, page_size: u64) -> Result<u64, String> {
+    let nodes = int(session, "sizeof(node_data) / sizeof(node_data[0])")?;
+    let mut pages = 0u64;
+    for i in 0..nodes.clamp(0, 1 << 10) {
+        if int(session, &format!("node_data[{i}]"))? != 0 {
+            pages += int(session, &format!("node_data[{i}]->node_present_pages"))? as u64;
+        }
+    }
+    Ok(pages.saturating_mul(page_size))
+}
+
+/// Seconds since the epoch at the timekeeper's last tick (`xtime_sec`).
+pub fn crash_time(session: &Session<'_>) -> Result<i64, String> {
+    int(session, "tk_core.timekeeper.xtime_sec")
+}
+
+/// Nanoseconds since boot, as crash counts them: jiffies since INITIAL_JIFFIES over HZ. HZ
+/// comes from INITIAL_JIFFIES itself, which is `(u32)(-300 * HZ)` and is jiffies_64's
+/// initial value in the image file.
+pub fn uptime_nsec(session: &Session<'_>) -> Result<i64, String> {
+    let image = session.image.as_ref().ok_or("needs the vmlinux")?;
+    let sym = image
+        .symbol("jiffies_64")
+        .ok_or("the image has no jiffies_64")?;
+    let link = sym.address.wrapping_sub(image.load_bias());
+    let initial = kaslr::image_bytes(image, link, 8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+        .ok_or("jiffies_64 is not in the image file")?;
+    let hz = (1u64 << 32).wrapping_sub(initial) / 300;
+    if !(1..=100_000).contains(&hz) || (1u64 << 32).wrapping_sub(initial) % 300 != 0 {
+        return Err(format!(
+            "jiffies_64 starts at {initial:#x}, not INITIAL_JIFFIES: HZ unknown"
+        ));
+    }
+    let now = session
+        .read_u64(sym.address)
+        .map_err(|e| format!("jiffies_64: {e}"))?;
+    let ticks = now.wrapping_sub(initial);
+    Ok((u128::from(ticks) * 1_000_000_000 / u128::from(hz)).min(i64::MAX as u128) as i64)
+}
+
+/// What the kernel said about the crash: the last "Kernel panic - not syncing" line of the
+/// log, else the last Oops, BUG or general protection fault.
+pub fn panic_message(ring: &Ring) -> Option<String> {
+    const PANIC: &str = "Kernel panic - not syncing";
+    const OOPS: [&str; 4] = [
+        "BUG: ",
+        "Oops: ",
+        "general protection fault",
+        "kernel BUG at",
+    ];
+    let mut panic = None;
+    let mut oops = None;
+    for r in ring.records() {
+        let text = String::from_utf8_lossy(&r.text);
+        let Some(first) = text.lines().next() else {
+            continue;
+        };
+        if first.contains(PANIC) && !first.starts_with("---[") {
+            panic = Some(first.trim().to_owned());
+        } else if OOPS.iter().any(|o| first.starts_with(o)) {
+            oops = Some(first.trim().to_owned());
+        }
+    }
+    panic.or(oops)
+}
+
+/// `Sun Nov 22 04:51:35 UTC 2026` for seconds since the epoch (proleptic Gregorian, UTC).
+pub fn date(secs: i64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Days to civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {:>2} {:02}:{:02}:{:02} UTC {year}",
+        DAYS[days.rem_euclid(7) as usize],
+        MONTHS[(month - 1).clamp(0, 11) as usize],
+        day,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// `00:00:03` (days first when there are any), as crash prints an uptime.
+pub fn uptime(nanos: i64) -> String {
+    let s = nanos.max(0) / 1_000_000_000;
+    let hms = format!("{:02}:{:02}:{:02}", s / 3600 % 24, s / 60 % 60, s % 60);
+    match s / 86_400 {
+        0 => hms,
+        d => format!("{d} days, {hms}"),
+    }
+}

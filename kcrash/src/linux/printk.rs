@@ -1,0 +1,387 @@
+//! The kernel's printk ring (Linux 5.10+, kernel/printk/printk_ringbuffer.h): a ring of
+//! descriptors (state and the text's place), a parallel array of `printk_info` (sequence number,
+//! timestamp, level), and a data ring of text blocks, each headed by its descriptor's id.
+//!
+//! Member offsets come from VMCOREINFO (the kernel exports them for makedumpfile's
+//! `--dump-dmesg`) or, when it has none, from the image's DWARF. The level is a bit-field
+//! VMCOREINFO does not describe: it comes from DWARF when there is DWARF.
+
+use std::fmt;
+
+use dumpfmt::VmcoreInfo;
+use symbols::Image;
+
+use crate::memory::Memory;
+
+/// The state in a descriptor's top two bits (`enum desc_state`).
+const STATE_SHIFT: u32 = 62;
+const ID_MASK: u64 = (1 << STATE_SHIFT) - 1;
+const COMMITTED: u64 = 1;
+const FINALIZED: u64 = 2;
+/// Sanity bounds on the ring's size fields, read from an untrusted dump: the kernel allows a
+/// log buffer of at most 2^31 bytes (LOG_BUF_LEN_MAX); descriptors are a fraction of that.
+const MAX_COUNT_BITS: u64 = 26;
+const MAX_SIZE_BITS: u64 = 31;
+
+/// Where the ring's fields are.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    desc_ring: u64,
+    count_bits: u64,
+    descs: u64,
+    infos: u64,
+    head_id: u64,
+    tail_id: u64,
+    desc_size: u64,
+    state_var: u64,
+    text_blk_lpos: u64,
+    lpos_begin: u64,
+    lpos_next: u64,
+    text_data_ring: u64,
+    size_bits: u64,
+    data: u64,
+    info_size: u64,
+    seq: u64,
+    ts_nsec: u64,
+    text_len: u64,
+    caller_id: u64,
+    /// The level bit-field: (bit offset in `printk_info`, width).
+    level: Option<(u64, u64)>,
+}
+
+type Fields<'a> = [(&'a str, &'a str); 19];
+
+/// (struct, member) of each field, in `Layout`'s order.
+const FIELDS: Fields<'static> = [
+    ("printk_ringbuffer", "desc_ring"),
+    ("prb_desc_ring", "count_bits"),
+    ("prb_desc_ring", "descs"),
+    ("prb_desc_ring", "infos"),
+    ("prb_desc_ring", "head_id"),
+    ("prb_desc_ring", "tail_id"),
+    ("prb_desc", ""),
+    ("prb_desc", "state_var"),
+    ("prb_desc", "text_blk_lpos"),
+    ("prb_data_blk_lpos", "begin"),
+    ("prb_data_blk_lpos", "next"),
+    ("printk_ringbuffer", "text_data_ring"),
+    ("prb_data_ring", "size_bits"),
+    ("prb_data_ring", "data"),
+    ("printk_info", ""),
+    ("printk_info", "seq"),
+    ("printk_info", "ts_nsec"),
+    ("printk_info", "text_len"),
+    ("printk_info", "caller_id"),
+];
+
+impl Layout {
+    fn from_values(v: [u64; 19], level: Option<(u64, u64)>) -> Layout {
+        Layout {
+            desc_ring: v[0],
+            count_bits: v[1],
+            descs: v[2],
+            infos: v[3],
+            head_id: v[4],
+            tail_id: v[5],
+            desc_size: v[6],
+            state_var: v[7],
+            text_blk_lpos: v[8],
+            lpos_begin: v[9],
+            lpos_next: v[10],
+            text_data_ring: v[11],
+            size_bits: v[12],
+            data: v[13],
+            info_size: v[14],
+            seq: v[15],
+            ts_nsec: v[16],
+            text_len: v[17],
+            caller_id: v[18],
+            level,
+        }
+    }
+
+    /// From VMCOREINFO's OFFSET()/SIZE() lines, without the level; `None` when any is missing
+    /// (a kernel before 5.10, or no VMCOREINFO).
+    pub fn from_vmcoreinfo(info: &VmcoreInfo<'_>) -> Option<Layout> {
+        let mut v = [0u64; 19];
+        for (slot, (st, member)) in v.iter_mut().zip(FIELDS) {
+            *slot = if member.is_empty() {
+                info.size(st).ok()??
+            } else {
+                info.offset(&format!("{st}.{member}")).ok()??
+            };
+        }
+        Some(Layout::from_values(v, None))
+    }
+
+    /// The level's place from the image's DWARF (which VMCOREINFO does not give). Costs the
+    /// DWARF type index, so only done when levels are wanted.
+    pub fn with_level(mut self, image: &Image) -> Result<Layout, String> {
+        if self.level.is_none() {
+            self.level = level_from_dwarf(image)?;
+        }
+        Ok(self)
+    }
+
+    /// Struct sizes a kernel could have and members inside them: the sizes multiply into
+    /// what is read, and they come from the dump (VMCOREINFO) or its image.
+    fn check(&self) -> Result<(), Error> {
+        const MAX_STRUCT: u64 = 4096;
+        let inside = |offset: u64, size: u64, width: u64| {
+            (1..=MAX_STRUCT).contains(&size) && offset.saturating_add(width) <= size
+        };
+        let lpos = self.text_blk_lpos;
+        let ok = inside(self.state_var, self.desc_size, 8)
+            && inside(lpos.saturating_add(self.lpos_begin), self.desc_size, 8)
+            && inside(lpos.saturating_add(self.lpos_next), self.desc_size, 8)
+            && inside(self.seq, self.info_size, 8)
+            && inside(self.ts_nsec, self.info_size, 8)
+            && inside(self.text_len, self.info_size, 2)
+            && inside(self.caller_id, self.info_size, 4)
+            && self
+                .level
+                .is_none_or(|(bit, width)| width <= 8 && bit / 8 + 2 <= self.info_size);
+        if ok {
+            Ok(())
+        } else {
+            Err(Error(format!(
+                "the printk ring's layout is not a kernel's: prb_desc {} bytes, printk_info {} \
+                 bytes, with members outside them",
+                self.desc_size, self.info_size
+            )))
+        }
+    }
+
+    /// From the image's DWARF.
+    pub fn from_dwarf(image: &Image) -> Result<Layout, String> {
+        let mut v = [0u64; 19];
+        for (slot, (st, member)) in v.iter_mut().zip(FIELDS) {
+            let ty = struct_type(image, st)?;
+            *slot = if member.is_empty() {
+                image
+                    .size_of(ty)
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("struct {st} has no size"))?
+            } else {
+                let t = image.type_(ty).map_err(|e| e.to_string())?;
+                t.member(member)
+                    .ok_or_else(|| format!("struct {st} has no member {member}"))?
+                    .offset
+            };
+        }
+        Ok(Layout::from_values(v, level_from_dwarf(image)?))
+    }
+}
+
+fn struct_type(image: &Image, name: &str) -> Result<symbols::TypeId, String> {
+    image
+        .type_by_name(&format!("struct {name}"))
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("the image's DWARF has no struct {name} (a kernel before 5.10?)"))
+}
+
+/// `printk_info.level`'s bits.
+fn level_from_dwarf(image: &Image) -> Result<Option<(u64, u64)>, String> {
+    if image.debug_path().is_none() {
+        return Ok(None);
+    }
+    let ty = struct_type(image, "printk_info")?;
+    let t = image.type_(ty).map_err(|e| e.to_string())?;
+    Ok(t.member("level").map(|m| match m.bit_field {
+        Some(b) => (b.bit_offset, b.bit_size),
+        None => (m.offset * 8, 8),
+    }))
+}
+
+/// One record of the ring.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub seq: u64,
+    /// Nanoseconds since boot (the kernel's local_clock).
+    pub ts_nsec: u64,
+    pub level: Option<u8>,
+    /// `caller_id`: a task id, or a CPU number with the top bit set.
+    pub caller_id: u32,
+    /// The text, possibly several lines (the kernel keeps a message whole).
+    pub text: Vec<u8>,
+}
+
+/// Why the ring could not be read.
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The ring, read whole: its three arrays copied out of the dump once.
+pub struct Ring {
+    layout: Layout,
+    count: u64,
+    descs: Vec<u8>,
+    infos: Vec<u8>,
+    data: Vec<u8>,
+    tail_id: u64,
+    head_id: u64,
+}
+
+fn read_vec(mem: &dyn Memory, addr: u64, len: u64, what: &str) -> Result<Vec<u8>, Error> {
+    let mut buf = vec![0u8; len as usize];
+    mem.read(addr, &mut buf)
+        .map_err(|e| Error(format!("the printk ring's {what}: {e}")))?;
+    Ok(buf)
+}
+
+fn le(bytes: &[u8], at: u64, size: u64) -> u64 {
+    let at = at as usize;
+    let mut b = [0u8; 8];
+    if let Some(src) = bytes.get(at..at + size as usize) {
+        b[..size as usize].copy_from_slice(src);
+    }
+    u64::from_le_bytes(b)
+}
+
+impl Ring {
+    /// Reads the ring `prb` points to.
+    pub fn read(mem: &dyn Memory, prb: u64, layout: Layout) -> Result<Ring, Error> {
+        layout.check()?;
+        let rb = mem
+            .read_u64(prb)
+            .map_err(|e| Error(format!("prb (the printk ring's pointer): {e}")))?;
+        let l = &layout;
+        let field = |addr: u64, what: &str| {
+            mem.read_u64(addr)
+                .map_err(|e| Error(format!("the printk ring's {what}: {e}")))
+        };
+        let desc_ring = rb.wrapping_add(l.desc_ring);
+        let count_bits = field(desc_ring.wrapping_add(l.count_bits), "count_bits")? & 0xffff_ffff;
+        let text_ring = rb.wrapping_add(l.text_data_ring);
+        let size_bits = field(text_ring.wrapping_add(l.size_bits), "size_bits")? & 0xffff_ffff;
+        if count_bits > MAX_COUNT_BITS || size_bits > MAX_SIZE_BITS {
+            return Err(Error(format!(
+                "the printk ring at {rb:#x} claims 2^{count_bits} descriptors and 2^{size_bits} \
+                 text bytes: not a printk ring"
+            )));
+        }
+        let count = 1u64 << count_bits;
+        let descs = field(desc_ring.wrapping_add(l.descs), "descs")?;
+        let infos = field(desc_ring.wrapping_add(l.infos), "infos")?;
+        let data = field(text_ring.wrapping_add(l.data), "text data")?;
+        Ok(Ring {
+            descs: read_vec(mem, descs, count * l.desc_size, "descriptors")?,
+            infos: read_vec(mem, infos, count * l.info_size, "infos")?,
+            data: read_vec(mem, data, 1 << size_bits, "text data")?,
+            tail_id: field(desc_ring.wrapping_add(l.tail_id), "tail_id")?,
+            head_id: field(desc_ring.wrapping_add(l.head_id), "head_id")?,
+            count,
+            layout,
+        })
+    }
+
+    /// Every readable record, oldest first: committed or finalized (what crash and makedumpfile
+    /// print; the kernel's own reader waits for finalization, which the last record before a
+    /// panic may never get). Reserved records are being written; reusable ones and ids the
+    /// descriptor no longer holds are gone.
+    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        let mut id = self.tail_id & ID_MASK;
+        let end = self.head_id & ID_MASK;
+        // At most one lap of the ring, whatever the ids say.
+        let mut left = self.count;
+        std::iter::from_fn(move || loop {
+            if left == 0 {
+                return None;
+            }
+            left -= 1;
+            let this = id;
+            let last = this == end;
+            id = id.wrapping_add(1) & ID_MASK;
+            if last {
+                left = 0;
+            }
+            if let Some(r) = self.record(this) {
+                return Some(r);
+            }
+        })
+    }
+
+    fn record(&self, id: u64) -> Option<Record> {
+        let l = &self.layout;
+        let index = id % self.count;
+        let desc = index * l.desc_size;
+        let state_var = le(&self.descs, desc + l.state_var, 8);
+        let state = state_var >> STATE_SHIFT;
+        if state_var & ID_MASK != id || !(state == COMMITTED || state == FINALIZED) {
+            return None;
+        }
+        let lpos = desc + l.text_blk_lpos;
+        let begin = le(&self.descs, lpos + l.lpos_begin, 8);
+        let next = le(&self.descs, lpos + l.lpos_next, 8);
+        let info = index * l.info_size;
+        let text_len = le(&self.infos, info + l.text_len, 2);
+        let level = l.level.map(|(bit, width)| {
+            let byte = le(&self.infos, info + bit / 8, 2);
+            ((byte >> (bit % 8)) & ((1 << width) - 1)) as u8
+        });
+        Some(Record {
+            seq: le(&self.infos, info + l.seq, 8),
+            ts_nsec: le(&self.infos, info + l.ts_nsec, 8),
+            level,
+            caller_id: le(&self.infos, info + l.caller_id, 4) as u32,
+            text: self.text(begin, next, text_len).to_vec(),
+        })
+    }
+
+    /// The text block `begin..next` names (the kernel's get_data): in place, or, when it would
+    /// cross the ring's end, from the ring's start. Bit 0 of `begin` set means no data.
+    fn text(&self, begin: u64, next: u64, text_len: u64) -> &[u8] {
+        let size = self.data.len() as u64;
+        let bits = size.trailing_zeros();
+        if begin & 1 != 0 || begin == next {
+            return &[];
+        }
+        let (start, len) = if begin >> bits == next >> bits {
+            (begin % size, next.wrapping_sub(begin))
+        } else if begin.wrapping_add(size) >> bits == next >> bits {
+            (0, next % size)
+        } else {
+            return &[];
+        };
+        // The block starts with its descriptor's id (an unsigned long).
+        let Some(len) = len.checked_sub(8) else {
+            return &[];
+        };
+        let from = start + 8;
+        let to = (from + len.min(text_len)).min(size);
+        self.data.get(from as usize..to as usize).unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 6.1's layout, as its VMCOREINFO gives it.
+    fn linux_6_1() -> [u64; 19] {
+        [
+            0, 0, 8, 16, 24, 32, 24, 0, 8, 0, 8, 48, 0, 8, 88, 0, 8, 16, 20,
+        ]
+    }
+
+    #[test]
+    fn a_kernels_layout_passes_and_absurd_sizes_do_not() {
+        assert!(Layout::from_values(linux_6_1(), Some((157, 3)))
+            .check()
+            .is_ok());
+        let mut huge = linux_6_1();
+        huge[6] = 1 << 40; // SIZE(prb_desc)
+        assert!(Layout::from_values(huge, None).check().is_err());
+        let mut outside = linux_6_1();
+        outside[18] = 88; // OFFSET(printk_info.caller_id) at the struct's end
+        let e = Layout::from_values(outside, None).check().unwrap_err();
+        assert!(e.0.contains("printk_info 88 bytes"), "{e}");
+        let wide_level = Layout::from_values(linux_6_1(), Some((157, 40)));
+        assert!(wide_level.check().is_err());
+    }
+}
