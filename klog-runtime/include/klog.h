@@ -32,7 +32,12 @@
 #ifndef KLOG_H
 #define KLOG_H
 
+/* A Linux module has no libc headers: the kernel's own types give the fixed-width integers. */
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
 #include <stdint.h>
+#endif
 
 /* Upper 32 bits of every record header: ASCII "KLOG". */
 #define KLOG_MAGIC 0x4B4C4F47ULL

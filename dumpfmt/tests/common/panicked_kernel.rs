@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::QemuGuest;
+// The harness's initramfs writer, which also boots its Linux guest.
+use kcrash_harness::initramfs::{newc_cpio, CpioEntry};
 
 const INIT: &str = r#"
 #include <fcntl.h>
@@ -61,20 +63,20 @@ fn crash_initramfs(dir: &Path, kernel: &Path) -> Option<PathBuf> {
     }
     let init = std::fs::read(dir.join("init")).ok()?;
     let ko = std::fs::read(module).ok()?;
-    let cpio = super::newc_cpio(&[
-        super::CpioEntry::Dir("dev"),
-        super::CpioEntry::CharDevice {
+    let cpio = newc_cpio(&[
+        CpioEntry::Dir("dev"),
+        CpioEntry::CharDevice {
             name: "dev/console",
             major: 5,
             minor: 1,
         },
-        super::CpioEntry::Dir("proc"),
-        super::CpioEntry::File {
+        CpioEntry::Dir("proc"),
+        CpioEntry::File {
             name: "init",
             mode: 0o755,
             data: &init,
         },
-        super::CpioEntry::File {
+        CpioEntry::File {
             name: "qemu_fw_cfg.ko",
             mode: 0o644,
             data: &ko,

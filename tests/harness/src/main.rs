@@ -4,6 +4,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use kcrash_harness::corpus::{self, Generate, Kernel, Planned};
 use kcrash_harness::dump::DumpFormat;
+use kcrash_harness::linux;
 use kcrash_harness::qemu::{self, Boot};
 use kcrash_harness::tools;
 use std::path::PathBuf;
@@ -50,6 +51,23 @@ enum Command {
         /// Hosted programs: take the core with gdb's gcore instead of Linux's.
         #[arg(long)]
         gcore: bool,
+    },
+    /// Debian's kernel under QEMU with the klogtest module (tests/kernels/linux): build, boot
+    /// twice (with and without VMCOREINFO), panic, and write every dump, the oracle and
+    /// guest.toml into one directory (not the corpus: the dumps are ~1.5 GB).
+    Linux {
+        /// Output directory (default: CACHE/linux-guest/<release>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Cache of the kernel image and debug vmlinux (outside the repository).
+        #[arg(long, default_value = linux::CACHE)]
+        cache: PathBuf,
+        /// Extra file for the initramfs, HOST:GUEST (repeatable).
+        #[arg(long = "include", value_name = "HOST:GUEST")]
+        includes: Vec<String>,
+        /// Shell command the guest's /init runs after the module logged, before the crash.
+        #[arg(long)]
+        run: Option<String>,
     },
     /// Check a corpus directory against its manifest, oracle and dumps.
     Check {
@@ -102,6 +120,30 @@ fn main() -> Result<()> {
             let planned = Planned { gcore, ..planned };
             require_tools([planned.kernel])?;
             run(&planned, &out, &formats)?;
+        }
+        Command::Linux {
+            out,
+            cache,
+            includes,
+            run,
+        } => {
+            let extras = includes
+                .iter()
+                .map(|spec| linux::guest::Extra::parse(spec))
+                .collect::<Result<_>>()?;
+            let (out, manifest) = linux::generate(&linux::Options {
+                cache,
+                out,
+                extras,
+                run,
+            })?;
+            for dump in &manifest.dumps {
+                eprintln!(
+                    "{}\t{} bytes\t{:.2}s\t{}",
+                    dump.file, dump.bytes, dump.seconds, dump.producer
+                );
+            }
+            println!("{}", out.display());
         }
         Command::Check {
             dir,

@@ -71,6 +71,11 @@ impl Program {
         let out = target_dir.join(self.name());
         std::fs::create_dir_all(&out)?;
         let root = repo_root();
+        // gcc writes beside the executable and the result is renamed over it: tests running in
+        // parallel build the C program too, and one must not exec a half-written file.
+        static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let gcc_output = out.join(format!("hosted-c.{}-{build}.tmp", std::process::id()));
         let (mut cmd, exe) = match self {
             Program::Hosted | Program::HostedBig => {
                 let mut cmd = cargo_build(&out);
@@ -85,7 +90,7 @@ impl Program {
             Program::HostedC => {
                 let exe = out.join("hosted-c");
                 let mut cmd = Command::new(tools::GCC);
-                cmd.args(GCC_ARGS).arg("-o").arg(&exe);
+                cmd.args(GCC_ARGS).arg("-o").arg(&gcc_output);
                 (cmd, exe)
             }
         };
@@ -95,6 +100,11 @@ impl Program {
             .with_context(|| format!("building {}", self.name()))?;
         if !status.success() {
             bail!("building {} failed ({status})", self.name());
+        }
+        if self == Program::HostedC {
+            std::fs::rename(&gcc_output, &exe).with_context(|| {
+                format!("renaming {} to {}", gcc_output.display(), exe.display())
+            })?;
         }
         if !exe.is_file() {
             bail!("the build succeeded but {} is missing", exe.display());

@@ -30,7 +30,7 @@ pub struct Crash {
 }
 
 /// Kills QEMU if the run fails half-way.
-struct QemuProcess(Child);
+pub(crate) struct QemuProcess(pub(crate) Child);
 
 impl Drop for QemuProcess {
     fn drop(&mut self) {

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0
+/*
+ * klogtest: a Linux module that logs through klog-runtime/include/klog.h, so that kcrash meets a
+ * KLog living in a loadable module of a real distribution kernel (KASLR on, module memory in the
+ * vmalloc area). It prints the oracle (corpus/README.md, "Oracle lines") on the console, each
+ * message rendered by the kernel's own snprintf, independently of kcrash.
+ *
+ * What it logs, in order:
+ *   - before klogInit: a few events of every subsystem, which land in NONE's ring;
+ *   - %s arguments at module .rodata, kmalloc'd heap, kernel .data (utsname), a kthread's
+ *     task_struct (comm), and an address that is never mapped (the guard page after a vmalloc);
+ *   - then two kthreads bound to CPU 0 and CPU 1 log a mix of events together: VM and NET wrap
+ *     their rings, SCHED and FS do not; CPU 1 leaves one torn FS record behind.
+ * Then it prints KCRASH-MODULE (its core layout and the addresses of KLogs and KLogBuffer) and
+ * returns; the guest's /init panics the kernel with sysrq-c. The kthreads stay alive (asleep) so
+ * the task_structs their events point at are still in the dump.
+ */
+#include <linux/completion.h>
+#include <linux/kernel.h>
+#include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/percpu.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <linux/utsname.h>
+#include <linux/vmalloc.h>
+
+enum { DBG_NONE, DBG_SCHED, DBG_FS, DBG_VM, DBG_NET, DBG_MAX };
+#define KLOG_STATIC_LEVEL KLOG_PROLOG
+#define TOS_KLOG_DEBUG
+#include "klog.h"
+
+/* Ring sizes in records: VM and NET wrap, SCHED and FS keep every event. */
+#define NONE_RECS 64
+#define SCHED_RECS 256
+#define FS_RECS 128
+#define VM_RECS 64
+#define NET_RECS 32
+#define KLOG_TOTAL_RECS (NONE_RECS + SCHED_RECS + FS_RECS + VM_RECS + NET_RECS)
+
+/* Events each kthread logs. */
+#define EVENTS_PER_CPU 200
+/* The kthread on CPU 1 leaves a torn FS record after this many events. */
+#define TORN_AFTER 120
+
+KLOG_BUFFER_DEFINE(KLOG_TOTAL_RECS);
+KLog KLogs[DBG_MAX] = {
+	KLOG_CREATE(NONE, NONE_RECS), KLOG_CREATE(SCHED, SCHED_RECS), KLOG_CREATE(FS, FS_RECS),
+	KLOG_CREATE(VM, VM_RECS),     KLOG_CREATE(NET, NET_RECS),
+};
+Dbg_Intensity DebugFlags[DBG_MAX] = {
+	KLOG_INTENSITY_DEFAULT, KLOG_INTENSITY_DEFAULT, KLOG_INTENSITY_DEFAULT,
+	KLOG_INTENSITY_DEFAULT, KLOG_INTENSITY_DEFAULT,
+};
+unsigned int klogLevel = KLOG_STATIC_LEVEL;
+uint64_t klogClockHz;
+
+/* ---- platform: a processor is a CPU, a chore is a task (its pid), the clock is ktime ---- */
+
+/* What the hooks returned for this CPU's last event, for its oracle line. Every event is logged
+ * and printed with preemption off, so the values are the event's own. */
+struct hook_values {
+	u64 clock, chore, proc_dom;
+};
+static DEFINE_PER_CPU(struct hook_values, last_hooks);
+
+uint64_t klogPlatformClock(void)
+{
+	u64 now = ktime_get_mono_fast_ns();
+
+	this_cpu_write(last_hooks.clock, now);
+	return now;
+}
+
+uint64_t klogPlatformChoreId(void)
+{
+	u64 chore = (u64)task_pid_nr(current);
+
+	this_cpu_write(last_hooks.chore, chore);
+	return chore;
+}
+
+uint64_t klogPlatformProcDom(void)
+{
+	/* Domain 0: every event comes from kernel mode. */
+	u64 proc_dom = klogMakeProcDom(smp_processor_id(), 0);
+
+	this_cpu_write(last_hooks.proc_dom, proc_dom);
+	return proc_dom;
+}
+
+/* ---- the oracle ---- */
+
+/* One CPU's buffers for its oracle lines (too big for a kernel stack frame). */
+struct oracle_scratch {
+	char line[960];
+	char msg[400];
+	char fmt[320];
+};
+static DEFINE_PER_CPU(struct oracle_scratch, scratch);
+
+static bool rings_announced;
+/* Lines of events logged before klogInit (by the module's init alone), printed once the rings
+ * are announced. */
+#define MAX_PENDING 16
+static char pending[MAX_PENDING][sizeof(((struct oracle_scratch *)0)->line)];
+static int npending;
+
+/* Appends `s` to `out`, escaped as Rust's str::escape_debug does for ASCII (the harness reverses
+ * it); with `spaces`, a space becomes \u{20} too (fmt= runs to the next space). */
+static void escape(char *out, size_t cap, const char *s, bool spaces)
+{
+	size_t n = strlen(out);
+
+	for (; *s && n + 12 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		const char *e = NULL;
+
+		switch (c) {
+		case '\t': e = "\\t"; break;
+		case '\r': e = "\\r"; break;
+		case '\n': e = "\\n"; break;
+		case '\\': e = "\\\\"; break;
+		case '"': e = "\\\""; break;
+		case '\'': e = "\\'"; break;
+		case ' ': e = spaces ? "\\u{20}" : NULL; break;
+		}
+		if (e)
+			n += scnprintf(out + n, cap - n, "%s", e);
+		else if (c < 0x20 || c >= 0x7f)
+			n += scnprintf(out + n, cap - n, "\\u{%x}", c);
+		else
+			out[n++] = (char)c, out[n] = 0;
+	}
+}
+
+static void oracle_line(const char *line)
+{
+	if (READ_ONCE(rings_announced)) {
+		pr_info("%s\n", line);
+	} else if (npending < MAX_PENDING) {
+		strscpy(pending[npending++], line, sizeof(pending[0]));
+	} else {
+		pr_err("klogtest: too many events before klogInit\n");
+	}
+}
+
+static void announce_rings(void)
+{
+	int i;
+
+	pr_info("KLOG-CONFIG clock_hz=%llu\n", (unsigned long long)klogClockHz);
+	for (i = 0; i < DBG_MAX; i++)
+		pr_info("KLOG-RING ring=%d name=%s num_recs=%llu buffer=0x%lx\n", i, KLogs[i].name,
+			(unsigned long long)KLogs[i].num_recs, (unsigned long)KLogs[i].buffer);
+	for (i = 0; i < npending; i++)
+		pr_info("%s\n", pending[i]);
+	WRITE_ONCE(rings_announced, true);
+}
+
+/* The ring that receives an event of `subsys`: its own, or NONE's before klogInit (while its KLog
+ * still points at the start of KLogBuffer). */
+static int receiving_ring(int subsys)
+{
+	return subsys != DBG_NONE && KLogs[subsys].buffer == KLogBuffer ? DBG_NONE : subsys;
+}
+
+/* The address of sequence number `seq` in ring `ring`. */
+static unsigned long record_address(int ring, s64 seq)
+{
+	const KLog *log = &KLogs[ring];
+
+	return (unsigned long)(log->buffer + (((u64)seq * KLOG_REC_SIZE) & log->buffer_size_1));
+}
+
+static void oracle_torn(int subsys, s64 seq)
+{
+	struct oracle_scratch *s = this_cpu_ptr(&scratch);
+	int ring = receiving_ring(subsys);
+
+	snprintf(s->line, sizeof(s->line), "KLOG-TORN ring=%d subsys=%d seq=%lld at=0x%lx", ring,
+		 subsys, (long long)seq, record_address(ring, seq));
+	oracle_line(s->line);
+}
+
+/* One KLOG-EVENT line for the event just logged on this CPU, whose message is in s->msg. */
+static void oracle_event(struct oracle_scratch *s, int subsys, s64 seq, const char *desc, u64 d1,
+			 u64 d2, u64 d3)
+{
+	int ring = receiving_ring(subsys);
+
+	snprintf(s->line, sizeof(s->line),
+		 "KLOG-EVENT ring=%d subsys=%d seq=%lld at=0x%lx id=0x%llx proc_dom=0x%llx clock=%llu desc=0x%lx d1=0x%llx d2=0x%llx d3=0x%llx fmt=",
+		 ring, subsys, (long long)seq, record_address(ring, seq),
+		 this_cpu_read(last_hooks.chore), this_cpu_read(last_hooks.proc_dom),
+		 this_cpu_read(last_hooks.clock), (unsigned long)desc, d1, d2, d3);
+	escape(s->line, sizeof(s->line), desc, true);
+	strlcat(s->line, " msg=", sizeof(s->line));
+	escape(s->line, sizeof(s->line), s->msg, false);
+	oracle_line(s->line);
+}
+
+/* Logs one event through KLOG and prints its oracle line. The data words are the arguments as
+ * KLOG stores them; the message is the kernel snprintf's rendering of the same arguments. */
+#define EVENT(subsys, level, format, ...)                                                          \
+	do {                                                                                       \
+		static const char desc_[] = format;                                                \
+		u64 w_[3] = { 0, 0, 0 };                                                           \
+		struct oracle_scratch *s_;                                                         \
+		s64 seq_;                                                                          \
+		words_(w_, __VA_ARGS__);                                                           \
+		preempt_disable();                                                                 \
+		s_ = this_cpu_ptr(&scratch);                                                       \
+		seq_ = KLOG(subsys, level, desc_, w_[0], w_[1], w_[2]);                            \
+		snprintf(s_->msg, sizeof(s_->msg), format, __VA_ARGS__);                           \
+		oracle_event(s_, subsys, seq_, desc_, w_[0], w_[1], w_[2]);                        \
+		preempt_enable();                                                                  \
+	} while (0)
+#define words_(w, ...) words_n_(w, __VA_ARGS__, 0, 0, 0)
+#define words_n_(w, a, b, c, ...)                                                                  \
+	((w)[0] = KLOG_WORD_(a), (w)[1] = KLOG_WORD_(b), (w)[2] = KLOG_WORD_(c))
+
+/* ---- what is logged ---- */
+
+/* %s arguments in the module's .rodata. */
+static const char *const paths[] = { "/etc/motd", "/var/log/klog", "/dev/console", "/lib/modules" };
+
+/* Events logged before klogInit: one of every subsystem, all in NONE's ring. */
+static void preinit_events(void)
+{
+	EVENT(DBG_SCHED, KLOG_TERSE, "early sched tick %d", 1);
+	EVENT(DBG_FS, KLOG_TERSE, "early mount %s", paths[3]);
+	EVENT(DBG_VM, KLOG_TERSE, "early zone %u pages %lu", 0u, 4096ul);
+	EVENT(DBG_NET, KLOG_TERSE, "early link %s up", "lo");
+	EVENT(DBG_NONE, KLOG_TERSE, "early none %d", 5);
+}
+
+/* Never freed: the strings must still be in the dump. */
+static char *heap_name;
+/* A vmalloc'd page, and the guard page after it: never mapped while the page lives. */
+static char *vpage;
+
+/* %s arguments in every kind of memory, and one that cannot be read. */
+static int string_events(void)
+{
+	char *gone;
+
+	heap_name = kasprintf(GFP_KERNEL, "heap-%u", (unsigned int)(ktime_get_mono_fast_ns() % 13));
+	vpage = vmalloc(PAGE_SIZE);
+	if (!heap_name || !vpage)
+		return -ENOMEM;
+	strscpy(vpage, "vmalloc'd string", PAGE_SIZE);
+	gone = vpage + PAGE_SIZE;
+
+	EVENT(DBG_FS, KLOG_TERSE, "static %s", paths[0]);
+	EVENT(DBG_FS, KLOG_TERSE, "heap %s len %zu", heap_name, strlen(heap_name));
+	EVENT(DBG_FS, KLOG_TERSE, "vmalloc %s", vpage);
+	EVENT(DBG_FS, KLOG_TERSE, "release %s machine %s", utsname()->release, utsname()->machine);
+	EVENT(DBG_FS, KLOG_TERSE, "two %s and %s", paths[2], heap_name);
+	EVENT(DBG_FS, KLOG_TERSE, "precision %.3s|%-8s|", "truncated", "pad");
+	{
+		static const char desc[] = "unmapped %s";
+		struct oracle_scratch *s;
+		s64 seq;
+
+		preempt_disable();
+		s = this_cpu_ptr(&scratch);
+		seq = KLOGT1(DBG_FS, desc, KLOG_STR(gone));
+		snprintf(s->msg, sizeof(s->msg), "unmapped <unreadable 0x%lx>", (unsigned long)gone);
+		oracle_event(s, DBG_FS, seq, desc, (u64)(unsigned long)gone, 0, 0);
+		preempt_enable();
+	}
+	return 0;
+}
+
+/* One event of each kind a kernel would log, varying with `i`. */
+static void mixed_event(unsigned int cpu, int i)
+{
+	switch (i % 5) {
+	case 0:
+		EVENT(DBG_SCHED, KLOG_VERBOSE, "switch to pid %d prio %d on cpu %u",
+		      task_pid_nr(current), current->prio, cpu);
+		break;
+	case 1:
+		EVENT(DBG_FS, KLOG_TERSE, "open %s -> fd %d", paths[(i / 5) % 4], i);
+		break;
+	case 2:
+		EVENT(DBG_VM, KLOG_VERBOSE, "fault va=%#lx prot=%x cpu=%u",
+		      0x7f0000000000ul + (unsigned long)i * 4096, (unsigned int)(i & 7), cpu);
+		break;
+	case 3:
+		EVENT(DBG_NET, KLOG_PROLOG, "xmit from %s len %u seq %lu", current->comm,
+		      (unsigned int)(64 + i), (unsigned long)i * 1000);
+		break;
+	default:
+		EVENT(DBG_SCHED, KLOG_TERSE, "task:" HEX64FORMAT " curPD:%d",
+		      (unsigned long)current + (unsigned long)i, (int)cpu * 100 + i);
+		break;
+	}
+}
+
+static DECLARE_COMPLETION(start);
+static DECLARE_COMPLETION(finished);
+
+/* Events between two rendezvous of the kthreads. */
+#define ROUND 10
+static atomic_t arrivals = ATOMIC_INIT(0);
+
+/* Waits until both kthreads have finished round `round`, so that their events interleave in
+ * every ring rather than one CPU logging all of its events before the other starts. */
+static void rendezvous(int round)
+{
+	atomic_inc(&arrivals);
+	while (atomic_read(&arrivals) < 2 * (round + 1))
+		cpu_relax();
+}
+
+static int worker(void *data)
+{
+	unsigned int cpu = (unsigned int)(unsigned long)data;
+	int i;
+
+	wait_for_completion(&start);
+	for (i = 0; i < EVENTS_PER_CPU; i++) {
+		if (i % ROUND == 0)
+			rendezvous(i / ROUND);
+		mixed_event(cpu, i);
+		if (cpu == 1 && i == TORN_AFTER) {
+			/* Interrupted mid-record: the header stays 0; FS never wraps over it. */
+			preempt_disable();
+			oracle_torn(DBG_FS, klogReserveTorn(DBG_FS));
+			preempt_enable();
+		}
+	}
+	complete(&finished);
+	/* Stay alive: events point at this task's comm. */
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		schedule();
+	}
+	return 0;
+}
+
+static int __init klogtest_init(void)
+{
+	unsigned int cpu;
+	int err;
+
+	if (num_online_cpus() < 2) {
+		pr_err("klogtest: needs 2 CPUs, has %u\n", num_online_cpus());
+		return -ENODEV;
+	}
+	preinit_events();
+	klogInit();
+	klogClockHz = NSEC_PER_SEC;
+	announce_rings();
+	err = string_events();
+	if (err)
+		return err;
+	for (cpu = 0; cpu < 2; cpu++) {
+		struct task_struct *t = kthread_create_on_cpu(worker, (void *)(unsigned long)cpu, cpu,
+							      "klogtest/%u");
+
+		if (IS_ERR(t))
+			return PTR_ERR(t);
+		wake_up_process(t);
+	}
+	complete_all(&start);
+	for (cpu = 0; cpu < 2; cpu++)
+		wait_for_completion(&finished);
+	pr_info("KCRASH-MODULE name=%s base=0x%lx size=%u text_size=%u ro_size=%u ro_after_init_size=%u klogs=0x%lx klogbuffer=0x%lx\n",
+		THIS_MODULE->name, (unsigned long)THIS_MODULE->core_layout.base,
+		THIS_MODULE->core_layout.size, THIS_MODULE->core_layout.text_size,
+		THIS_MODULE->core_layout.ro_size, THIS_MODULE->core_layout.ro_after_init_size,
+		(unsigned long)KLogs, (unsigned long)KLogBuffer);
+	return 0;
+}
+module_init(klogtest_init);
+
+MODULE_DESCRIPTION("kcrash's Linux test kernel: a KLog written through klog.h");
+/* Dual: ktime_get_mono_fast_ns is a GPL-only export. */
+MODULE_LICENSE("Dual MIT/GPL");
