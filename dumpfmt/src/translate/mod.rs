@@ -160,12 +160,19 @@ impl<'d> AddressSpace<'d> {
     /// 4. the kernel image mapping from VMCOREINFO ([`LinuxInfo::kernel_image_map`]), so that
     ///    kernel text and data read even where the page tables cannot be.
     ///
+    /// A live /proc/kcore ([`Dump::is_live`]) is read through its own mappings only.
+    ///
     /// Without VMCOREINFO the KASLR slide and `phys_base` come from the vmlinux (e.g. with
     /// [`x86_64::X86_64::first_mapping`] from CR3); the caller then pushes the image mapping.
     pub fn from_dump(dump: &'d Dump) -> Result<Self, Error> {
         let mut space = AddressSpace::new(dump);
         if dump.has_virtual_mappings() {
             space.push(Source::DumpMappings);
+        }
+        // /proc/kcore maps every kernel address itself; translations kept in the TLB would go
+        // stale as the kernel changes its page tables.
+        if dump.is_live() {
+            return Ok(space);
         }
         let linux = dump.linux_info()?;
         let walker = linux
