@@ -68,10 +68,19 @@ pub struct Args {
     /// logged (polling the rings), until Ctrl-C; records lost between polls are reported.
     #[arg(short = 'f', long, conflicts_with_all = ["summary", "salvage"])]
     follow: bool,
+    /// With --follow: seconds between two looks at the rings. A ring that takes in more than
+    /// its size in records between two looks loses the difference (and says so).
+    #[arg(long, value_name = "SECONDS", default_value = "0.2", requires = "follow", value_parser = parse_interval)]
+    interval: std::time::Duration,
 }
 
-/// How often `klog --follow` looks at the rings.
-const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    if !(0.01..=3600.0).contains(&secs) {
+        return Err(format!("{s} is not between 0.01 and 3600 seconds"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
 
 /// Render workers at most: beyond a few, the single-threaded merge is the limit.
 const MAX_WORKERS: usize = 4;
@@ -187,7 +196,7 @@ pub fn run_live(
     drop(snap);
     loop {
         out.flush()?;
-        if sleep_unless_interrupted(FOLLOW_POLL) {
+        if sleep_unless_interrupted(args.interval) {
             return Ok(());
         }
         let snap = snapshot(err)?;

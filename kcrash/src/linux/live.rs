@@ -110,24 +110,29 @@ pub fn module_sections(name: &str) -> Result<SectionAddresses, String> {
 }
 
 /// The module that defines `symbol`, from /proc/kallsyms (`ADDR TYPE NAME\t[MODULE]`). An error
-/// when kallsyms cannot be read or hides its addresses.
+/// when kallsyms cannot be read, or shows every address as 0 (per-CPU symbols are at 0 even
+/// when shown, so one address is not enough to tell).
 pub fn module_defining(symbol: &str) -> Result<Option<String>, String> {
     let path = "/proc/kallsyms";
     let text = fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    let mut lines = text.lines().peekable();
-    if lines
-        .peek()
-        .and_then(|l| l.split_whitespace().next())
-        .is_some_and(|a| a.bytes().all(|b| b == b'0'))
-    {
+    let mut shown = false;
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(addr), Some(_kind), Some(name)) = (words.next(), words.next(), words.next())
+        else {
+            continue;
+        };
+        shown |= addr.bytes().any(|b| b != b'0');
+        if name == symbol {
+            if let Some(module) = words.next() {
+                return Ok(Some(module.trim_matches(|c| c == '[' || c == ']').to_owned()));
+            }
+        }
+    }
+    if !shown {
         return Err(hidden_addresses(path));
     }
-    Ok(lines.find_map(|line| {
-        let mut words = line.split_whitespace();
-        let (_addr, _kind, name) = (words.next()?, words.next()?, words.next()?);
-        let module = words.next()?;
-        (name == symbol).then(|| module.trim_matches(|c| c == '[' || c == ']').to_owned())
-    }))
+    Ok(None)
 }
 
 /// The running kernel's release (`uname -r`).
