@@ -193,8 +193,12 @@ impl ElfCore {
         let has_virtual = segments.iter().any(|s| s.vaddr != s.paddr);
         let mut virt = RangeMapBuilder::new();
         if has_virtual {
+            // /proc/kcore reads a hole of vmalloc or module space as zeros, which would pass for
+            // memory: those addresses are translated through the page tables instead.
             for (i, s) in segments.iter().enumerate() {
-                virt.insert_under(s.vaddr, s.vaddr + s.memsz, i);
+                if !(live && s.paddr == NO_PADDR) {
+                    virt.insert_under(s.vaddr, s.vaddr + s.memsz, i);
+                }
             }
         }
         Ok(ElfCore {

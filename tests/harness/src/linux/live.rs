@@ -70,6 +70,8 @@ show hidden $?
 echo $restrict > /proc/sys/kernel/kptr_restrict
 $B su -s /bin/sh nobody -c "$K -s -c 'klog 0'" > /tmp/out 2> /tmp/err
 show nonroot $?
+# Let the serial console drain the last lines before the panic's printk overtakes them.
+$B sleep 1
 "#
     )
 }
