@@ -74,6 +74,11 @@ impl Storage {
         )?;
         let phdrs = read(phdrs_end)?;
         let mut end = phdrs_end;
+        // PN_XNUM: the real count is in section header 0, which the ELF reader then reads.
+        if phnum == 0xffff {
+            let shoff = u64_le(&elf, 40).unwrap_or_default();
+            end = end.max(too_big(40, "section header 0", shoff.checked_add(64))?);
+        }
         for i in 0..u64::from(phnum) {
             let at = phoff + i * 56;
             if u32_le(&phdrs, at) == Some(4) {
@@ -135,7 +140,13 @@ impl Storage {
     }
 
     pub fn gunzipped(&self) -> bool {
-        matches!(self, Storage::Mapped { gunzipped: true, .. })
+        matches!(
+            self,
+            Storage::Mapped {
+                gunzipped: true,
+                ..
+            }
+        )
     }
 
     pub fn is_live(&self) -> bool {

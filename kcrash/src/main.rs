@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use kcrash::paint::{ColorChoice, Paint};
 use kcrash::commands::modules::{find_ko, module_name};
 use kcrash::linux::live::{self, is_live_path};
+use kcrash::paint::{ColorChoice, Paint};
 use kcrash::session::{sort_files, Session};
 use kcrash::shell::{one_line, Completion, Flow, Settings, Shell};
 use rustyline::error::ReadlineError;
@@ -151,7 +151,11 @@ fn main() -> ExitCode {
 /// (/proc/kallsyms says which) and the kernel image given has none, load that module's `.ko`
 /// from /lib/modules/RELEASE. What fails is said, and `klog` then says what to give.
 fn load_klog_module(session: &Session<'_>) {
-    if session.image.as_ref().is_some_and(|i| i.symbol("KLogs").is_some()) {
+    if session
+        .image
+        .as_ref()
+        .is_some_and(|i| i.symbol("KLogs").is_some())
+    {
         return;
     }
     let name = match live::module_defining("KLogs") {

@@ -83,10 +83,12 @@ fn expected_at(lines: &[String], mark: &str) -> Expected {
 fn records(run: &Run, what: &str) -> HashMap<(u64, u64), Value> {
     let mut got = HashMap::new();
     for line in &run.out {
-        let v: Value =
-            serde_json::from_str(line).unwrap_or_else(|e| panic!("{what}: {e}: {line}"));
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{what}: {e}: {line}"));
         let key = (v["ring"].as_u64().unwrap(), v["seq"].as_u64().unwrap());
-        assert!(got.insert(key, v).is_none(), "{what}: {key:?} printed twice");
+        assert!(
+            got.insert(key, v).is_none(),
+            "{what}: {key:?} printed twice"
+        );
     }
     got
 }
@@ -157,7 +159,9 @@ fn klog_on_the_running_kernel_shows_what_the_module_logged_so_far() {
     let r = run(&lines, "second");
     check_snapshot(&r, &second, "second run");
     assert!(
-        r.err.iter().any(|l| l.contains("KLogs is in module klogtest: loaded /lib/modules/")),
+        r.err
+            .iter()
+            .any(|l| l.contains("KLogs is in module klogtest: loaded /lib/modules/")),
         "second run: no note of the module found by itself: {:?}",
         r.err
     );
@@ -209,7 +213,11 @@ fn follow_prints_records_as_they_are_logged_and_counts_those_it_lost() {
         }
         assert!(damage(v).is_empty(), "follow: {key:?} damaged: {v}");
         for (field, at) in [("id", 1), ("proc_dom", 2), ("clock", 3), ("desc", 4)] {
-            assert_eq!(words(v)[at], line.num(field).unwrap(), "follow: {key:?} {field}");
+            assert_eq!(
+                words(v)[at],
+                line.num(field).unwrap(),
+                "follow: {key:?} {field}"
+            );
         }
         let msg = v["message"].as_str().unwrap();
         assert!(
@@ -250,7 +258,10 @@ fn follow_prints_records_as_they_are_logged_and_counts_those_it_lost() {
         );
         new_seen += printed.iter().filter(|&&s| s >= before.written).count();
     }
-    assert!(new_seen > 0, "follow printed no record logged after it started");
+    assert!(
+        new_seen > 0,
+        "follow printed no record logged after it started"
+    );
 }
 
 #[test]
@@ -262,15 +273,19 @@ fn hidden_addresses_and_a_user_who_is_not_root_are_told_what_to_do() {
     assert_eq!(hidden.rc, 2);
     assert_eq!(
         hidden.err,
-        ["kcrash: /sys/module/klogtest/sections shows every address as 0: kernel.kptr_restrict \
+        [
+            "kcrash: /sys/module/klogtest/sections shows every address as 0: kernel.kptr_restrict \
           is 2 (or kcrash lacks CAP_SYSLOG); as root, `sysctl kernel.kptr_restrict=1` shows them \
-          to root"]
+          to root"
+        ]
     );
     let user = run(&lines, "nonroot");
     assert_eq!(user.rc, 2);
     assert_eq!(
         user.err,
-        ["kcrash: /proc/kcore: permission denied: reading the running kernel's memory needs \
-          root; run kcrash as root (e.g. sudo kcrash)"]
+        [
+            "kcrash: /proc/kcore: permission denied: reading the running kernel's memory needs \
+          root; run kcrash as root (e.g. sudo kcrash)"
+        ]
     );
 }

@@ -80,9 +80,11 @@ fn default_dir(session: &Session<'_>) -> Result<PathBuf> {
     let info = session.dump.vmcoreinfo()?;
     let release = match info.as_ref().and_then(|i| i.osrelease()) {
         Some(r) => r.to_owned(),
-        None => crate::linux::facts::Utsname::read(session, None)
-            .map_err(anyhow::Error::msg)?
-            .release,
+        None => {
+            crate::linux::facts::Utsname::read(session, None)
+                .map_err(anyhow::Error::msg)?
+                .release
+        }
     };
     Ok(PathBuf::from("/lib/modules").join(release))
 }
@@ -108,7 +110,12 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         let m = session
             .load_module(name, &file)
             .map_err(anyhow::Error::msg)?;
-        writeln!(cx.out, "{}: symbols and DWARF from {}", m.name, file.display())?;
+        writeln!(
+            cx.out,
+            "{}: symbols and DWARF from {}",
+            m.name,
+            file.display()
+        )?;
         return Ok(Flow::Continue);
     }
     if let Some(dir) = &args.load_all {

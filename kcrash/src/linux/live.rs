@@ -82,7 +82,10 @@ fn hidden_addresses(what: &str) -> String {
 pub fn module_sections(name: &str) -> Result<SectionAddresses, String> {
     let dir = PathBuf::from("/sys/module").join(name).join("sections");
     let entries = fs::read_dir(&dir).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => format!("{name}: not loaded in the running kernel ({} is missing)", dir.display()),
+        io::ErrorKind::NotFound => format!(
+            "{name}: not loaded in the running kernel ({} is missing)",
+            dir.display()
+        ),
         _ => format!("{}: {e}", dir.display()),
     })?;
     let mut out = SectionAddresses::new();
@@ -125,7 +128,9 @@ pub fn module_defining(symbol: &str) -> Result<Option<String>, String> {
         shown |= addr.bytes().any(|b| b != b'0');
         if name == symbol {
             if let Some(module) = words.next() {
-                return Ok(Some(module.trim_matches(|c| c == '[' || c == ']').to_owned()));
+                return Ok(Some(
+                    module.trim_matches(|c| c == '[' || c == ']').to_owned(),
+                ));
             }
         }
     }

@@ -42,7 +42,10 @@ impl Module {
     }
 
     fn field(&self, session: &Session<'_>, path: &str) -> Result<i64, String> {
-        int(session, &format!("((struct module *){:#x})->{path}", self.addr))
+        int(
+            session,
+            &format!("((struct module *){:#x})->{path}", self.addr),
+        )
     }
 
     /// Where each of its sections was loaded, from `sect_attrs` (what /sys/module/NAME/sections
