@@ -3,7 +3,6 @@
 //! no size a page claims for itself sizes an allocation.
 
 use flate2::{Decompress, FlushDecompress, Status};
-use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
 
 use crate::lzo;
 
@@ -52,11 +51,11 @@ impl Codec {
     }
 }
 
-/// Reusable decoder state: zlib's window and zstd's tables are worth keeping between pages.
+/// Reusable decoder state: zlib's window and zstd's context are worth keeping between pages.
 pub(crate) struct Decoders {
     inflate: Decompress,
     snappy: snap::raw::Decoder,
-    zstd: FrameDecoder,
+    zstd: zstd::bulk::Decompressor<'static>,
 }
 
 impl Decoders {
@@ -64,7 +63,7 @@ impl Decoders {
         Decoders {
             inflate: Decompress::new(true),
             snappy: snap::raw::Decoder::new(),
-            zstd: FrameDecoder::new(),
+            zstd: zstd::bulk::Decompressor::default(),
         }
     }
 
@@ -114,8 +113,9 @@ impl Decoders {
             .map_err(|e| format!("snappy: {e}"))
     }
 
-    /// One zstd frame (makedumpfile's `ZSTD_compressCCtx`), decoded a block at a time so that
-    /// a frame claiming more than a page fails after at most one 128 KiB block.
+    /// One zstd frame (makedumpfile's `ZSTD_compressCCtx`), decoded by libzstd straight into
+    /// the page: a frame holding more than a page, or anything after the frame that is not a
+    /// whole frame, fails.
     fn zstd(&mut self, src: &[u8], page: &mut [u8]) -> Result<usize, String> {
         let window = zstd_window(src)?;
         if window > ZSTD_MAX_WINDOW {
@@ -123,45 +123,9 @@ impl Decoders {
                 "zstd frame window {window} bytes exceeds the {ZSTD_MAX_WINDOW} allowed for a page"
             ));
         }
-        let mut input = src;
         self.zstd
-            .reset(&mut input)
-            .map_err(|e| format!("zstd frame header: {e}"))?;
-        let mut written = 0;
-        loop {
-            let finished = self
-                .zstd
-                .decode_blocks(&mut input, BlockDecodingStrategy::UptoBlocks(1))
-                .map_err(|e| format!("zstd: {e}"))?;
-            written += std::io::Read::read(&mut self.zstd, &mut page[written..])
-                .map_err(|e| format!("zstd: {e}"))?;
-            if self.zstd.can_collect() > 0 {
-                return Err(format!(
-                    "zstd frame decodes to more than a page of {}",
-                    page.len()
-                ));
-            }
-            if finished {
-                break;
-            }
-        }
-        if !input.is_empty() {
-            return Err(format!(
-                "zstd frame ends {} bytes before the end of the page data",
-                input.len()
-            ));
-        }
-        if let (Some(stored), Some(computed)) = (
-            self.zstd.get_checksum_from_data(),
-            self.zstd.get_calculated_checksum(),
-        ) {
-            if stored != computed {
-                return Err(format!(
-                    "zstd checksum {stored:#010x} does not match the data ({computed:#010x})"
-                ));
-            }
-        }
-        Ok(written)
+            .decompress_to_buffer(src, page)
+            .map_err(|e| format!("zstd: {e}"))
     }
 }
 

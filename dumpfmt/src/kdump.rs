@@ -1,7 +1,8 @@
 //! kdump-compressed ("diskdump") files as written by makedumpfile and QEMU, plain or flattened.
 //! Open parses the two headers and locates the bitmaps; the popcount index is built on the
-//! first read; pages are found through bitmap 2 and their descriptor, and zlib pages are
-//! decompressed into a bounded cache. Raw pages are copied straight from the map.
+//! first read; pages are found through bitmap 2 and their descriptor, and compressed pages
+//! (zlib, lzo, snappy, zstd: see `codec`) are decompressed into a bounded cache. Raw pages
+//! are copied straight from the map.
 
 use std::sync::{Mutex, OnceLock};
 

@@ -2,8 +2,10 @@
 //! what their notes say, and the bytes at an address.
 //!
 //! Formats, detected by content: ELF64 cores (QEMU `dump-guest-memory`, /proc/vmcore copies,
-//! Linux and gdb process cores), kdump-compressed files (plain and makedumpfile-flattened, zlib
-//! pages), and either of those compressed whole with gzip.
+//! Linux and gdb process cores, makedumpfile `-E`), kdump-compressed files (plain and
+//! makedumpfile-flattened; raw, zlib, lzo, snappy and zstd pages), and either of those compressed
+//! whole with gzip. [`Dump::linux_info`] and [`AddressSpace::from_dump`] give a Linux x86_64
+//! kernel's view from VMCOREINFO.
 //!
 //! ```no_run
 //! use dumpfmt::{AddressSpace, Dump};

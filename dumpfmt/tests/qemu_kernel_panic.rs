@@ -515,8 +515,8 @@ fn makedumpfile_and_reencoded_pages_equal_the_elf() {
     );
 }
 
-/// The address space built from VMCOREINFO alone (makedumpfile's kdump keeps it; QEMU's CPU
-/// notes do not matter) translates the kernel half as QEMU's own walk (the paging=true
+/// The address space built from VMCOREINFO alone (as for a real machine's kdump, which has no
+/// QEMU CPU notes) translates the kernel half as QEMU's own walk (the paging=true
 /// PT_LOADs) and as a walk from the CR3 in QEMU's CPU note; the kernel image mapping agrees
 /// for the kernel image; and init_top_pgt is System.map's address plus the KASLR offset.
 #[test]
@@ -545,12 +545,40 @@ fn vmcoreinfo_address_space_translates_like_qemu_and_cr3() {
         assert_eq!(linux.osrelease.as_deref(), Some(d.release.as_str()));
         assert_eq!(linux.page_size, Some(4096));
         assert!(linux.build_id.as_ref().is_some_and(|b| b.len() == 40));
-        let space = AddressSpace::from_dump(&dump).unwrap();
+        // from_dump puts VMCOREINFO's tables first and its image mapping last (makedumpfile
+        // copied QEMU's CPU notes too, so CR3 is in between); the checks use VMCOREINFO only.
+        let root = linux.kernel_root().expect("init_top_pgt and phys_base");
+        let from_dump = AddressSpace::from_dump(&dump).unwrap();
+        match from_dump.sources() {
+            [Source::PageTables { root: first, .. }, .., Source::Linear(map)] => {
+                assert_eq!(*first, root);
+                assert_eq!(Some(*map), linux.kernel_image_map());
+            }
+            other => panic!("{other:?}"),
+        }
+        let space = {
+            let mut s = AddressSpace::new(&dump);
+            s.push(Source::PageTables {
+                walker: std::sync::Arc::new(linux.walker()),
+                root,
+            });
+            s
+        };
         let image_only = {
             let mut s = AddressSpace::new(&dump);
             s.push(Source::Linear(linux.kernel_image_map().unwrap()));
             s
         };
+        // Kernel data read through either: init_uts_ns's release is the console's.
+        let info = dump.vmcoreinfo().unwrap().unwrap();
+        let uts = info.symbol("init_uts_ns").unwrap().unwrap()
+            + info.offset("uts_namespace.name").unwrap().unwrap();
+        for s in [&space, &image_only] {
+            let mut release = [0u8; 65];
+            s.read_virt(uts + 2 * 65, &mut release).unwrap();
+            let len = release.iter().position(|&b| b == 0).unwrap();
+            assert_eq!(&release[..len], d.release.as_bytes());
+        }
         let image: Vec<_> = kernel_half.iter().filter(|s| in_image(s.vaddr)).collect();
         let sample = kernel_half
             .iter()

@@ -1,5 +1,5 @@
-//! `kcrash [DUMP] [IMAGE]`: a crash(8)-style session on a dump, or on the running kernel. A thin
-//! shell over the library.
+//! `kcrash [DUMP] [IMAGE] [MODULE.ko...]`: a crash(8)-style session on a dump, or on the running
+//! kernel. A thin shell over the library.
 
 use std::io::{self, BufRead, IsTerminal};
 use std::path::PathBuf;

@@ -269,8 +269,9 @@ impl<'d> Session<'d> {
         Ok(())
     }
 
-    /// A kernel dump: the image's program headers give a linear map (virtual = physical +
-    /// offset) after the dump's own mappings and page tables; the image must match the dump.
+    /// A kernel dump. Linux: see `open_linux`. Another kernel (the test kernels): the image's
+    /// program headers give a linear map (virtual = physical + offset) after the dump's own
+    /// mappings and page tables; the image must match the dump.
     fn open_kernel(&mut self, path: PathBuf) -> Result<(), OpenError> {
         let image = Self::open_image(&path)?;
         let info = self

@@ -7,13 +7,16 @@
 //! read), `vmlinux`. Without it the tests say NOT RUN; under KCRASH_REQUIRE_TOOLS=1 they fail.
 //! Where crash(8) is installed, kcrash is compared with it on the same dump.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::translate::{AddressSpace, Source};
 use dumpfmt::Dump;
 use kcrash::linux::kaslr::{self, Found};
+use kcrash_harness::expected::{message_matches, Expected};
+use serde_json::Value;
 use symbols::Image;
 
 fn require() -> bool {
@@ -49,7 +52,7 @@ fn have_crash(test: &str) -> bool {
     ok
 }
 
-fn kcrash(dir: &PathBuf, dump: &str, commands: &[&str]) -> Output {
+fn kcrash(dir: &Path, dump: &str, commands: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcrash"));
     cmd.current_dir(dir).arg("-s");
     for c in commands {
@@ -69,7 +72,7 @@ fn stdout(out: &Output, what: &str) -> String {
 }
 
 /// crash(8)'s output for `commands` on `dump`, the prompt echo left out.
-fn crash(dir: &PathBuf, dump: &str, commands: &str) -> String {
+fn crash(dir: &Path, dump: &str, commands: &str) -> String {
     let out = Command::new("crash")
         .current_dir(dir)
         .args(["-s", "--no_scroll", "vmlinux", dump])
@@ -88,7 +91,7 @@ fn crash(dir: &PathBuf, dump: &str, commands: &str) -> String {
 }
 
 /// The KASLR offset the kernel printed when it panicked ("Kernel Offset: 0x... from ...").
-fn console_kaslr(dir: &PathBuf) -> u64 {
+fn console_kaslr(dir: &Path) -> u64 {
     let console = std::fs::read_to_string(dir.join("console.log")).expect("console.log");
     let hex = console
         .split("Kernel Offset: 0x")
@@ -276,7 +279,7 @@ fn a_print_agrees_with_crash() {
 
 /// The kernel's lines in the serial console: from the `[ sssss.uuuuuu] ` stamp on (the stamp
 /// may follow a firmware's escape sequences on the same line), carriage returns dropped.
-fn console_kernel_lines(dir: &PathBuf) -> Vec<String> {
+fn console_kernel_lines(dir: &Path) -> Vec<String> {
     let bytes = std::fs::read(dir.join("console.log")).expect("console.log");
     let text = String::from_utf8_lossy(&bytes);
     let stamp = |s: &str| {
@@ -299,6 +302,23 @@ fn console_kernel_lines(dir: &PathBuf) -> Vec<String> {
         .collect()
 }
 
+/// The contract's two dumps, then the other formats the guest pipeline writes when they are
+/// there: QEMU's flattened kdump, makedumpfile's zlib and lzo kdumps at -d 31 and -d 0 (whose
+/// excluded pages read as not in the dump) and its -E ELF.
+fn dumps(dir: &Path) -> Vec<&'static str> {
+    const MORE: [&str; 6] = [
+        "vmcore.kdump-flat",
+        "vmcore-c-d31.kdump",
+        "vmcore-c-d0.kdump",
+        "vmcore-l-d31.kdump",
+        "vmcore-l-d0.kdump",
+        "vmcore-E-d31.elf",
+    ];
+    let mut all = vec!["vmcore.elf", "vmcore.kdump"];
+    all.extend(MORE.into_iter().filter(|f| dir.join(f).exists()));
+    all
+}
+
 #[test]
 fn log_holds_every_line_the_console_printed() {
     let Some(dir) = guest(
@@ -309,7 +329,7 @@ fn log_holds_every_line_the_console_printed() {
     };
     let console = console_kernel_lines(&dir);
     assert!(console.len() > 100, "the console printed the boot");
-    for dump in ["vmcore.elf", "vmcore.kdump"] {
+    for dump in dumps(&dir) {
         // With the vmlinux (offsets from VMCOREINFO, levels from DWARF) and without it.
         for with_image in [true, false] {
             let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcrash"));
@@ -344,6 +364,28 @@ fn log_holds_every_line_the_console_printed() {
     }
 }
 
+/// crash's log lines with its indented later lines of a record given the record's prefix (its
+/// stamp and, with -m, level), as kcrash and the console print them.
+fn with_prefixes(text: &str) -> Vec<String> {
+    let mut prefix = String::new();
+    text.lines()
+        .filter_map(|l| {
+            if l.starts_with('[') {
+                let mut end = l.find("] ")? + 2;
+                if l[end..].starts_with('<') {
+                    end += l[end..].find('>')? + 1;
+                }
+                prefix = l[..end].to_owned();
+                Some(l.to_owned())
+            } else if !prefix.is_empty() && l.starts_with(&" ".repeat(prefix.len())) {
+                Some(format!("{prefix}{}", &l[prefix.len()..]))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn log_tail_agrees_with_crash() {
     let Some(dir) = guest("log_vs_crash", &["vmcore.elf", "vmlinux"]) else {
@@ -352,31 +394,23 @@ fn log_tail_agrees_with_crash() {
     if !have_crash("log_vs_crash") {
         return;
     }
-    // crash indents a record's later lines instead of repeating its time stamp.
-    let mut prefix = String::new();
-    let theirs: Vec<String> = crash(&dir, "vmcore.elf", "log")
-        .lines()
-        .filter_map(|l| {
-            if l.starts_with("[ ") && l.len() >= 15 && &l[13..14] == "]" {
-                prefix = l[..15].to_owned();
-                Some(l.to_owned())
-            } else if !prefix.is_empty() && l.starts_with(&" ".repeat(15)) {
-                Some(format!("{prefix}{}", &l[15..]))
-            } else {
-                None
-            }
-        })
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let file = |n: &str| scratch.path().join(n).display().to_string();
+    let modes = [("log", "plain"), ("log -T", "human"), ("log -m", "levels")];
+    let script: Vec<String> = modes
+        .iter()
+        .map(|(cmd, name)| format!("{cmd} > {}", file(name)))
         .collect();
-    let ours = stdout(&kcrash(&dir, "vmcore.elf", &["log"]), "kcrash log");
-    let ours: Vec<&str> = ours.lines().collect();
-    let tail = |v: &[&str]| v[v.len().saturating_sub(50)..].join("\n");
-    let theirs: Vec<&str> = theirs.iter().map(String::as_str).collect();
-    assert!(
-        theirs.len() >= 50,
-        "crash printed its log:\n{}",
-        theirs.join("\n")
-    );
-    assert_eq!(tail(&ours), tail(&theirs));
+    crash(&dir, "vmcore.elf", &script.join("\n"));
+    for (cmd, name) in modes {
+        let theirs = with_prefixes(&std::fs::read_to_string(file(name)).expect("crash's log"));
+        assert!(theirs.len() >= 50, "{cmd}: crash printed {theirs:?}");
+        let ours = stdout(&kcrash(&dir, "vmcore.elf", &[cmd]), cmd);
+        let ours: Vec<&str> = ours.lines().collect();
+        let theirs: Vec<&str> = theirs.iter().map(String::as_str).collect();
+        let tail = |v: &[&str]| v[v.len().saturating_sub(50)..].join("\n");
+        assert_eq!(tail(&ours), tail(&theirs), "{cmd}");
+    }
 }
 
 /// `sys`'s `KEY: value` lines.
@@ -441,4 +475,293 @@ fn sys_says_what_the_console_and_crash_say() {
     assert_eq!(fact(&ours, "CRASH TIME"), fact(&theirs, "DATE"));
     assert!(fact(&ours, "PANIC").starts_with(fact(&theirs, "PANIC")));
     assert!(fact(&theirs, "MACHINE").starts_with(fact(&ours, "MACHINE")));
+}
+
+/// The `[[boots]]` entry of guest.toml named `vmcoreinfo` (the boot vmcore.elf comes from):
+/// `key = "value"` lines, read without a TOML parser.
+fn guest_boot(dir: &Path, key: &str) -> String {
+    let toml = std::fs::read_to_string(dir.join("guest.toml")).expect("guest.toml");
+    let boot = toml
+        .split("[[boots]]")
+        .find(|b| b.contains("name = \"vmcoreinfo\""))
+        .expect("the vmcoreinfo boot");
+    boot.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(" = ")?;
+            (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
+        })
+        .unwrap_or_else(|| panic!("guest.toml has no {key}"))
+}
+
+fn hex(text: &str) -> u64 {
+    u64::from_str_radix(text.trim_start_matches("0x"), 16).expect("hex")
+}
+
+#[test]
+fn mod_lists_the_module_where_the_guest_loaded_it_and_as_crash_does() {
+    let Some(dir) = guest(
+        "mod",
+        &["vmcore.elf", "vmcore.kdump", "vmlinux", "guest.toml"],
+    ) else {
+        return;
+    };
+    let base = hex(&guest_boot(&dir, "module_base"));
+    let size: u64 = guest_boot(&dir, "module_size").parse().expect("size");
+    for dump in dumps(&dir) {
+        let text = stdout(&kcrash(&dir, dump, &["mod"]), dump);
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some("klogtest"))
+            .unwrap_or_else(|| panic!("{dump}: no klogtest in\n{text}"));
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(hex(cols[2]), base, "{dump}: {row}");
+        assert_eq!(cols[3].parse::<u64>().ok(), Some(size), "{dump}: {row}");
+        // Out of tree (O) and unsigned (E), as the kernel said when it loaded it.
+        assert_eq!(cols[4], "OE", "{dump}: {row}");
+    }
+    if !have_crash("mod_vs_crash") {
+        return;
+    }
+    // crash: "MODULE NAME BASE SIZE OBJECT FILE" rows.
+    let theirs: Vec<(String, String, String)> = crash(&dir, "vmcore.elf", "mod")
+        .lines()
+        .filter_map(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            (c.len() >= 4 && c[0].len() == 16 && hex(c[0]) != 0)
+                .then(|| (c[0].to_owned(), c[1].to_owned(), c[2].to_owned()))
+        })
+        .collect();
+    let ours: Vec<(String, String, String)> = stdout(&kcrash(&dir, "vmcore.elf", &["mod"]), "mod")
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            (c[0].to_owned(), c[1].to_owned(), c[2].to_owned())
+        })
+        .collect();
+    let sorted = |mut v: Vec<(String, String, String)>| {
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(ours), sorted(theirs));
+}
+
+#[test]
+fn the_modules_klog_reads_as_the_module_logged_it() {
+    let Some(dir) = guest(
+        "module_klog",
+        &[
+            "vmcore.elf",
+            "vmcore.kdump",
+            "vmlinux",
+            "klogtest.ko",
+            "expected.json",
+            "guest.toml",
+        ],
+    ) else {
+        return;
+    };
+    let expected: Expected = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("expected.json")).expect("expected.json"),
+    )
+    .expect("expected.json parses");
+    let klogs = hex(&guest_boot(&dir, "klogs"));
+    for dump in dumps(&dir) {
+        // The .ko on the command line, and loaded by `mod -s`.
+        for how in ["command line", "mod -s"] {
+            // mod -s is the same code on every format: the contract's two dumps suffice.
+            if how == "mod -s" && !["vmcore.elf", "vmcore.kdump"].contains(&dump) {
+                continue;
+            }
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcrash"));
+            cmd.current_dir(&dir).arg("-s");
+            if how == "mod -s" {
+                cmd.args(["-c", "mod -s klogtest klogtest.ko > /dev/null"]);
+            }
+            cmd.args([
+                "-c",
+                "sym KLogs",
+                "-c",
+                "klog 0 full --json",
+                dump,
+                "vmlinux",
+            ]);
+            if how == "command line" {
+                cmd.arg("klogtest.ko");
+            }
+            let text = stdout(&cmd.output().expect("kcrash runs"), dump);
+            let mut lines = text.lines();
+            let sym = lines.next().expect("sym's line");
+            assert!(
+                sym.starts_with(&format!("{klogs:016x} (D) KLogs")),
+                "{dump} ({how}): {sym}"
+            );
+            let got: HashMap<(u64, u64), Value> = lines
+                .map(|l| serde_json::from_str::<Value>(l).expect("a JSON record"))
+                .map(|v| ((v["ring"].as_u64().unwrap(), v["seq"].as_u64().unwrap()), v))
+                .collect();
+            let mut want = 0;
+            for ring in &expected.rings {
+                for rec in &ring.records {
+                    want += 1;
+                    let ctx = format!("{dump} ({how}): ring {} seq {}", ring.ring_name, rec.seq);
+                    let v = got
+                        .get(&(ring.ring, rec.seq))
+                        .unwrap_or_else(|| panic!("{ctx}: missing"));
+                    let damage = v["damage"].as_array().map_or(0, Vec::len);
+                    assert_eq!(damage, rec.damage.len(), "{ctx}: damage");
+                    let Some(ev) = &rec.event else { continue };
+                    assert_eq!(v["subsystem_name"], ev.subsystem_name.as_str(), "{ctx}");
+                    assert_eq!(
+                        (v["id"].as_u64(), v["clock"].as_u64()),
+                        (Some(ev.id), Some(ev.clock)),
+                        "{ctx}"
+                    );
+                    let msg = v["message"].as_str().expect("message");
+                    assert!(
+                        message_matches(&ev.message, msg),
+                        "{ctx}: {msg} / {}",
+                        ev.message
+                    );
+                }
+            }
+            assert_eq!(
+                got.len(),
+                want,
+                "{dump} ({how}): records the oracle does not have"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_modules_variable_prints_as_crash_prints_it() {
+    let Some(dir) = guest("module_print", &["vmcore.elf", "vmlinux", "klogtest.ko"]) else {
+        return;
+    };
+    let ours = stdout(
+        &Command::new(env!("CARGO_BIN_EXE_kcrash"))
+            .current_dir(&dir)
+            .args([
+                "-s",
+                "-c",
+                "p KLogs[2].next_write",
+                "-c",
+                "p *KLogs[2].name",
+            ])
+            .args(["vmcore.elf", "vmlinux", "klogtest.ko"])
+            .output()
+            .expect("kcrash runs"),
+        "p",
+    );
+    let ours: Vec<&str> = ours.lines().collect();
+    assert_eq!(ours.len(), 2, "{ours:?}");
+    if !have_crash("module_print_vs_crash") {
+        return;
+    }
+    let theirs = crash(
+        &dir,
+        "vmcore.elf",
+        "mod -s klogtest klogtest.ko\np KLogs[2].next_write\np *KLogs[2].name",
+    );
+    let values: Vec<&str> = theirs
+        .lines()
+        .filter_map(|l| l.split_once('$').and_then(|(_, v)| v.split_once(" = ")))
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(values, ours, "crash said:\n{theirs}");
+}
+
+/// Whether drgn is installed; if not, says so (or fails under KCRASH_REQUIRE_TOOLS=1).
+fn have_drgn(test: &str) -> bool {
+    let ok = Command::new("drgn")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let msg = format!("NOT RUN: {test}: drgn is not installed");
+        assert!(!require(), "{msg} (KCRASH_REQUIRE_TOOLS=1)");
+        eprintln!("{msg}");
+    }
+    ok
+}
+
+#[test]
+fn log_symbols_and_the_modules_klog_agree_with_drgn() {
+    let Some(dir) = guest("vs_drgn", &["vmcore.elf", "vmlinux", "klogtest.ko"]) else {
+        return;
+    };
+    if !have_drgn("vs_drgn") {
+        return;
+    }
+    let script = r#"
+from drgn.helpers.linux.printk import get_dmesg
+import sys
+for line in get_dmesg(prog).decode(errors="replace").splitlines()[-50:]:
+    print(line)
+print("init_task %x" % prog.symbol("init_task").address)
+print("KLogs %x" % prog["KLogs"].address_)
+print("next_write %d" % prog["KLogs"][2].next_write)
+print("name %s" % prog["KLogs"][2].name.string_().decode())
+"#;
+    let out = Command::new("drgn")
+        .current_dir(&dir)
+        .args([
+            "-q",
+            "-c",
+            "vmcore.elf",
+            "-s",
+            "vmlinux",
+            "-s",
+            "klogtest.ko",
+            "-e",
+            script,
+        ])
+        .output()
+        .expect("drgn runs");
+    let theirs = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "drgn: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = stdout(
+        &Command::new(env!("CARGO_BIN_EXE_kcrash"))
+            .current_dir(&dir)
+            .args([
+                "-s",
+                "-c",
+                "log | tail -50",
+                "-c",
+                "sym init_task",
+                "-c",
+                "sym KLogs",
+            ])
+            .args(["-c", "p KLogs[2].next_write", "-c", "p *KLogs[2].name@2"])
+            .args(["vmcore.elf", "vmlinux", "klogtest.ko"])
+            .output()
+            .expect("kcrash runs"),
+        "kcrash",
+    );
+    let ours: Vec<&str> = ours.lines().collect();
+    let theirs: Vec<&str> = theirs.lines().collect();
+    assert_eq!(ours[..50], theirs[..50], "the log's last 50 lines");
+    let address = |l: &str| l.split_whitespace().next().map(str::to_owned);
+    assert_eq!(
+        address(ours[50]),
+        theirs[50]
+            .split_whitespace()
+            .nth(1)
+            .map(|a| format!("{:0>16}", a))
+    );
+    assert_eq!(
+        address(ours[51]),
+        theirs[51]
+            .split_whitespace()
+            .nth(1)
+            .map(|a| format!("{:0>16}", a))
+    );
+    assert_eq!(Some(ours[52]), theirs[52].strip_prefix("next_write "));
+    let name = theirs[53].strip_prefix("name ").expect("name");
+    assert_eq!(ours[53], format!("{:?}", name));
 }

@@ -73,7 +73,7 @@ fn two_dumps() {
     let d = corpus("bare/rings/vmcore.kdump");
     assert_eq!(
         failure(&kcrash(&[&d, &d]), 2),
-        "kcrash: more than one dump given: kcrash DUMP [IMAGE]"
+        "kcrash: more than one dump given: kcrash DUMP [IMAGE] [MODULE.ko...]"
     );
 }
 

@@ -89,7 +89,9 @@ impl Image {
     /// An allocated section not in `sections` is taken as not loaded (a module's `.init.text`
     /// once the module has initialised): its symbols are [`Image::unloaded_symbol`]s, its
     /// variables have no address, its code has no lines. A name in `sections` that the file
-    /// does not have is an error: the file is not the one that was loaded.
+    /// does not have is an error: the file is not the one that was loaded. (A module's
+    /// `sect_attrs` keep listing `.init.*` with their old addresses after the kernel frees them
+    /// (`init_layout.base` is then NULL): leave those out.)
     pub fn open_relocatable(path: impl AsRef<Path>, sections: &SectionAddresses) -> Result<Image> {
         Image::open_relocatable_with(path, sections, &Options::default())
     }

@@ -57,8 +57,9 @@ impl Relocations {
         self.get(offset).is_some_and(|entry| entry.unloaded)
     }
 
-    /// Reads the relocations that apply to section `target`, `target_name` (of `target_len` bytes once
-    /// decompressed) of the x86-64 ELF file `data`, resolving symbols with `placement`.
+    /// Reads the relocations that apply to section number `target`, called `target_name` and
+    /// `target_len` bytes long once decompressed, of the x86-64 ELF file `data`, resolving
+    /// symbols with `placement`.
     pub(crate) fn read(
         path: &Path,
         data: &[u8],
@@ -86,7 +87,7 @@ impl Relocations {
             return Ok(Relocations(None));
         };
         let mut entries = Vec::new();
-        for (_, section) in sections.enumerate() {
+        for section in sections.iter() {
             let sh_type = section.sh_type(e);
             if !matches!(sh_type, elf::SHT_REL | elf::SHT_RELA)
                 || section.sh_info(e) as usize != target.0

@@ -158,8 +158,8 @@ impl<'d> AddressSpace<'d> {
     ///    CPUs were running and whether their CR3 was a page-table-isolation user copy;
     /// 3. the page tables of the first QEMU CPU note with paging on (its CR3, PCID bits masked;
     ///    5-level if VMCOREINFO or CR4.LA57 says so): the running process's user half, and the
-    ///    kernel when there is no VMCOREINFO (makedumpfile's output keeps VMCOREINFO but not
-    ///    QEMU's CPU notes, QEMU's own dumps the other way round without `-device vmcoreinfo`);
+    ///    kernel when there is no VMCOREINFO (QEMU's dumps without `-device vmcoreinfo`;
+    ///    makedumpfile copies the source's notes, QEMU's included, but /proc/vmcore has none);
     /// 4. the kernel image mapping from VMCOREINFO ([`LinuxInfo::kernel_image_map`]), so that
     ///    kernel text and data read even where the page tables cannot be.
     ///

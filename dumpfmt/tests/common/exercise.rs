@@ -13,6 +13,9 @@ pub fn exercise(dump: &Dump, seed_bytes: &[u8]) {
         let _ = note.qemu_cpu_state();
         let _ = note.auxv().count();
     }
+    if let Ok(Some(linux)) = dump.linux_info() {
+        let _ = (linux.kernel_root(), linux.kernel_image_map());
+    }
     if let Ok(Some(info)) = dump.vmcoreinfo() {
         let _ = info.entries().count();
         let _ = info.phys_base();

@@ -123,6 +123,35 @@ impl Layout {
         Ok(self)
     }
 
+    /// Struct sizes a kernel could have and members inside them: the sizes multiply into
+    /// what is read, and they come from the dump (VMCOREINFO) or its image.
+    fn check(&self) -> Result<(), Error> {
+        const MAX_STRUCT: u64 = 4096;
+        let inside = |offset: u64, size: u64, width: u64| {
+            (1..=MAX_STRUCT).contains(&size) && offset.saturating_add(width) <= size
+        };
+        let lpos = self.text_blk_lpos;
+        let ok = inside(self.state_var, self.desc_size, 8)
+            && inside(lpos.saturating_add(self.lpos_begin), self.desc_size, 8)
+            && inside(lpos.saturating_add(self.lpos_next), self.desc_size, 8)
+            && inside(self.seq, self.info_size, 8)
+            && inside(self.ts_nsec, self.info_size, 8)
+            && inside(self.text_len, self.info_size, 2)
+            && inside(self.caller_id, self.info_size, 4)
+            && self
+                .level
+                .is_none_or(|(bit, width)| width <= 8 && bit / 8 + 2 <= self.info_size);
+        if ok {
+            Ok(())
+        } else {
+            Err(Error(format!(
+                "the printk ring's layout is not a kernel's: prb_desc {} bytes, printk_info {} \
+                 bytes, with members outside them",
+                self.desc_size, self.info_size
+            )))
+        }
+    }
+
     /// From the image's DWARF.
     pub fn from_dwarf(image: &Image) -> Result<Layout, String> {
         let mut v = [0u64; 19];
@@ -217,6 +246,7 @@ fn le(bytes: &[u8], at: u64, size: u64) -> u64 {
 impl Ring {
     /// Reads the ring `prb` points to.
     pub fn read(mem: &dyn Memory, prb: u64, layout: Layout) -> Result<Ring, Error> {
+        layout.check()?;
         let rb = mem
             .read_u64(prb)
             .map_err(|e| Error(format!("prb (the printk ring's pointer): {e}")))?;
@@ -325,5 +355,33 @@ impl Ring {
         let from = start + 8;
         let to = (from + len.min(text_len)).min(size);
         self.data.get(from as usize..to as usize).unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 6.1's layout, as its VMCOREINFO gives it.
+    fn linux_6_1() -> [u64; 19] {
+        [
+            0, 0, 8, 16, 24, 32, 24, 0, 8, 0, 8, 48, 0, 8, 88, 0, 8, 16, 20,
+        ]
+    }
+
+    #[test]
+    fn a_kernels_layout_passes_and_absurd_sizes_do_not() {
+        assert!(Layout::from_values(linux_6_1(), Some((157, 3)))
+            .check()
+            .is_ok());
+        let mut huge = linux_6_1();
+        huge[6] = 1 << 40; // SIZE(prb_desc)
+        assert!(Layout::from_values(huge, None).check().is_err());
+        let mut outside = linux_6_1();
+        outside[18] = 88; // OFFSET(printk_info.caller_id) at the struct's end
+        let e = Layout::from_values(outside, None).check().unwrap_err();
+        assert!(e.0.contains("printk_info 88 bytes"), "{e}");
+        let wide_level = Layout::from_values(linux_6_1(), Some((157, 40)));
+        assert!(wide_level.check().is_err());
     }
 }
