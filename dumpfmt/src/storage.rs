@@ -8,6 +8,7 @@
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::sync::Mutex;
 
 use memmap2::Mmap;
 
@@ -23,7 +24,15 @@ pub(crate) enum Storage {
     /// A file whose contents change as it is read (/proc/kcore): it cannot be mapped and its
     /// size is not its length. Only the ELF header, program headers and notes are held (read
     /// at open); memory is read from the file each time it is asked for.
-    Live { file: File, headers: Vec<u8> },
+    Live {
+        file: File,
+        headers: Vec<u8>,
+        /// One read at a time: Linux's /proc/kcore copies through a bounce buffer kept per open
+        /// file (6.1's `filp->private_data`), so two threads' `pread`s on one descriptor can
+        /// receive each other's bytes. Seen in the live guest: a `%s` argument rendered with
+        /// another record's format string, once in six runs of `klog` on four threads.
+        reads: Mutex<()>,
+    },
 }
 
 /// More header than any /proc/kcore has (a few program headers per RAM range, and notes): a
@@ -65,7 +74,11 @@ impl Storage {
         };
         let (Some(phoff), Some(phnum)) = (u64_le(&elf, 32), u16_le(&elf, 56)) else {
             // Too short for an ELF header: the ELF reader says so with the offset.
-            return Ok(Storage::Live { file, headers: elf });
+            return Ok(Storage::Live {
+                file,
+                headers: elf,
+                reads: Mutex::new(()),
+            });
         };
         let phdrs_end = too_big(
             32,
@@ -90,6 +103,7 @@ impl Storage {
         Ok(Storage::Live {
             headers: read(end)?,
             file,
+            reads: Mutex::new(()),
         })
     }
 
@@ -128,7 +142,10 @@ impl Storage {
     /// file). Only a live file's read can fail.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let data = match self {
-            Storage::Live { file, .. } => return read_full(file, offset, buf),
+            Storage::Live { file, reads, .. } => {
+                let _one = reads.lock().unwrap_or_else(|p| p.into_inner());
+                return read_full(file, offset, buf);
+            }
             Storage::Mapped { .. } => self.bytes(),
         };
         let Some(start) = usize::try_from(offset).ok().filter(|&o| o <= data.len()) else {

@@ -111,7 +111,7 @@ fn main() -> ExitCode {
         }
     }
     if live && files.modules.is_empty() {
-        load_klog_module(&session);
+        load_klog_module(&session, cli.silent);
     }
     if !cli.silent {
         for note in &session.notes {
@@ -150,7 +150,7 @@ fn main() -> ExitCode {
 /// On a running kernel without a `.ko` on the command line: when a module defines `KLogs`
 /// (/proc/kallsyms says which) and the kernel image given has none, load that module's `.ko`
 /// from /lib/modules/RELEASE. What fails is said, and `klog` then says what to give.
-fn load_klog_module(session: &Session<'_>) {
+fn load_klog_module(session: &Session<'_>, silent: bool) {
     if session
         .image
         .as_ref()
@@ -174,6 +174,7 @@ fn load_klog_module(session: &Session<'_>) {
         );
     };
     match session.load_module(&name, &ko) {
+        Ok(_) if silent => {}
         Ok(_) => eprintln!("kcrash: KLogs is in module {name}: loaded {}", ko.display()),
         Err(e) => eprintln!("kcrash: {e}"),
     }

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use kcrash_harness::expected::{message_matches, Expected};
-use kcrash_harness::linux::guest::console_line;
+use kcrash_harness::linux::guest::{console_line, ConsoleFacts};
 use kcrash_harness::oracle::{self, Line};
 use serde_json::Value;
 
@@ -164,6 +164,27 @@ fn klog_on_the_running_kernel_shows_what_the_module_logged_so_far() {
             .any(|l| l.contains("KLogs is in module klogtest: loaded /lib/modules/")),
         "second run: no note of the module found by itself: {:?}",
         r.err
+    );
+}
+
+#[test]
+fn sym_without_a_vmlinux_comes_from_kallsyms() {
+    let Some(lines) = console("sym from kallsyms") else {
+        return;
+    };
+    // Oracles: the panic's "Kernel Offset" line of the same boot, and the module's own &KLogs.
+    let facts = ConsoleFacts::parse(&lines.join("\n")).expect("console facts");
+    let text = 0xffff_ffff_8100_0000u64 + facts.kaslr_offset;
+    let klogs = facts.module.num("klogs").unwrap();
+    let r = run(&lines, "symbols");
+    assert_eq!(r.rc, 0, "{:?}", r.err);
+    assert_eq!(r.out.len(), 2, "{:?}", r.out);
+    assert_eq!(r.out[0], format!("{text:016x} (T) _text"));
+    let (head, tail) = (format!("{klogs:016x} ("), ") KLogs  [klogtest]");
+    assert!(
+        r.out[1].starts_with(&head) && r.out[1].ends_with(tail),
+        "{:?}",
+        r.out[1]
     );
 }
 

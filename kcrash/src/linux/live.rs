@@ -112,32 +112,87 @@ pub fn module_sections(name: &str) -> Result<SectionAddresses, String> {
     Ok(out)
 }
 
-/// The module that defines `symbol`, from /proc/kallsyms (`ADDR TYPE NAME\t[MODULE]`). An error
-/// when kallsyms cannot be read, or shows every address as 0 (per-CPU symbols are at 0 even
-/// when shown, so one address is not enough to tell).
-pub fn module_defining(symbol: &str) -> Result<Option<String>, String> {
-    let path = "/proc/kallsyms";
-    let text = fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    let mut shown = false;
-    for line in text.lines() {
-        let mut words = line.split_whitespace();
-        let (Some(addr), Some(_kind), Some(name)) = (words.next(), words.next(), words.next())
-        else {
-            continue;
-        };
-        shown |= addr.bytes().any(|b| b != b'0');
-        if name == symbol {
-            if let Some(module) = words.next() {
-                return Ok(Some(
-                    module.trim_matches(|c| c == '[' || c == ']').to_owned(),
-                ));
-            }
+/// One line of /proc/kallsyms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kallsym {
+    pub address: u64,
+    /// nm's type letter, as kallsyms gives it.
+    pub kind: char,
+    pub name: String,
+    /// The module that defines it; None for the kernel's own.
+    pub module: Option<String>,
+}
+
+/// The running kernel's symbols (and its modules'), from /proc/kallsyms: the kernel's symbol
+/// table without a vmlinux. Read afresh each time: modules come and go.
+pub struct Kallsyms {
+    /// By address, then name.
+    symbols: Vec<Kallsym>,
+}
+
+impl Kallsyms {
+    /// Reads /proc/kallsyms. An error when it cannot be read, or shows every address as 0
+    /// (per-CPU symbols are at 0 even when shown, so one address is not enough to tell).
+    pub fn read() -> Result<Kallsyms, String> {
+        let path = "/proc/kallsyms";
+        let text = fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+        Self::parse(&text).ok_or_else(|| hidden_addresses(path))
+    }
+
+    /// None when every address is 0.
+    fn parse(text: &str) -> Option<Kallsyms> {
+        let mut symbols: Vec<Kallsym> = text
+            .lines()
+            .filter_map(|line| {
+                let mut words = line.split_whitespace();
+                let address = u64::from_str_radix(words.next()?, 16).ok()?;
+                let kind = words.next()?.chars().next()?;
+                let name = words.next()?.to_owned();
+                let module = words
+                    .next()
+                    .map(|m| m.trim_matches(|c| c == '[' || c == ']').to_owned());
+                Some(Kallsym {
+                    address,
+                    kind,
+                    name,
+                    module,
+                })
+            })
+            .collect();
+        if symbols.iter().all(|s| s.address == 0) {
+            return None;
         }
+        symbols.sort_by(|a, b| (a.address, &a.name).cmp(&(b.address, &b.name)));
+        Some(Kallsyms { symbols })
     }
-    if !shown {
-        return Err(hidden_addresses(path));
+
+    pub fn by_name(&self, name: &str) -> Option<&Kallsym> {
+        self.symbols.iter().find(|s| s.name == name)
     }
-    Ok(None)
+
+    /// The symbol at or below `address` and the offset into it. Per-CPU offsets (near 0) and
+    /// absolute symbols are not where an address points, so only text and data count.
+    pub fn by_address(&self, address: u64) -> Option<(&Kallsym, u64)> {
+        let located = |s: &&Kallsym| !matches!(s.kind, 'a' | 'A');
+        let at = self.symbols.partition_point(|s| s.address <= address);
+        let below = self.symbols[..at].iter().rev().find(located)?.address;
+        // Of several names at one address, the first.
+        let first = self.symbols.partition_point(|s| s.address < below);
+        let sym = self.symbols[first..at].iter().find(located)?;
+        Some((sym, address - sym.address))
+    }
+
+    /// Every symbol, by address.
+    pub fn iter(&self) -> impl Iterator<Item = &Kallsym> {
+        self.symbols.iter()
+    }
+}
+
+/// The module that defines `symbol`, from /proc/kallsyms.
+pub fn module_defining(symbol: &str) -> Result<Option<String>, String> {
+    Ok(Kallsyms::read()?
+        .by_name(symbol)
+        .and_then(|s| s.module.clone()))
 }
 
 /// The running kernel's release (`uname -r`).
@@ -145,4 +200,38 @@ pub fn release() -> Option<String> {
     fs::read_to_string("/proc/sys/kernel/osrelease")
         .ok()
         .map(|s| s.trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kallsyms_lines_by_name_and_address() {
+        let text = "0000000000000000 A fixed_percpu_data\n\
+                    ffffffff9a000000 T _stext\n\
+                    ffffffff9a000000 T _text\n\
+                    ffffffff9a001000 t do_one\n\
+                    ffffffffc0a3c080 d KLogs\t[klogtest]\n";
+        let k = Kallsyms::parse(text).unwrap();
+        assert_eq!(
+            k.by_name("KLogs").unwrap().module.as_deref(),
+            Some("klogtest")
+        );
+        assert_eq!(k.by_name("do_one").unwrap().kind, 't');
+        let (s, off) = k.by_address(0xffff_ffff_9a00_1010).unwrap();
+        assert_eq!((s.name.as_str(), off), ("do_one", 0x10));
+        // Two names at one address: the first by name.
+        assert_eq!(
+            k.by_address(0xffff_ffff_9a00_0000).unwrap().0.name,
+            "_stext"
+        );
+        // Below every text symbol: nothing (the per-CPU symbol at 0 does not count).
+        assert!(k.by_address(0x1000).is_none());
+        // kptr_restrict: every address 0.
+        assert!(Kallsyms::parse(
+            "0000000000000000 T _stext\n0000000000000000 d KLogs\t[klogtest]\n"
+        )
+        .is_none());
+    }
 }

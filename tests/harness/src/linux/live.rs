@@ -1,9 +1,10 @@
 //! The live guest (issue 10): the Linux guest with a statically linked kcrash in its initramfs,
-//! reading its own running kernel through /proc/kcore. Its /init runs [`SCRIPT`] after the
+//! reading its own running kernel through /proc/kcore. Its /init runs [`script`] after the
 //! module logged: kcrash as root (the module's .ko given, then found by itself), again after the
-//! module logged more, `klog --follow` while the module logs, with addresses hidden by
+//! module logged more, `sym` from /proc/kallsyms, `klog --follow` while the module logs, with
+//! addresses hidden by
 //! kptr_restrict, and as a user who is not root. Each run's output goes to the console between
-//! markers (see [`SCRIPT`]); the module's oracle lines are on the same console. kcrash's test
+//! markers (see [`script`]); the module's oracle lines are on the same console. kcrash's test
 //! (kcrash/tests/linux_live.rs) checks one against the other.
 
 use super::debian::{build_module, ensure_packages, kernel_image, BUSYBOX};
@@ -53,6 +54,8 @@ echo {SECOND_BURST} > $P
 mark second
 $K -c 'klog 0 full --json' > /tmp/out 2> /tmp/err
 show second $?
+$K -s -c 'sym _text' -c 'sym KLogs' > /tmp/out 2> /tmp/err
+show symbols $?
 mark follow-start
 $K -s -c 'klog 0 full --json --follow --interval {FOLLOW_INTERVAL}' /lib/modules/{release}/extra/klogtest.ko > /tmp/out 2> /tmp/err &
 pid=$!
