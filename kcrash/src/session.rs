@@ -337,7 +337,11 @@ impl<'d> Session<'d> {
             )));
         }
         image.set_load_bias(offset);
-        let release = info.and_then(|i| i.osrelease()).map(str::to_owned);
+        // Without VMCOREINFO, the banner the dump was just checked to hold names it.
+        let release = info
+            .and_then(|i| i.osrelease())
+            .map(str::to_owned)
+            .or_else(|| kaslr::banner_release(&image));
         self.notes.push(format!(
             "Linux {}: KASLR offset {offset:#x}, from {found}",
             release.as_deref().unwrap_or("(release unknown)")

@@ -173,9 +173,15 @@ fn a_dump_without_vmcoreinfo_finds_its_kaslr_offset_through_the_cpus_page_tables
         &["sys", "p init_task.comm"],
     );
     let text = stdout(&out, "no VMCOREINFO");
+    // The release comes from the banner then; the console's banner names it too.
+    let release = console
+        .split("Linux version ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the console's banner");
     assert!(
         text.contains(&format!(
-            "KASLR offset {want}, from the image's linux_banner found in the dump through the \
+            "Linux {release}: KASLR offset {want}, from the image's linux_banner found in the dump through the \
              CPUs' page tables (CR3)"
         )),
         "{text}"

@@ -64,6 +64,13 @@ fn banner(image: &Image) -> Option<(u64, &[u8])> {
     Some((addr, image_bytes(image, addr, len)?))
 }
 
+/// The release the image's banner names (`Linux version 6.1.0-56-amd64 (...`).
+pub fn banner_release(image: &Image) -> Option<String> {
+    let (_, bytes) = banner(image)?;
+    let text = std::str::from_utf8(bytes.strip_prefix(b"Linux version ")?).ok()?;
+    text.split_whitespace().next().map(str::to_owned)
+}
+
 /// The KASLR offset from VMCOREINFO, if it says.
 pub fn from_vmcoreinfo(
     info: &VmcoreInfo<'_>,
