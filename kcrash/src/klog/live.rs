@@ -28,14 +28,19 @@ impl<'m> Snapshot<'m> {
     pub fn take(mem: &'m (dyn Memory + Sync), layout: KLogLayout) -> (Snapshot<'m>, Vec<String>) {
         let mut klog = Klog::read(mem, layout);
         let mut rings = Vec::new();
+        let mut notes = Vec::new();
         for r in klog.rings.iter().filter(|r| r.trusted()) {
             // Bounded: a trusted ring lies inside KLogBuffer, whose size is the image's.
             let mut words = vec![0u8; (r.num_recs * REC_BYTES) as usize];
-            if mem.read(r.buffer, &mut words).is_ok() {
-                rings.push((r.buffer, words));
+            match mem.read(r.buffer, &mut words) {
+                Ok(()) => rings.push((r.buffer, words)),
+                Err(e) => notes.push(format!(
+                    "KLogs[{}] ({}): its ring cannot be read in one pass ({e}): its records are read piece by piece, and may be from different moments",
+                    r.index,
+                    r.label()
+                )),
             }
         }
-        let mut notes = Vec::new();
         let field = klog.layout.fields.next_write;
         for r in klog.rings.iter_mut().filter(|r| r.trusted()) {
             let at = control_block(&klog.layout, r.index) + field.offset;
