@@ -1,7 +1,7 @@
 //! ELF64 core files: QEMU `dump-guest-memory` ELF, /proc/vmcore copies, Linux and gdb process
-//! cores. Only the header and program headers are parsed at open. Memory reads go through
-//! [`Storage::read_at`] and nothing is cached, so the same reader suits a live /proc/kcore once
-//! `Storage` can read it.
+//! cores, and a running kernel's /proc/kcore. Only the header and program headers are parsed at
+//! open. Memory reads go through [`Storage::read_at`] and nothing is cached, so the same reader
+//! reads the live /proc/kcore.
 
 use crate::bytes::{slice, u16_le, u32_le, u64_le};
 use crate::error::{Error, FileRef, MissingReason};
@@ -13,6 +13,8 @@ const ET_CORE: u16 = 4;
 const EM_386: u16 = 3;
 pub(crate) const EM_X86_64: u16 = 62;
 const PT_LOAD: u32 = 1;
+/// /proc/kcore's p_paddr for a segment with no physical address.
+const NO_PADDR: u64 = u64::MAX;
 const PT_NOTE: u32 = 4;
 const PN_XNUM: u16 = 0xffff;
 const PHDR_SIZE: u64 = 56;
@@ -75,7 +77,10 @@ pub(crate) struct ElfCore {
 }
 
 impl ElfCore {
-    pub fn parse(data: &[u8], file: &FileRef) -> Result<ElfCore, Error> {
+    /// `live`: the file is a running kernel's /proc/kcore, whose segments are windows onto one
+    /// memory: [`NO_PADDR`] for those with no physical address (vmalloc, modules, vmemmap), and
+    /// the kernel text seen again in the direct map.
+    pub fn parse(data: &[u8], file: &FileRef, live: bool) -> Result<ElfCore, Error> {
         let field = |off: u64, what: &str| {
             file.malformed(off, format!("file too short for ELF header field {what}"))
         };
@@ -152,7 +157,7 @@ impl ElfCore {
                         continue;
                     }
                     if offset.checked_add(filesz).is_none()
-                        || paddr.checked_add(memsz).is_none()
+                        || (paddr.checked_add(memsz).is_none() && !(live && paddr == NO_PADDR))
                         || vaddr.checked_add(memsz).is_none()
                     {
                         return Err(file.malformed(
@@ -180,14 +185,20 @@ impl ElfCore {
         };
         let phys = if process_core {
             RangeMap::default()
+        } else if live {
+            live_physical_map(&segments)
         } else {
             physical_map(&segments, file)?
         };
         let has_virtual = segments.iter().any(|s| s.vaddr != s.paddr);
         let mut virt = RangeMapBuilder::new();
         if has_virtual {
+            // /proc/kcore reads a hole of vmalloc or module space as zeros, which would pass for
+            // memory: those addresses are translated through the page tables instead.
             for (i, s) in segments.iter().enumerate() {
-                virt.insert_under(s.vaddr, s.vaddr + s.memsz, i);
+                if !(live && s.paddr == NO_PADDR) {
+                    virt.insert_under(s.vaddr, s.vaddr + s.memsz, i);
+                }
             }
         }
         Ok(ElfCore {
@@ -288,7 +299,17 @@ fn read_segment(
     let from_file = seg.filesz.saturating_sub(within).min(out.len() as u64) as usize;
     if from_file > 0 {
         let offset = seg.offset + within;
-        let available = storage.read_at(offset, &mut out[..from_file]);
+        let available = storage
+            .read_at(offset, &mut out[..from_file])
+            .map_err(|e| {
+                (
+                    0,
+                    MissingReason::Unreadable {
+                        offset,
+                        error: e.to_string(),
+                    },
+                )
+            })?;
         if available < from_file {
             return Err((
                 available as u64,
@@ -303,6 +324,19 @@ fn read_segment(
         return Err((from_file as u64, MissingReason::Excluded));
     }
     Ok(())
+}
+
+/// Physical address → segment for /proc/kcore: its segments with a physical address are views
+/// of the same live memory, so where two overlap (the kernel text and the direct map) either
+/// reads the same bytes; the first one listed is used.
+fn live_physical_map(segments: &[Segment]) -> RangeMap<usize> {
+    let mut map = RangeMapBuilder::new();
+    for (i, s) in segments.iter().enumerate() {
+        if s.paddr != NO_PADDR {
+            map.insert_under(s.paddr, s.paddr.saturating_add(s.memsz), i);
+        }
+    }
+    map.build()
 }
 
 /// Physical address → segment, refusing segments that give one physical address two different

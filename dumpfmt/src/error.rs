@@ -52,6 +52,9 @@ pub enum MissingReason {
     #[error("data at file offset {offset:#x} is beyond the end of the file (truncated dump{})",
         if *.incomplete_flag { "; the dump is marked incomplete" } else { "" })]
     Truncated { offset: u64, incomplete_flag: bool },
+    /// Reading a live file (/proc/kcore) at `offset` failed.
+    #[error("reading file offset {offset:#x} failed: {error}")]
+    Unreadable { offset: u64, error: String },
     /// The stored page is damaged.
     #[error("page data at file offset {offset:#x} is corrupt: {detail}")]
     Corrupt { offset: u64, detail: String },

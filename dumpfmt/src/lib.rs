@@ -106,9 +106,27 @@ impl Dump {
     pub fn open(path: impl AsRef<Path>) -> Result<Dump, Error> {
         let file = FileRef(Arc::from(path.as_ref()));
         let storage = Storage::open(&file)?;
+        Self::identify(file, storage)
+    }
+
+    /// Open a running kernel's memory: /proc/kcore, an ELF core that cannot be mapped and whose
+    /// contents change as it is read. Nothing is cached: every read is a `pread` of the file, so
+    /// each read sees memory as it is then. Needs root (CAP_SYS_RAWIO), and a kernel not in
+    /// lockdown; the error is [`Error::Io`] with the operating system's reason otherwise.
+    pub fn open_live(path: impl AsRef<Path>) -> Result<Dump, Error> {
+        let file = FileRef(Arc::from(path.as_ref()));
+        let storage = Storage::open_live(&file)?;
+        if !storage.bytes().starts_with(elf::MAGIC) {
+            return Err(file.malformed(0, "a live kernel's memory is an ELF core; this is not ELF"));
+        }
+        Self::identify(file, storage)
+    }
+
+    fn identify(file: FileRef, storage: Storage) -> Result<Dump, Error> {
         let data = storage.bytes();
         let (format, inner) = if data.starts_with(elf::MAGIC) {
-            (Format::Elf, Inner::Elf(ElfCore::parse(data, &file)?))
+            let core = ElfCore::parse(data, &file, storage.is_live())?;
+            (Format::Elf, Inner::Elf(core))
         } else if data.starts_with(kdump::SIGNATURE) {
             let k = Kdump::parse(data, Image::Plain, &file)?;
             (Format::Kdump, Inner::Kdump(Box::new(k)))
@@ -143,6 +161,12 @@ impl Dump {
 
     pub fn format(&self) -> Format {
         self.format
+    }
+
+    /// A running kernel's memory (opened with [`Dump::open_live`]): reading twice may give two
+    /// answers.
+    pub fn is_live(&self) -> bool {
+        self.storage.is_live()
     }
 
     /// The file was gzip-compressed and has been decompressed to a temporary file.

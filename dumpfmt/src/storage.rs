@@ -1,23 +1,43 @@
-//! The bytes of a dump: the file memory-mapped read-only, or, for a gzip-compressed dump, an
-//! unlinked temporary file it was decompressed into once.
+//! The bytes of a dump: the file memory-mapped read-only; for a gzip-compressed dump, an
+//! unlinked temporary file it was decompressed into once; or, for a running kernel's
+//! /proc/kcore, the file itself read with `pread` on every access.
 //!
-//! The seam for /proc/kcore, which cannot be mapped and must never be cached: the ELF reader
-//! parses headers from [`Storage::bytes`] and reads memory only through [`Storage::read_at`] and
-//! caches nothing. A live variant holding the `File` would hand out the header pages (read
-//! once) as its bytes and `pread` in `read_at`; the ELF reader would not change.
+//! The ELF reader parses headers from [`Storage::bytes`] and reads memory only through
+//! [`Storage::read_at`], caching nothing, so it reads a live file and a dump alike.
 
 use std::fs::File;
 use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::Mutex;
 
 use memmap2::Mmap;
 
+use crate::bytes::{u16_le, u32_le, u64_le};
 use crate::error::{Error, FileRef};
 
-pub(crate) struct Storage {
-    /// `None` for an empty file, which cannot be mapped.
-    map: Option<Mmap>,
-    gunzipped: bool,
+pub(crate) enum Storage {
+    Mapped {
+        /// `None` for an empty file, which cannot be mapped.
+        map: Option<Mmap>,
+        gunzipped: bool,
+    },
+    /// A file whose contents change as it is read (/proc/kcore): it cannot be mapped and its
+    /// size is not its length. Only the ELF header, program headers and notes are held (read
+    /// at open); memory is read from the file each time it is asked for.
+    Live {
+        file: File,
+        headers: Vec<u8>,
+        /// One read at a time: Linux's /proc/kcore copies through a bounce buffer kept per open
+        /// file (6.1's `filp->private_data`), so two threads' `pread`s on one descriptor can
+        /// receive each other's bytes. Seen in the live guest: a `%s` argument rendered with
+        /// another record's format string, once in six runs of `klog` on four threads.
+        reads: Mutex<()>,
+    },
 }
+
+/// More header than any /proc/kcore has (a few program headers per RAM range, and notes): a
+/// bigger claim is not a header.
+const LIVE_HEADERS_MAX: u64 = 16 << 20;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
@@ -28,9 +48,62 @@ impl Storage {
         if let Some(compressed) = map.as_deref().filter(|m| m.starts_with(&GZIP_MAGIC)) {
             return Self::gunzip(file_ref, compressed);
         }
-        Ok(Storage {
+        Ok(Storage::Mapped {
             map,
             gunzipped: false,
+        })
+    }
+
+    /// Opens a live ELF core (/proc/kcore): reads its ELF header, then its program headers,
+    /// then as far as its last note ends, each bounded by [`LIVE_HEADERS_MAX`].
+    pub fn open_live(file_ref: &FileRef) -> Result<Storage, Error> {
+        let file = File::open(&file_ref.0).map_err(|e| file_ref.io("cannot open", e))?;
+        let read = |len: u64| -> Result<Vec<u8>, Error> {
+            let mut buf = vec![0u8; len as usize];
+            let n = read_full(&file, 0, &mut buf).map_err(|e| file_ref.io("cannot read", e))?;
+            buf.truncate(n);
+            Ok(buf)
+        };
+        let elf = read(64)?;
+        let too_big = |offset: u64, what: &str, end: Option<u64>| match end {
+            Some(end) if end <= LIVE_HEADERS_MAX => Ok(end),
+            _ => Err(file_ref.malformed(
+                offset,
+                format!("{what} end beyond {LIVE_HEADERS_MAX:#x}: not a live core's headers"),
+            )),
+        };
+        let (Some(phoff), Some(phnum)) = (u64_le(&elf, 32), u16_le(&elf, 56)) else {
+            // Too short for an ELF header: the ELF reader says so with the offset.
+            return Ok(Storage::Live {
+                file,
+                headers: elf,
+                reads: Mutex::new(()),
+            });
+        };
+        let phdrs_end = too_big(
+            32,
+            "program headers",
+            phoff.checked_add(u64::from(phnum) * 56),
+        )?;
+        let phdrs = read(phdrs_end)?;
+        let mut end = phdrs_end;
+        // PN_XNUM: the real count is in section header 0, which the ELF reader then reads.
+        if phnum == 0xffff {
+            let shoff = u64_le(&elf, 40).unwrap_or_default();
+            end = end.max(too_big(40, "section header 0", shoff.checked_add(64))?);
+        }
+        for i in 0..u64::from(phnum) {
+            let at = phoff + i * 56;
+            if u32_le(&phdrs, at) == Some(4) {
+                let (offset, size) = (u64_le(&phdrs, at + 8), u64_le(&phdrs, at + 32));
+                let note_end = offset.zip(size).and_then(|(o, s)| o.checked_add(s));
+                end = end.max(too_big(at, "PT_NOTE", note_end)?);
+            }
+        }
+        Ok(Storage::Live {
+            headers: read(end)?,
+            file,
+            reads: Mutex::new(()),
         })
     }
 
@@ -51,30 +124,65 @@ impl Storage {
             file_ref.0.display(),
             map.as_ref().map_or(0, |m| m.len())
         );
-        Ok(Storage {
+        Ok(Storage::Mapped {
             map,
             gunzipped: true,
         })
     }
 
+    /// The whole file when mapped; a live file's headers only.
     pub fn bytes(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or_default()
+        match self {
+            Storage::Mapped { map, .. } => map.as_deref().unwrap_or_default(),
+            Storage::Live { headers, .. } => headers,
+        }
     }
 
-    /// Copy the bytes at `offset` into `buf`; how many there were (fewer at the end of the file).
-    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
-        let data = self.bytes();
+    /// Copy the bytes at `offset` into `buf`; how many there were (fewer at the end of the
+    /// file). Only a live file's read can fail.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let data = match self {
+            Storage::Live { file, reads, .. } => {
+                let _one = reads.lock().unwrap_or_else(|p| p.into_inner());
+                return read_full(file, offset, buf);
+            }
+            Storage::Mapped { .. } => self.bytes(),
+        };
         let Some(start) = usize::try_from(offset).ok().filter(|&o| o <= data.len()) else {
-            return 0;
+            return Ok(0);
         };
         let n = buf.len().min(data.len() - start);
         buf[..n].copy_from_slice(&data[start..start + n]);
-        n
+        Ok(n)
     }
 
     pub fn gunzipped(&self) -> bool {
-        self.gunzipped
+        matches!(
+            self,
+            Storage::Mapped {
+                gunzipped: true,
+                ..
+            }
+        )
     }
+
+    pub fn is_live(&self) -> bool {
+        matches!(self, Storage::Live { .. })
+    }
+}
+
+/// `pread` until `buf` is full or the file ends; how many bytes were read.
+fn read_full(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 fn map_file(file: &File) -> io::Result<Option<Mmap>> {

@@ -1,4 +1,5 @@
-//! `kcrash DUMP [IMAGE] [MODULE.ko...]`: a crash(8)-style session on a dump. A thin shell over the library.
+//! `kcrash [DUMP] [IMAGE] [MODULE.ko...]`: a crash(8)-style session on a dump, or on the running
+//! kernel. A thin shell over the library.
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -6,7 +7,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use kcrash::commands::modules::module_name;
+use kcrash::commands::modules::{find_ko, module_name};
+use kcrash::linux::live::{self, is_live_path};
 use kcrash::paint::{ColorChoice, Paint};
 use kcrash::regress::{report, Corpus, EntryRun, Options};
 use kcrash::session::{sort_files, Session};
@@ -36,6 +38,8 @@ Examples:
   kcrash -c 'p KLogs[2]' vmcore vmlinux klogtest.ko
   kcrash -c sys -c 'rd -s KLogs 16' vmcore vmlinux
   kcrash -i triage.cmds vmcore vmlinux > report.txt
+  sudo kcrash -c 'klog 0 full'                 (the running kernel; KLogs' module found by itself)
+  sudo kcrash -c 'klog --follow' klogtest.ko
   echo 'klog SCHED' | kcrash core.1234
 
   kcrash regress corpus --junit report.xml   (kcrash regress --help)
@@ -48,8 +52,9 @@ not be opened or the arguments are wrong.")]
 struct Cli {
     /// The dump and its image (vmlinux, the program), in any order; a process core finds its
     /// executable by itself when it is present. Kernel modules' `.ko` files load at their
-    /// addresses in the dump (as `mod -s`).
-    #[arg(required = true, value_name = "DUMP [IMAGE] [MODULE.ko]")]
+    /// addresses in the dump (as `mod -s`). Without a dump, or with /proc/kcore, the running
+    /// kernel (as root).
+    #[arg(value_name = "DUMP [IMAGE] [MODULE.ko]")]
     files: Vec<PathBuf>,
     /// Run this command, then exit (repeatable; run in order).
     #[arg(short = 'c', long = "command", value_name = "CMD")]
@@ -126,9 +131,15 @@ fn main() -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail_open(errors, &e.to_string()),
     };
-    let dump = match dumpfmt::Dump::open(&files.dump) {
+    let live = is_live_path(&files.dump);
+    let opened = if live {
+        dumpfmt::Dump::open_live(&files.dump).map_err(|e| live::open_failure(&files.dump, &e))
+    } else {
+        dumpfmt::Dump::open(&files.dump).map_err(|e| e.to_string())
+    };
+    let dump = match opened {
         Ok(d) => d,
-        Err(e) => return fail_open(errors, &e.to_string()),
+        Err(e) => return fail_open(errors, &e),
     };
     let session = match Session::open(&dump, files.image) {
         Ok(s) => s,
@@ -143,6 +154,9 @@ fn main() -> ExitCode {
         if let Err(e) = loaded {
             return fail_open(errors, &e);
         }
+    }
+    if live && files.modules.is_empty() {
+        load_klog_module(&session, cli.silent);
     }
     if !cli.silent {
         for note in &session.notes {
@@ -175,6 +189,39 @@ fn main() -> ExitCode {
         script(&mut shell, lines.into_iter(), cli.keep_going, errors)
     } else {
         prompt(&mut shell, cli.silent, cli.color)
+    }
+}
+
+/// On a running kernel without a `.ko` on the command line: when a module defines `KLogs`
+/// (/proc/kallsyms says which) and the kernel image given has none, load that module's `.ko`
+/// from /lib/modules/RELEASE. What fails is said, and `klog` then says what to give.
+fn load_klog_module(session: &Session<'_>, silent: bool) {
+    if session
+        .image
+        .as_ref()
+        .is_some_and(|i| i.symbol("KLogs").is_some())
+    {
+        return;
+    }
+    let name = match live::module_defining("KLogs") {
+        Ok(Some(name)) => name,
+        Ok(None) => return,
+        Err(e) => return eprintln!("kcrash: {e}"),
+    };
+    let Some(release) = live::release() else {
+        return;
+    };
+    let dir = PathBuf::from("/lib/modules").join(release);
+    let Some(ko) = find_ko(&dir, &name) else {
+        return eprintln!(
+            "kcrash: module {name} holds KLogs, but {name}.ko is not under {}: give it on the command line",
+            dir.display()
+        );
+    };
+    match session.load_module(&name, &ko) {
+        Ok(_) if silent => {}
+        Ok(_) => eprintln!("kcrash: KLogs is in module {name}: loaded {}", ko.display()),
+        Err(e) => eprintln!("kcrash: {e}"),
     }
 }
 

@@ -82,11 +82,20 @@ pub struct Files {
     pub modules: Vec<PathBuf>,
 }
 
-/// Sorts the command line's files into dump, image and modules, in any order.
+/// Sorts the command line's files into dump, image and modules, in any order. Without a dump,
+/// the dump is the running kernel's memory (/proc/kcore); a file under /proc is taken as live
+/// memory without being read here (opening it says why it cannot be read, if it cannot).
 pub fn sort_files(files: &[PathBuf]) -> Result<Files, OpenError> {
     let kinds = files
         .iter()
-        .map(|f| file_kind(f).map(|k| (k, f.clone())))
+        .map(|f| {
+            let kind = if linux::live::is_live_path(f) {
+                Ok(FileKind::Dump)
+            } else {
+                file_kind(f)
+            };
+            kind.map(|k| (k, f.clone()))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let of = |kind: FileKind| -> Vec<PathBuf> {
         kinds
@@ -96,11 +105,13 @@ pub fn sort_files(files: &[PathBuf]) -> Result<Files, OpenError> {
             .collect()
     };
     let (dumps, images) = (of(FileKind::Dump), of(FileKind::Image));
-    let usage = "kcrash DUMP [IMAGE] [MODULE.ko...]";
+    let usage = "kcrash [DUMP] [IMAGE] [MODULE.ko...]";
+    let live = || PathBuf::from(linux::live::KCORE);
     let (dump, image) = match (dumps.as_slice(), images.as_slice()) {
         ([d], []) => (d.clone(), None),
         ([d], [i]) => (d.clone(), Some(i.clone())),
-        ([], _) => return Err(open_err(format!("no dump given: {usage}"))),
+        ([], []) => (live(), None),
+        ([], [i]) => (live(), Some(i.clone())),
         (_, [_, _, ..]) => return Err(open_err(format!("more than one image given: {usage}"))),
         _ => return Err(open_err(format!("more than one dump given: {usage}"))),
     };
@@ -451,14 +462,19 @@ impl<'d> Session<'d> {
     }
 
     /// Loads module `name`'s `.ko` from `file` at the addresses its sections have in the dump
-    /// (replacing one loaded before).
+    /// (replacing one loaded before). On a live kernel the addresses come from
+    /// /sys/module/NAME/sections, which needs no vmlinux.
     pub fn load_module(&self, name: &str, file: &Path) -> Result<Arc<LoadedModule>, String> {
-        let modules = crate::linux::modules::modules(self)?;
-        let module = modules
-            .iter()
-            .find(|m| m.name == name)
-            .ok_or_else(|| format!("{name}: no such module in the dump (mod lists them)"))?;
-        let sections = module.sections(self)?;
+        let sections = if self.dump.is_live() {
+            linux::live::module_sections(name)?
+        } else {
+            let modules = crate::linux::modules::modules(self)?;
+            let module = modules
+                .iter()
+                .find(|m| m.name == name)
+                .ok_or_else(|| format!("{name}: no such module in the dump (mod lists them)"))?;
+            module.sections(self)?
+        };
         let image = Image::open_relocatable(file, &sections)
             .map_err(|e| format!("{}: {e}", file.display()))?;
         let loaded = Arc::new(LoadedModule {
@@ -482,7 +498,12 @@ impl<'d> Session<'d> {
             .iter()
             .find(|i| i.image().symbol("KLogs").is_some())
             .or(images.first())
-            .ok_or("no image: give the kernel image (vmlinux) with DWARF to read the KLog")?
+            .ok_or(if self.dump.is_live() {
+                "no KLogs: give the .ko of the module that holds it (kcrash klogtest.ko), or the \
+                 kernel's vmlinux with DWARF"
+            } else {
+                "no image: give the kernel image (vmlinux) with DWARF to read the KLog"
+            })?
             .image();
         if image.debug_path().is_none() {
             return Err(format!(

@@ -222,7 +222,11 @@ pub fn command(name: &str) -> Option<&'static Command> {
 
 fn run_klog(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
     let klog = cx.session.klog().map_err(anyhow::Error::msg)?;
-    commands::klog::run(args, cx.session, klog, cx.out, cx.err)?;
+    if cx.session.dump.is_live() {
+        commands::klog::run_live(args, cx.session, &klog.layout, cx.out, cx.err)?;
+    } else {
+        commands::klog::run(args, cx.session, klog, cx.out, cx.err)?;
+    }
     Ok(Flow::Continue)
 }
 

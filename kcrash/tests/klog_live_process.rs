@@ -7,9 +7,10 @@
 use std::ffi::{c_char, CString};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use kcrash::klog::layout::{ArrayAt, Field, KLogFields, KLogLayout, ScalarAt};
+use kcrash::klog::live::Snapshot;
 use kcrash::klog::render::{Clock, Printer, Style};
 use kcrash::klog::ring::Order;
 use kcrash::klog::{Klog, Selection};
@@ -271,6 +272,65 @@ fn rings_rebuilt_from_memory() {
     let fs_msgs: Vec<u64> = salvage.groups[1].iter().map(|r| r.data()[1]).collect();
     assert_eq!(fs_msgs, [0o644, 0, 0]);
     KLogs[1].next_write.store(saved, Ordering::Relaxed);
+
+    // A live snapshot while the writer runs: it logs two SCHED records in the middle of the one
+    // read of SCHED's words, into the slots of the two oldest records. Those two are dropped and
+    // counted, never shown half old, half new.
+    let (sched_buffer, sched_recs) = (klog.rings[2].buffer, klog.rings[2].num_recs);
+    let writer = WriterMidRead {
+        mem: &mem,
+        ring: sched_buffer,
+        len: (sched_recs * 64) as usize,
+        fired: AtomicBool::new(false),
+    };
+    let (snap, notes) = Snapshot::take(&writer, layout());
+    assert!(writer.fired.load(Ordering::Relaxed));
+    assert_eq!(
+        notes,
+        ["KLogs[2] (SCHED): 2 of the oldest records were overwritten while being read; not shown"]
+    );
+    let sched = lines(
+        &snap.klog,
+        &snap,
+        snap.klog.select("SCHED").unwrap(),
+        Order::OldestFirst,
+        Style::Terse,
+    );
+    let want: Vec<String> = (8..10u64)
+        .map(|i| format!("[SCHED] postProcess: task:{i:016x} curPD:{}", -(i as i64)))
+        .collect();
+    assert_eq!(sched, want);
+    // The next look sees the two new records and nothing overwritten.
+    let (snap, notes) = Snapshot::take(&mem, layout());
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(snap.klog.rings[2].written(), 12);
+}
+
+/// Memory whose writer logs two SCHED records halfway through the read of SCHED's ring.
+struct WriterMidRead<'m> {
+    mem: &'m SelfMem,
+    ring: u64,
+    len: usize,
+    fired: AtomicBool,
+}
+
+impl Memory for WriterMidRead<'_> {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Unreadable> {
+        if addr != self.ring || buf.len() != self.len || self.fired.swap(true, Ordering::Relaxed) {
+            return self.mem.read(addr, buf);
+        }
+        let half = buf.len() / 2;
+        self.mem.read(addr, &mut buf[..half])?;
+        for i in 10..12u64 {
+            klog_runtime::KLOGV2!(
+                DBG_SCHED,
+                "postProcess: task:%016lx curPD:%d",
+                i,
+                -(i as i64)
+            );
+        }
+        self.mem.read(addr + half as u64, &mut buf[half..])
+    }
 }
 
 /// The `klog` command's own parsing and output, on the same kind of memory.

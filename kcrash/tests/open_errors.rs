@@ -73,8 +73,29 @@ fn two_dumps() {
     let d = corpus("bare/rings/vmcore.kdump");
     assert_eq!(
         failure(&kcrash(&[&d, &d]), 2),
-        "kcrash: more than one dump given: kcrash DUMP [IMAGE] [MODULE.ko...]"
+        "kcrash: more than one dump given: kcrash [DUMP] [IMAGE] [MODULE.ko...]"
     );
+}
+
+/// No dump means the running kernel; on a machine without /proc/kcore (this host's kernel has
+/// none) that is said, with what to do. Where /proc/kcore exists the guest test covers it.
+#[test]
+fn no_dump_and_no_kcore() {
+    if Path::new("/proc/kcore").exists() {
+        eprintln!("NOT RUN: no_dump_and_no_kcore: this machine has /proc/kcore");
+        return;
+    }
+    assert_eq!(
+        failure(&kcrash(&[]), 2),
+        "kcrash: /proc/kcore does not exist: this kernel was built without CONFIG_PROC_KCORE, \
+         so its memory cannot be read live; take a dump (kdump, or QEMU dump-guest-memory) instead"
+    );
+    // A file under /proc is live memory, even given with an image.
+    assert!(failure(
+        &kcrash(&[Path::new("/proc/kcore"), &corpus("bare/vmlinux")]),
+        2
+    )
+    .starts_with("kcrash: /proc/kcore does not exist"));
 }
 
 #[test]

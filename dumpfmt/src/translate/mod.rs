@@ -132,6 +132,8 @@ pub struct AddressSpace<'d> {
     dump: &'d Dump,
     sources: Vec<Source>,
     tlb: Mutex<Tlb>,
+    /// Off for a live kernel, whose page tables change between reads.
+    tlb_enabled: bool,
 }
 
 impl<'d> AddressSpace<'d> {
@@ -143,6 +145,7 @@ impl<'d> AddressSpace<'d> {
             tlb: Mutex::new(Tlb {
                 entries: Box::new([TlbEntry::default(); TLB_ENTRIES]),
             }),
+            tlb_enabled: true,
         }
     }
 
@@ -160,6 +163,10 @@ impl<'d> AddressSpace<'d> {
     /// 4. the kernel image mapping from VMCOREINFO ([`LinuxInfo::kernel_image_map`]), so that
     ///    kernel text and data read even where the page tables cannot be.
     ///
+    /// A live /proc/kcore ([`Dump::is_live`]) maps the direct map and the kernel image itself;
+    /// vmalloc and module addresses go through the page tables (kcore reads their holes as
+    /// zeros), walked afresh on every read.
+    ///
     /// Without VMCOREINFO the KASLR slide and `phys_base` come from the vmlinux (e.g. with
     /// [`x86_64::X86_64::first_mapping`] from CR3); the caller then pushes the image mapping.
     pub fn from_dump(dump: &'d Dump) -> Result<Self, Error> {
@@ -167,6 +174,8 @@ impl<'d> AddressSpace<'d> {
         if dump.has_virtual_mappings() {
             space.push(Source::DumpMappings);
         }
+        // The kernel changes its page tables as it runs: nothing is kept between reads.
+        space.tlb_enabled = !dump.is_live();
         let linux = dump.linux_info()?;
         let walker = linux
             .as_ref()
@@ -256,7 +265,7 @@ impl<'d> AddressSpace<'d> {
                 let within = vaddr & ((1 << TLB_PAGE_SHIFT) - 1);
                 let page_left = (1 << TLB_PAGE_SHIFT) - within;
                 let slot = (vpn as usize) % TLB_ENTRIES;
-                {
+                if self.tlb_enabled {
                     let tlb = self.tlb.lock().unwrap_or_else(|p| p.into_inner());
                     let hit = tlb.entries[slot];
                     if hit.tag == vpn + 1 && hit.source == index {
@@ -264,6 +273,7 @@ impl<'d> AddressSpace<'d> {
                     }
                 }
                 match walker.translate(self.dump, *root, vaddr) {
+                    Ok(m) if !self.tlb_enabled => Some((m.paddr, page_left)),
                     Ok(m) => {
                         let mut tlb = self.tlb.lock().unwrap_or_else(|p| p.into_inner());
                         tlb.entries[slot] = TlbEntry {

@@ -9,6 +9,8 @@ use klog_runtime::{split_proc_dom, Level};
 use regex::bytes::Regex;
 use serde_json::json;
 
+use crate::klog::layout::KLogLayout;
+use crate::klog::live::Snapshot;
 use crate::klog::pipeline::render_stream;
 use crate::klog::render::{Clock, Printer, Style};
 use crate::klog::ring::{Order, Record};
@@ -62,6 +64,22 @@ pub struct Args {
     /// Ignore the control blocks: scan KLogBuffer for valid records, by subsystem and clock.
     #[arg(long)]
     salvage: bool,
+    /// Live kernel only: print the log oldest first, then keep printing new records as they are
+    /// logged (polling the rings), until Ctrl-C; records lost between polls are reported.
+    #[arg(short = 'f', long, conflicts_with_all = ["summary", "salvage"])]
+    follow: bool,
+    /// With --follow: seconds between two looks at the rings. A ring that takes in more than
+    /// its size in records between two looks loses the difference (and says so).
+    #[arg(long, value_name = "SECONDS", default_value = "0.2", requires = "follow", value_parser = parse_interval)]
+    interval: std::time::Duration,
+}
+
+fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    if !(0.01..=3600.0).contains(&secs) {
+        return Err(format!("{s} is not between 0.01 and 3600 seconds"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 /// Render workers at most: beyond a few, the single-threaded merge is the limit.
@@ -126,7 +144,18 @@ impl Filter {
     }
 }
 
-/// Runs `klog` with `argv` (without the command name).
+fn parse(argv: &[String]) -> Result<Args> {
+    let mut args = Args::try_parse_from(argv)?;
+    // `klog full` means every subsystem, full.
+    if matches!(args.subsys.as_str(), "full" | "terse") && args.kind == "terse" {
+        args.kind = std::mem::replace(&mut args.subsys, "0".into());
+    }
+    // Following shows records in the order they arrive.
+    args.oldest_first |= args.follow;
+    Ok(args)
+}
+
+/// Runs `klog` with `argv` (without the command name) on a dump.
 pub fn run(
     argv: &[String],
     mem: &(dyn Memory + Sync),
@@ -134,11 +163,97 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<()> {
-    let mut args = Args::try_parse_from(argv)?;
-    // `klog full` means every subsystem, full.
-    if matches!(args.subsys.as_str(), "full" | "terse") && args.kind == "terse" {
-        args.kind = std::mem::replace(&mut args.subsys, "0".into());
+    let args = parse(argv)?;
+    if args.follow {
+        bail!("--follow needs a running kernel (kcrash with no dump reads /proc/kcore)");
     }
+    show(&args, mem, klog, &[], out, err)
+}
+
+/// Runs `klog` on a running kernel: each look at the rings is a [`Snapshot`], so nothing read
+/// by an earlier command (or poll) is reused.
+pub fn run_live(
+    argv: &[String],
+    mem: &(dyn Memory + Sync),
+    layout: &KLogLayout,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<()> {
+    let args = parse(argv)?;
+    let snapshot = |err: &mut dyn Write| -> Result<Snapshot<'_>> {
+        let (snap, notes) = Snapshot::take(mem, layout.clone());
+        for note in notes {
+            writeln!(err, "klog: {note}")?;
+        }
+        Ok(snap)
+    };
+    let snap = snapshot(err)?;
+    show(&args, &snap, &snap.klog, &[], out, err)?;
+    if !args.follow {
+        return Ok(());
+    }
+    let mut seen: Vec<u64> = snap.klog.rings.iter().map(|r| r.written()).collect();
+    drop(snap);
+    loop {
+        out.flush()?;
+        if sleep_unless_interrupted(args.interval) {
+            return Ok(());
+        }
+        let snap = snapshot(err)?;
+        for r in snap.klog.rings.iter().filter(|r| r.trusted()) {
+            let Some(last) = seen.get_mut(r.index) else {
+                continue;
+            };
+            if r.written() < *last {
+                writeln!(
+                    err,
+                    "klog: KLogs[{}] ({}): next_write went back from {} to {} records: the ring was reset",
+                    r.index,
+                    r.label(),
+                    *last,
+                    r.written()
+                )?;
+            } else if r.first_seq() > *last {
+                writeln!(
+                    err,
+                    "klog: KLogs[{}] ({}): {} records lost between polls (the ring went round)",
+                    r.index,
+                    r.label(),
+                    r.first_seq() - *last
+                )?;
+            }
+        }
+        show(&args, &snap, &snap.klog, &seen, out, err)?;
+        for r in &snap.klog.rings {
+            if let Some(last) = seen.get_mut(r.index) {
+                *last = r.written();
+            }
+        }
+    }
+}
+
+/// Sleeps for `d`, waking early for Ctrl-C; whether Ctrl-C was pressed.
+fn sleep_unless_interrupted(d: std::time::Duration) -> bool {
+    let step = std::time::Duration::from_millis(20);
+    let start = std::time::Instant::now();
+    while start.elapsed() < d {
+        if crate::interrupt::requested() {
+            return true;
+        }
+        std::thread::sleep(step);
+    }
+    crate::interrupt::requested()
+}
+
+/// Prints the records `args` select, leaving out ring `i`'s records before `from[i]`.
+fn show(
+    args: &Args,
+    mem: &(dyn Memory + Sync),
+    klog: &Klog,
+    from: &[u64],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<()> {
     let style = match args.kind.as_str() {
         "full" => Style::Full,
         "terse" => Style::Terse,
@@ -154,8 +269,10 @@ pub fn run(
     if args.summary {
         return summary(mem, klog, clock, args.json, out);
     }
-    warn_untrusted(klog, sel, args.salvage, err)?;
-    let filter = Filter::new(&args, clock)?;
+    if from.is_empty() {
+        warn_untrusted(klog, sel, args.salvage, err)?;
+    }
+    let filter = Filter::new(args, clock)?;
     let limit = args.count.unwrap_or(u64::MAX);
     let names = klog.names();
     let json = args.json;
@@ -219,10 +336,13 @@ pub fn run(
         .collect();
     // Ctrl-C ends the record stream; what was rendered is written, then the command says so.
     let records = klog
-        .records(mem, sel, order)
+        .records_from(mem, sel, order, from)
         .take_while(|_| !crate::interrupt::requested());
     render_stream(records, &mut printers, &render, limit, out)?;
-    crate::interrupt::check()?;
+    // Ctrl-C is how --follow ends, not a failure.
+    if !args.follow {
+        crate::interrupt::check()?;
+    }
     Ok(())
 }
 

@@ -68,6 +68,13 @@ fn find_kos(dir: &Path, out: &mut Vec<(String, PathBuf)>) {
     }
 }
 
+/// Module `name`'s `.ko` under `dir`, at any depth.
+pub fn find_ko(dir: &Path, name: &str) -> Option<PathBuf> {
+    let mut found = Vec::new();
+    find_kos(dir, &mut found);
+    found.into_iter().find(|(n, _)| n == name).map(|(_, p)| p)
+}
+
 /// `/lib/modules/RELEASE`, the release from the dump.
 fn default_dir(session: &Session<'_>) -> Result<PathBuf> {
     let info = session.dump.vmcoreinfo()?;
@@ -85,7 +92,9 @@ fn default_dir(session: &Session<'_>) -> Result<PathBuf> {
 pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(argv)?;
     let session = cx.session;
-    if session.linux.is_none() {
+    // A live kernel places a .ko from /sys/module without a vmlinux; listing needs one.
+    let live_load = session.dump.is_live() && args.load.is_some();
+    if session.linux.is_none() && !live_load {
         bail!("mod needs a Linux kernel dump and its vmlinux");
     }
     if let Some(load) = &args.load {
@@ -94,12 +103,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
             Some(f) => PathBuf::from(f),
             None => {
                 let dir = default_dir(session)?;
-                let mut found = Vec::new();
-                find_kos(&dir, &mut found);
-                found
-                    .into_iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, p)| p)
+                find_ko(&dir, name)
                     .ok_or_else(|| anyhow!("{name}.ko is not under {}", dir.display()))?
             }
         };

@@ -7,6 +7,7 @@ use serde_json::json;
 use symbols::{Image, Symbol, SymbolKind};
 
 use crate::interrupt;
+use crate::linux::live::{Kallsym, Kallsyms};
 use crate::session::{ImageRef, Session};
 use crate::shell::{one_line, Context, Flow};
 
@@ -134,6 +135,9 @@ pub fn describe(image: &Image, addr: u64) -> Option<String> {
 
 pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(argv)?;
+    if cx.session.dump.is_live() && cx.session.image.is_none() {
+        return run_kallsyms(cx, &args);
+    }
     let image = image(cx.session)?;
     if args.list {
         let pattern = match args.what.as_slice() {
@@ -173,6 +177,69 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         };
         let shown = display_name(&sym.name);
         emit(cx, image, &sym, off, &shown, args.json, true)?;
+    }
+    Ok(Flow::Continue)
+}
+
+/// `sym` on a running kernel without a vmlinux: names and addresses from /proc/kallsyms, read
+/// afresh (no size, section or line: kallsyms has none).
+fn run_kallsyms(cx: &mut Context<'_, '_>, args: &Args) -> Result<Flow> {
+    let kallsyms = Kallsyms::read().map_err(anyhow::Error::msg)?;
+    let emit = |cx: &mut Context<'_, '_>, s: &Kallsym, off: u64| -> Result<()> {
+        let addr = s.address.wrapping_add(off);
+        if args.json {
+            let doc = json!({
+                "address": addr, "symbol": s.name, "name": s.name, "offset": off,
+                "symbol_address": s.address, "type": s.kind.to_string(), "module": s.module,
+                "source": "kallsyms",
+            });
+            serde_json::to_writer(&mut *cx.out, &doc)?;
+            return Ok(writeln!(cx.out)?);
+        }
+        let name = if off == 0 {
+            s.name.clone()
+        } else {
+            format!("{}+{off:#x}", s.name)
+        };
+        write!(
+            cx.out,
+            "{} ({}) {}",
+            cx.paint.addr(format_args!("{addr:016x}")),
+            s.kind,
+            cx.paint.name(name)
+        )?;
+        if let Some(m) = &s.module {
+            write!(cx.out, "  [{m}]")?;
+        }
+        Ok(writeln!(cx.out)?)
+    };
+    if args.list {
+        let pattern = match args.what.as_slice() {
+            [] => None,
+            [p] => Some(Regex::new(p).map_err(|e| anyhow!("{}", one_line(&e.to_string())))?),
+            _ => bail!("sym -l takes one pattern"),
+        };
+        for s in kallsyms.iter() {
+            interrupt::check()?;
+            if pattern.as_ref().is_none_or(|re| re.is_match(&s.name)) {
+                emit(cx, s, 0)?;
+            }
+        }
+        return Ok(Flow::Continue);
+    }
+    for what in &args.what {
+        match kallsyms.by_name(what) {
+            Some(s) => emit(cx, s, 0)?,
+            None => {
+                let addr = parse_hex(what).ok_or_else(|| {
+                    anyhow!("{what}: not in /proc/kallsyms, and not a hex address")
+                })?;
+                let (s, off) = kallsyms
+                    .by_address(addr)
+                    .ok_or_else(|| anyhow!("{addr:#x}: below every kernel symbol"))?;
+                emit(cx, s, off)?;
+            }
+        }
     }
     Ok(Flow::Continue)
 }

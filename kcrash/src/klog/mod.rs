@@ -3,6 +3,7 @@
 
 pub mod dwarf;
 pub mod layout;
+pub mod live;
 pub mod merge;
 pub mod pipeline;
 pub mod render;
@@ -95,16 +96,27 @@ impl Klog {
 
     /// The selected records in `order`, streamed from memory.
     pub fn records<'a>(&'a self, mem: &'a dyn Memory, sel: Selection, order: Order) -> Merge<'a> {
+        self.records_from(mem, sel, order, &[])
+    }
+
+    /// As [`Klog::records`], leaving out records of ring `i` before sequence number `from[i]`
+    /// (those already shown by `klog --follow`).
+    pub fn records_from<'a>(
+        &'a self,
+        mem: &'a dyn Memory,
+        sel: Selection,
+        order: Order,
+        from: &[u64],
+    ) -> Merge<'a> {
+        let cursor = |r: &'a Ring, only| {
+            Cursor::new(mem, r, order, only).from_seq(from.get(r.index).copied().unwrap_or(0))
+        };
         let cursors = match sel {
-            Selection::All => self
-                .rings
-                .iter()
-                .map(|r| Cursor::new(mem, r, order, None))
-                .collect(),
-            Selection::Subsystem(0) => vec![Cursor::new(mem, &self.rings[0], order, Some(0))],
+            Selection::All => self.rings.iter().map(|r| cursor(r, None)).collect(),
+            Selection::Subsystem(0) => vec![cursor(&self.rings[0], Some(0))],
             Selection::Subsystem(s) => vec![
-                Cursor::new(mem, &self.rings[s as usize], order, None),
-                Cursor::new(mem, &self.rings[0], order, Some(s)),
+                cursor(&self.rings[s as usize], None),
+                cursor(&self.rings[0], Some(s)),
             ],
         };
         Merge::new(cursors, order)

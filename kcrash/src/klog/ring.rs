@@ -30,6 +30,9 @@ pub struct Ring {
     pub buffer: u64,
     pub buffer_size_1: u64,
     pub next_write: u64,
+    /// Live kernels only: the oldest records the writer overwrote while kcrash was reading the
+    /// ring. They are no longer held: what kcrash read of their slots may be half old, half new.
+    pub overrun: u64,
     /// Inconsistencies found in the control block. A ring with any is not trusted: its records
     /// are not read (`klog --salvage` scans KLogBuffer instead).
     pub problems: Vec<String>,
@@ -55,7 +58,9 @@ impl Ring {
 
     /// Records the ring still holds.
     pub fn held(&self) -> u64 {
-        self.written().min(self.num_recs)
+        self.written()
+            .min(self.num_recs)
+            .saturating_sub(self.overrun)
     }
 
     /// Records lost to wrapping.
@@ -91,8 +96,13 @@ pub fn read_rings(mem: &dyn Memory, layout: &KLogLayout) -> Vec<Ring> {
         .collect()
 }
 
+/// Where `KLogs[index]`'s control block is.
+pub fn control_block(layout: &KLogLayout, index: usize) -> u64 {
+    layout.klogs.addr + index as u64 * layout.klogs.stride
+}
+
 fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
-    let base = layout.klogs.addr + index as u64 * layout.klogs.stride;
+    let base = control_block(layout, index);
     let f = &layout.fields;
     let mut problems = Vec::new();
     let mut field = |name: &str, fld: Field| match mem.read_uint(base + fld.offset, fld.size) {
@@ -124,6 +134,7 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
         buffer,
         buffer_size_1,
         next_write,
+        overrun: 0,
         problems,
     };
     if ring.problems.is_empty() {
@@ -317,6 +328,12 @@ impl<'a> Cursor<'a> {
             },
             window: std::collections::VecDeque::with_capacity(WINDOW + 1),
         }
+    }
+
+    /// Leaves out the records before sequence number `seq`.
+    pub fn from_seq(mut self, seq: u64) -> Self {
+        self.lo = self.lo.max(seq).min(self.hi);
+        self
     }
 
     /// The slot with sequence number `seq` (which may be one older than the records yielded).

@@ -1,8 +1,9 @@
 //! Linux kernel dumps: recognising one, placing its vmlinux under KASLR, and the commands that
-//! read Linux's own structures.
+//! read Linux's own structures; and the running kernel, through /proc/kcore.
 
 pub mod facts;
 pub mod kaslr;
+pub mod live;
 pub mod modules;
 pub mod printk;
 

@@ -76,6 +76,18 @@ enum Command {
         #[arg(long)]
         run: Option<String>,
     },
+    /// The Linux guest with a static kcrash reading its own /proc/kcore (issue 10): boot once,
+    /// run kcrash's live checks, write the console into one directory.
+    LinuxLive {
+        /// The statically linked kcrash to put in the guest.
+        #[arg(long)]
+        kcrash: PathBuf,
+        /// Output directory (default: CACHE/linux-live/<release>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, default_value = linux::CACHE)]
+        cache: PathBuf,
+    },
     /// Check a corpus directory against its manifest, oracle and dumps.
     Check {
         #[arg(long)]
@@ -163,6 +175,10 @@ fn main() -> Result<()> {
                     dump.file, dump.bytes, dump.seconds, dump.producer
                 );
             }
+            println!("{}", out.display());
+        }
+        Command::LinuxLive { kcrash, out, cache } => {
+            let out = linux::live::generate(&cache, out, &kcrash)?;
             println!("{}", out.display());
         }
         Command::Check {

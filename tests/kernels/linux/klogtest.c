@@ -14,11 +14,14 @@
  * Then it prints KCRASH-MODULE (its core layout and the addresses of KLogs and KLogBuffer) and
  * returns; the guest's /init panics the kernel with sysrq-c. The kthreads stay alive (asleep) so
  * the task_structs their events point at are still in the dump.
+ * Writing N to /sys/module/klogtest/parameters/burst logs N more events, for a reader of the
+ * running kernel (kcrash on /proc/kcore).
  */
 #include <linux/completion.h>
 #include <linux/kernel.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -300,6 +303,56 @@ static void mixed_event(unsigned int cpu, int i)
 		break;
 	}
 }
+
+/* ---- more events on demand, for a reader of the live kernel ---- */
+
+/* Events logged through the burst parameter so far: numbers them. */
+static unsigned int burst_count;
+
+/* One event of a burst; its %s arguments are in the module's .rodata, so they stay readable. */
+static void burst_event(unsigned int i)
+{
+	switch (i % 4) {
+	case 0:
+		EVENT(DBG_SCHED, KLOG_TERSE, "burst %u on cpu %d", i, raw_smp_processor_id());
+		break;
+	case 1:
+		EVENT(DBG_FS, KLOG_TERSE, "burst %u open %s", i, paths[i % 4]);
+		break;
+	case 2:
+		EVENT(DBG_VM, KLOG_VERBOSE, "burst %u fault va=%#lx", i,
+		      0x7e0000000000ul + (unsigned long)i * 4096);
+		break;
+	default:
+		EVENT(DBG_NET, KLOG_PROLOG, "burst %u xmit len %u", i, 64 + i);
+		break;
+	}
+}
+
+/* `echo N > /sys/module/klogtest/parameters/burst` logs N more events (each with its oracle
+ * line) before the write returns; reading it gives how many were logged so far. */
+static int burst_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n, i;
+	int err = kstrtouint(val, 0, &n);
+
+	if (err)
+		return err;
+	if (n > 100000)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		burst_event(burst_count++);
+		cond_resched();
+	}
+	return 0;
+}
+
+static const struct kernel_param_ops burst_ops = {
+	.set = burst_set,
+	.get = param_get_uint,
+};
+module_param_cb(burst, &burst_ops, &burst_count, 0644);
+MODULE_PARM_DESC(burst, "write N to log N more events");
 
 static DECLARE_COMPLETION(start);
 static DECLARE_COMPLETION(finished);

@@ -7,6 +7,7 @@
 
 pub mod debian;
 pub mod guest;
+pub mod live;
 pub mod makedumpfile;
 
 use crate::dump::{self, Magic};
