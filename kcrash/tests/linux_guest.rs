@@ -415,7 +415,44 @@ fn log_tail_agrees_with_crash() {
         let ours: Vec<&str> = ours.lines().collect();
         let theirs: Vec<&str> = theirs.iter().map(String::as_str).collect();
         let tail = |v: &[&str]| v[v.len().saturating_sub(50)..].join("\n");
-        assert_eq!(tail(&ours), tail(&theirs), "{cmd}");
+        if cmd == "log -T" {
+            assert_human_times_agree(&tail(&ours), &tail(&theirs));
+        } else {
+            assert_eq!(tail(&ours), tail(&theirs), "{cmd}");
+        }
+    }
+}
+
+/// `log -T` lines agree with crash's: the same messages, wall-clock times within a second.
+/// kcrash adds each record's timestamp to the kernel's own boot time (the timekeeper's
+/// offs_real - offs_boot, in nanoseconds); crash derives the boot time in whole seconds, so its
+/// times may be a second later or earlier depending on where the crash fell within a second.
+fn assert_human_times_agree(ours: &str, theirs: &str) {
+    // "[Sun Nov 22 06:15:44 UTC 2026] message" -> (seconds of the day, message).
+    let split = |line: &str| -> (i64, String) {
+        let (stamp, message) = line
+            .strip_prefix('[')
+            .and_then(|l| l.split_once("] "))
+            .unwrap_or_else(|| panic!("a log -T line: {line:?}"));
+        let clock = stamp.split(' ').nth(3).expect("HH:MM:SS in the stamp");
+        let secs = clock
+            .split(':')
+            .map(|f| f.parse::<i64>().expect("a clock field"))
+            .fold(0, |acc, f| acc * 60 + f);
+        (secs, message.to_owned())
+    };
+    let (ours, theirs): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    assert_eq!(ours.len(), theirs.len(), "log -T: line counts");
+    for (o, t) in ours.iter().zip(&theirs) {
+        let ((os, om), (ts, tm)) = (split(o), split(t));
+        assert_eq!(om, tm, "log -T: messages");
+        let apart = (os - ts)
+            .rem_euclid(86_400)
+            .min((ts - os).rem_euclid(86_400));
+        assert!(
+            apart <= 1,
+            "log -T: times more than a second apart:\n{o}\n{t}"
+        );
     }
 }
 
