@@ -110,20 +110,11 @@ impl Storage {
     /// Decompress into an unlinked temporary file (the size is only known at the end, and a
     /// dump can exceed RAM), then map that.
     fn gunzip(file_ref: &FileRef, compressed: &[u8]) -> Result<Storage, Error> {
-        eprintln!(
-            "dumpfmt: {} is gzip-compressed; decompressing it once to a temporary file...",
-            file_ref.0.display()
-        );
         let mut out =
             tempfile::tempfile().map_err(|e| file_ref.io("cannot create a temporary file", e))?;
         let mut decoder = flate2::read::MultiGzDecoder::new(compressed);
         io::copy(&mut decoder, &mut out).map_err(|e| file_ref.io("cannot decompress gzip", e))?;
         let map = map_file(&out).map_err(|e| file_ref.io("cannot map the decompressed dump", e))?;
-        eprintln!(
-            "dumpfmt: {}: decompressed {} bytes",
-            file_ref.0.display(),
-            map.as_ref().map_or(0, |m| m.len())
-        );
         Ok(Storage::Mapped {
             map,
             gunzipped: true,

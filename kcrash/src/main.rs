@@ -11,7 +11,7 @@ use kcrash::commands::modules::{find_ko, module_name};
 use kcrash::linux::live::{self, is_live_path};
 use kcrash::paint::{ColorChoice, Paint};
 use kcrash::regress::{report, Corpus, EntryRun, Options};
-use kcrash::session::{sort_files, Session};
+use kcrash::session::{is_gzip, sort_files, Session};
 use kcrash::shell::{one_line, Completion, Flow, Settings, Shell};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
@@ -135,6 +135,12 @@ fn main() -> ExitCode {
     let opened = if live {
         dumpfmt::Dump::open_live(&files.dump).map_err(|e| live::open_failure(&files.dump, &e))
     } else {
+        if is_gzip(&files.dump) {
+            eprintln!(
+                "kcrash: {} is gzip-compressed; decompressing it once to a temporary file...",
+                files.dump.display()
+            );
+        }
         dumpfmt::Dump::open(&files.dump).map_err(|e| e.to_string())
     };
     let dump = match opened {

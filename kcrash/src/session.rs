@@ -41,6 +41,14 @@ fn open_err(msg: impl Into<String>) -> OpenError {
     OpenError(msg.into())
 }
 
+/// Whether `path` is gzip-compressed (dumpfmt then decompresses it whole before reading it).
+pub fn is_gzip(path: &Path) -> bool {
+    let mut magic = [0u8; 2];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == *b"\x1f\x8b")
+}
+
 /// Reads the first bytes of `path` and says whether it is a dump or an image.
 pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
     let mut head = [0u8; 20];
