@@ -2,16 +2,17 @@
 //! those DIEs (and, for a type, its members, enumerators or bounds) and caches each parsed type.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use gimli::constants as dw;
 use gimli::{AttributeValue, SectionId};
 
-use crate::bytes::Reader;
+use crate::bytes::{raw, Reader};
 use crate::debug_names::{DebugNames, Target};
 use crate::error::{Error, Result};
 use crate::index::{in_unit, last_segment, string, Candidate, Kind, NameIndex};
+use crate::index_cache::{self, CacheFile, Key, Rejected};
 use crate::sections::Sections;
 use crate::types::{
     Array, BitField, Encoding, Enum, Enumerator, Member, Qualifier, Type, TypeId, TypeKind,
@@ -41,6 +42,9 @@ pub(crate) struct DebugInfo {
     units: Units,
     variables: OnceLock<NameIndex>,
     types_index: OnceLock<NameIndex>,
+    /// Both indexes from the cache kept between sessions (read, or scanned and written), for
+    /// an image the cache keeps; `None` for others, which scan each kind on its first lookup.
+    persistent: OnceLock<Option<(NameIndex, NameIndex)>>,
     /// `.debug_names`, if present and readable.
     debug_names: OnceLock<Option<DebugNames>>,
     types: RwLock<HashMap<TypeId, Arc<Type>>>,
@@ -58,17 +62,75 @@ impl DebugInfo {
             units,
             variables: OnceLock::new(),
             types_index: OnceLock::new(),
+            persistent: OnceLock::new(),
             debug_names: OnceLock::new(),
             types: RwLock::default(),
         })
     }
 
     fn index(&self, kind: Kind) -> &NameIndex {
+        if let Some((variables, types)) = self.persistent.get_or_init(|| self.persistent()) {
+            return match kind {
+                Kind::Variables => variables,
+                Kind::Types => types,
+            };
+        }
         let slot = match kind {
             Kind::Variables => &self.variables,
             Kind::Types => &self.types_index,
         };
-        slot.get_or_init(|| NameIndex::build(kind, &self.path, &self.dwarf, &self.units))
+        slot.get_or_init(|| {
+            self.sections.prefault_debug_info();
+            NameIndex::build(kind, &self.path, &self.dwarf, &self.units)
+        })
+    }
+
+    /// The length of `.debug_info`, which every DIE offset is below.
+    pub(crate) fn debug_info_len(&self) -> u64 {
+        use gimli::Section;
+        raw(self.dwarf.debug_info.reader()).len() as u64
+    }
+
+    /// Both name indexes through the cache, when the cache is on and keeps this image: a large
+    /// `.debug_info` in a file with a build-id.
+    fn persistent(&self) -> Option<(NameIndex, NameIndex)> {
+        let debug_info_len = self.debug_info_len();
+        if debug_info_len < index_cache::MIN_DEBUG_INFO {
+            return None;
+        }
+        let dir = index_cache::directory()?;
+        let file = self.sections.file();
+        let key = Key::of(&file.path, file.build_id.as_deref()?, debug_info_len)?;
+        Some(self.cached_in(&dir, &key))
+    }
+
+    /// Both name indexes from the cache file for `key` in `dir`; when there is none, or it is
+    /// not valid, scanned and written there.
+    pub(crate) fn cached_in(&self, dir: &Path, key: &Key) -> (NameIndex, NameIndex) {
+        match CacheFile::open(dir, key) {
+            Ok(file) => {
+                let file = Arc::new(file);
+                return (
+                    NameIndex::cached(Arc::clone(&file), Kind::Variables),
+                    NameIndex::cached(file, Kind::Types),
+                );
+            }
+            Err(Rejected::Missing) => {}
+            Err(Rejected::Invalid(why)) => index_cache::note_rejected(dir, key, &why),
+        }
+        self.sections.prefault_debug_info();
+        let (variables, types) = rayon::join(
+            || NameIndex::build(Kind::Variables, &self.path, &self.dwarf, &self.units),
+            || NameIndex::build(Kind::Types, &self.path, &self.dwarf, &self.units),
+        );
+        // An index with unreadable units is not kept: each session reports them again.
+        if variables.errors.is_empty() && types.errors.is_empty() {
+            let stored = index_cache::store(dir, key, &variables.words(), &types.words());
+            if let Err(error) = stored {
+                index_cache::note_store_failed(dir, &error);
+            }
+        }
+        (variables, types)
     }
 
     /// The DIEs that may carry `name`: from `.debug_names` when it has the name, else from the

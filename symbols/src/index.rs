@@ -11,12 +11,14 @@
 //! binary search. A hit is confirmed against the DIE's own name when it is read.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use gimli::constants as dw;
 use rayon::prelude::*;
 
 use crate::bytes::{raw, Reader};
 use crate::error::{Error, Result};
+use crate::index_cache::{self, CacheFile};
 use crate::skim::Skim;
 use crate::units::{ParsedUnit, Units};
 
@@ -137,10 +139,24 @@ pub(crate) enum Kind {
 /// Name hashes of one kind of name, to the DIEs that carry them.
 #[derive(Debug, Default)]
 pub(crate) struct NameIndex {
-    /// Sorted by hash, then packed candidate.
-    entries: Vec<(NameHash, u64)>,
+    entries: Entries,
     /// Units that could not be read: a name not found may have been in them.
     pub(crate) errors: Vec<Error>,
+}
+
+/// (name hash, packed candidate) pairs sorted by hash, then candidate.
+#[derive(Debug)]
+enum Entries {
+    /// Made by this session's scan.
+    Scanned(Vec<(NameHash, u64)>),
+    /// A validated cache file's, read in place.
+    Cached(Arc<CacheFile>, Kind),
+}
+
+impl Default for Entries {
+    fn default() -> Entries {
+        Entries::Scanned(Vec::new())
+    }
 }
 
 impl NameIndex {
@@ -157,32 +173,76 @@ impl NameIndex {
                 scan(kind, path, dwarf, &unit, units.offset(i))
             })
             .collect();
-        let mut index = NameIndex::default();
-        index.errors.extend(units.header_error().cloned());
+        let mut errors: Vec<Error> = units.header_error().cloned().into_iter().collect();
         let total = scanned.iter().flatten().map(Vec::len).sum();
-        index.entries.reserve_exact(total);
+        let mut entries = Vec::with_capacity(total);
         for names in scanned {
             match names {
-                Ok(names) => index.entries.extend(names),
-                Err(error) => index.errors.push(error),
+                Ok(names) => entries.extend(names),
+                Err(error) => errors.push(error),
             }
         }
-        index.entries.par_sort_unstable();
-        index
+        entries.par_sort_unstable();
+        NameIndex {
+            entries: Entries::Scanned(entries),
+            errors,
+        }
+    }
+
+    /// The index of `kind` in a validated cache file.
+    pub(crate) fn cached(file: Arc<CacheFile>, kind: Kind) -> NameIndex {
+        NameIndex {
+            entries: Entries::Cached(file, kind),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Every entry as plain words (name hash, packed candidate), in order: what a cache file
+    /// stores.
+    pub(crate) fn words(&self) -> Vec<(u64, u64)> {
+        match &self.entries {
+            Entries::Scanned(entries) => entries.iter().map(|&(h, c)| (h.0, c)).collect(),
+            Entries::Cached(file, kind) => {
+                let entries = file.entries(*kind);
+                (0..entries.len() / 16)
+                    .map(|i| index_cache::entry(entries, i))
+                    .collect()
+            }
+        }
     }
 
     /// DIEs that may carry `name`, definitions first, each group in section order.
     pub(crate) fn lookup(&self, name: &str) -> Vec<Candidate> {
         let hash = NameHash::of(name);
-        let start = self.entries.partition_point(|(h, _)| *h < hash);
-        let mut found: Vec<Candidate> = self
-            .entries
-            .get(start..)
-            .unwrap_or_default()
-            .iter()
-            .take_while(|(h, _)| *h == hash)
-            .map(|&(_, candidate)| Candidate::unpack(candidate))
-            .collect();
+        let mut found: Vec<Candidate> = match &self.entries {
+            Entries::Scanned(entries) => {
+                let start = entries.partition_point(|(h, _)| *h < hash);
+                entries
+                    .get(start..)
+                    .unwrap_or_default()
+                    .iter()
+                    .take_while(|(h, _)| *h == hash)
+                    .map(|&(_, candidate)| Candidate::unpack(candidate))
+                    .collect()
+            }
+            Entries::Cached(file, kind) => {
+                let entries = file.entries(*kind);
+                let (mut low, mut high) = (0, entries.len() / 16);
+                while low < high {
+                    let middle = low + (high - low) / 2;
+                    if index_cache::entry(entries, middle).0 < hash.0 {
+                        low = middle + 1;
+                    } else {
+                        high = middle;
+                    }
+                }
+                (low..entries.len() / 16)
+                    .map(|i| index_cache::entry(entries, i))
+                    .take_while(|&(h, _)| h == hash.0)
+                    .map(|(_, candidate)| Candidate::unpack(candidate))
+                    .collect()
+            }
+        };
         found.sort_by_key(|c| !c.defined);
         found
     }

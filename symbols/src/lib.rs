@@ -19,6 +19,7 @@ mod elf;
 mod error;
 mod image;
 mod index;
+mod index_cache;
 mod lines;
 mod names;
 mod namespaces;
