@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use gimli::constants as dw;
@@ -39,41 +40,67 @@ pub(crate) struct DebugInfo {
     path: PathBuf,
     pub(crate) sections: Sections,
     dwarf: gimli::Dwarf<Reader>,
-    units: Units,
+    units: OnceLock<Units>,
     variables: OnceLock<NameIndex>,
     types_index: OnceLock<NameIndex>,
-    /// Both indexes from the cache kept between sessions (read, or scanned and written), for
-    /// an image the cache keeps; `None` for others, which scan each kind on its first lookup.
-    persistent: OnceLock<Option<(NameIndex, NameIndex)>>,
+    /// Both indexes through the cache kept between sessions, for an image the cache keeps;
+    /// `None` for others, which scan each kind on its first lookup.
+    persistent: OnceLock<Option<Persistent>>,
+    /// Set when the cache file failed a check in a lookup: the session scans from then on.
+    cache_failed: AtomicBool,
     /// `.debug_names`, if present and readable.
     debug_names: OnceLock<Option<DebugNames>>,
     types: RwLock<HashMap<TypeId, Arc<Type>>>,
+}
+
+/// Both name indexes as the cache gave them.
+#[derive(Debug)]
+pub(crate) struct Persistent {
+    pub(crate) variables: NameIndex,
+    pub(crate) types: NameIndex,
+    /// The file they were read from; `None` when this session scanned them.
+    pub(crate) file: Option<Arc<CacheFile>>,
+    /// Where that file is (or was to be written).
+    path: PathBuf,
 }
 
 impl DebugInfo {
     pub(crate) fn new(sections: Sections) -> Result<DebugInfo> {
         let path = sections.file().path.clone();
         let dwarf = sections.types_dwarf()?;
-        let units = Units::read(path.clone(), &dwarf);
         Ok(DebugInfo {
             path,
             sections,
             dwarf,
-            units,
+            units: OnceLock::new(),
             variables: OnceLock::new(),
             types_index: OnceLock::new(),
             persistent: OnceLock::new(),
+            cache_failed: AtomicBool::new(false),
             debug_names: OnceLock::new(),
             types: RwLock::default(),
         })
     }
 
+    /// The units: where a cache file says they start when the indexes came from one (their
+    /// headers are then read as DIEs in them are), else found by walking every header.
+    pub(crate) fn units(&self) -> &Units {
+        self.units.get_or_init(|| match self.persistent.get() {
+            Some(Some(Persistent {
+                file: Some(file), ..
+            })) => Units::at(self.path.clone(), file.unit_offsets()),
+            _ => Units::read(self.path.clone(), &self.dwarf),
+        })
+    }
+
     fn index(&self, kind: Kind) -> &NameIndex {
-        if let Some((variables, types)) = self.persistent.get_or_init(|| self.persistent()) {
-            return match kind {
-                Kind::Variables => variables,
-                Kind::Types => types,
-            };
+        if !self.cache_failed.load(Ordering::Relaxed) {
+            if let Some(indexes) = self.persistent.get_or_init(|| self.persistent()) {
+                return match kind {
+                    Kind::Variables => &indexes.variables,
+                    Kind::Types => &indexes.types,
+                };
+            }
         }
         let slot = match kind {
             Kind::Variables => &self.variables,
@@ -81,8 +108,26 @@ impl DebugInfo {
         };
         slot.get_or_init(|| {
             self.sections.prefault_debug_info();
-            NameIndex::build(kind, &self.path, &self.dwarf, &self.units)
+            NameIndex::build(kind, &self.path, &self.dwarf, self.units())
         })
+    }
+
+    /// The index's candidates for `name`. A cache file that fails its checks here is removed
+    /// (the next session writes a new one) and this session scans instead.
+    fn lookup(&self, kind: Kind, name: &str) -> Vec<Candidate> {
+        match self.index(kind).lookup(name) {
+            Ok(found) => found,
+            Err(why) => {
+                if !self.cache_failed.swap(true, Ordering::Relaxed) {
+                    if let Some(Some(persistent)) = self.persistent.get() {
+                        index_cache::note_rejected(&persistent.path, &why, "removing it");
+                        let _ = std::fs::remove_file(&persistent.path);
+                    }
+                }
+                // Scanned now, which cannot fail.
+                self.index(kind).lookup(name).unwrap_or_default()
+            }
+        }
     }
 
     /// The length of `.debug_info`, which every DIE offset is below.
@@ -93,7 +138,7 @@ impl DebugInfo {
 
     /// Both name indexes through the cache, when the cache is on and keeps this image: a large
     /// `.debug_info` in a file with a build-id.
-    fn persistent(&self) -> Option<(NameIndex, NameIndex)> {
+    fn persistent(&self) -> Option<Persistent> {
         let debug_info_len = self.debug_info_len();
         if debug_info_len < index_cache::MIN_DEBUG_INFO {
             return None;
@@ -106,31 +151,44 @@ impl DebugInfo {
 
     /// Both name indexes from the cache file for `key` in `dir`; when there is none, or it is
     /// not valid, scanned and written there.
-    pub(crate) fn cached_in(&self, dir: &Path, key: &Key) -> (NameIndex, NameIndex) {
+    pub(crate) fn cached_in(&self, dir: &Path, key: &Key) -> Persistent {
+        let path = key.path_in(dir);
         match CacheFile::open(dir, key) {
             Ok(file) => {
                 let file = Arc::new(file);
-                return (
-                    NameIndex::cached(Arc::clone(&file), Kind::Variables),
-                    NameIndex::cached(file, Kind::Types),
-                );
+                return Persistent {
+                    variables: NameIndex::cached(Arc::clone(&file), Kind::Variables),
+                    types: NameIndex::cached(Arc::clone(&file), Kind::Types),
+                    file: Some(file),
+                    path,
+                };
             }
             Err(Rejected::Missing) => {}
-            Err(Rejected::Invalid(why)) => index_cache::note_rejected(dir, key, &why),
+            Err(Rejected::Invalid(why)) => index_cache::note_rejected(&path, &why, "rebuilding it"),
         }
         self.sections.prefault_debug_info();
+        let units = self.units();
         let (variables, types) = rayon::join(
-            || NameIndex::build(Kind::Variables, &self.path, &self.dwarf, &self.units),
-            || NameIndex::build(Kind::Types, &self.path, &self.dwarf, &self.units),
+            || NameIndex::build(Kind::Variables, &self.path, &self.dwarf, units),
+            || NameIndex::build(Kind::Types, &self.path, &self.dwarf, units),
         );
         // An index with unreadable units is not kept: each session reports them again.
-        if variables.errors.is_empty() && types.errors.is_empty() {
-            let stored = index_cache::store(dir, key, &variables.words(), &types.words());
-            if let Err(error) = stored {
+        if let (true, Ok(v), Ok(t)) = (
+            variables.errors.is_empty() && types.errors.is_empty(),
+            variables.words(),
+            types.words(),
+        ) {
+            let offsets: Vec<u64> = units.offsets().collect();
+            if let Err(error) = index_cache::store(dir, key, &offsets, &v, &t) {
                 index_cache::note_store_failed(dir, &error);
             }
         }
-        (variables, types)
+        Persistent {
+            variables,
+            types,
+            file: None,
+            path,
+        }
     }
 
     /// The DIEs that may carry `name`: from `.debug_names` when it has the name, else from the
@@ -142,9 +200,9 @@ impl DebugInfo {
                 match target {
                     Target::Die(die) => found.push(Candidate { die, defined: true }),
                     Target::Unit(offset) => {
-                        let index = self.units.starting_at(offset)?;
-                        let unit = self.units.parsed(&self.dwarf, index)?;
-                        let start = self.units.offset(index);
+                        let index = self.units().starting_at(offset)?;
+                        let unit = self.units().parsed(&self.dwarf, index)?;
+                        let start = self.units().offset(index);
                         found.extend(in_unit(kind, &self.path, &self.dwarf, &unit, start, name)?);
                     }
                 }
@@ -154,7 +212,7 @@ impl DebugInfo {
                 return Ok(found);
             }
         }
-        Ok(self.index(kind).lookup(name))
+        Ok(self.lookup(kind, name))
     }
 
     /// `.debug_names`, read on first use. One that cannot be read is not used: every lookup
@@ -223,8 +281,8 @@ impl DebugInfo {
 
     /// The unit of the DIE at `offset`, and the DIE's offset in it.
     fn unit_of(&self, offset: u64) -> Result<(Arc<ParsedUnit>, gimli::UnitOffset<usize>)> {
-        let (index, in_unit) = self.units.locate(offset)?;
-        Ok((self.units.parsed(&self.dwarf, index)?, in_unit))
+        let (index, in_unit) = self.units().locate(&self.dwarf, offset)?;
+        Ok((self.units().parsed(&self.dwarf, index)?, in_unit))
     }
 
     /// A reference attribute as an offset in `.debug_info`.

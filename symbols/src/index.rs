@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use crate::bytes::{raw, Reader};
 use crate::error::{Error, Result};
-use crate::index_cache::{self, CacheFile};
+use crate::index_cache::CacheFile;
 use crate::skim::Skim;
 use crate::units::{ParsedUnit, Units};
 
@@ -198,21 +198,19 @@ impl NameIndex {
     }
 
     /// Every entry as plain words (name hash, packed candidate), in order: what a cache file
-    /// stores.
-    pub(crate) fn words(&self) -> Vec<(u64, u64)> {
+    /// stores. An error if a cache file's entries fail their checks.
+    pub(crate) fn words(&self) -> std::result::Result<Vec<(u64, u64)>, String> {
         match &self.entries {
-            Entries::Scanned(entries) => entries.iter().map(|&(h, c)| (h.0, c)).collect(),
+            Entries::Scanned(entries) => Ok(entries.iter().map(|&(h, c)| (h.0, c)).collect()),
             Entries::Cached(file, kind) => {
-                let entries = file.entries(*kind);
-                (0..entries.len() / 16)
-                    .map(|i| index_cache::entry(entries, i))
-                    .collect()
+                (0..file.len(*kind)).map(|i| file.entry(*kind, i)).collect()
             }
         }
     }
 
-    /// DIEs that may carry `name`, definitions first, each group in section order.
-    pub(crate) fn lookup(&self, name: &str) -> Vec<Candidate> {
+    /// DIEs that may carry `name`, definitions first, each group in section order. An error
+    /// if a cache file's entries fail their checks.
+    pub(crate) fn lookup(&self, name: &str) -> std::result::Result<Vec<Candidate>, String> {
         let hash = NameHash::of(name);
         let mut found: Vec<Candidate> = match &self.entries {
             Entries::Scanned(entries) => {
@@ -226,25 +224,28 @@ impl NameIndex {
                     .collect()
             }
             Entries::Cached(file, kind) => {
-                let entries = file.entries(*kind);
-                let (mut low, mut high) = (0, entries.len() / 16);
+                let (mut low, mut high) = (0, file.len(*kind));
                 while low < high {
                     let middle = low + (high - low) / 2;
-                    if index_cache::entry(entries, middle).0 < hash.0 {
+                    if file.entry(*kind, middle)?.0 < hash.0 {
                         low = middle + 1;
                     } else {
                         high = middle;
                     }
                 }
-                (low..entries.len() / 16)
-                    .map(|i| index_cache::entry(entries, i))
-                    .take_while(|&(h, _)| h == hash.0)
-                    .map(|(_, candidate)| Candidate::unpack(candidate))
-                    .collect()
+                let mut found = Vec::new();
+                for i in low..file.len(*kind) {
+                    let (h, candidate) = file.entry(*kind, i)?;
+                    if h != hash.0 {
+                        break;
+                    }
+                    found.push(Candidate::unpack(candidate));
+                }
+                found
             }
         };
         found.sort_by_key(|c| !c.defined);
-        found
+        Ok(found)
     }
 }
 

@@ -9,28 +9,32 @@
 //!
 //! The file is untrusted input. Format, all little-endian:
 //!
-//! | offset | size | field                                                 |
-//! |--------|------|-------------------------------------------------------|
-//! | 0      | 8    | magic `KCRSHIDX`                                      |
-//! | 8      | 4    | format version                                        |
-//! | 12     | 4    | build-id length (at most 64)                          |
-//! | 16     | 64   | build-id, zero padded                                 |
-//! | 80     | 8    | the debug file's size                                 |
-//! | 88     | 8    | its modification time, nanoseconds since the epoch    |
-//! | 96     | 8    | the length of its `.debug_info`                       |
-//! | 104    | 8    | number of variable entries                            |
-//! | 112    | 8    | number of type entries                                |
-//! | 120    | 8    | checksum of the entries                               |
-//! | 128    | 16 each | variable entries, then type entries: name hash, packed candidate |
+//! | offset | size      | field                                                    |
+//! |--------|-----------|----------------------------------------------------------|
+//! | 0      | 8         | magic `KCRSHIDX`                                         |
+//! | 8      | 4         | format version                                           |
+//! | 12     | 4         | build-id length (at most 64)                             |
+//! | 16     | 64        | build-id, zero padded                                    |
+//! | 80     | 8         | the debug file's size                                    |
+//! | 88     | 8         | its modification time, nanoseconds since the epoch       |
+//! | 96     | 8         | the length of its `.debug_info`                          |
+//! | 104    | 8         | U, the number of units                                   |
+//! | 112    | 8         | V, the number of variable entries                        |
+//! | 120    | 8         | T, the number of type entries                            |
+//! | 128    | 8         | checksum of the unit offsets and block checksums         |
+//! | 136    | 8 U       | each unit's offset in `.debug_info`, ascending           |
+//! | …      | 8 B       | a checksum of each 4 KiB block of the entries            |
+//! | …      | 16 (V+T)  | variable then type entries: name hash, packed candidate  |
 //!
-//! Every field is checked on opening: the key fields against the image, the length against the
-//! counts, and every entry (sorted, DIE offset inside `.debug_info`, checksum) in one pass, so
-//! that a lookup can trust what it binary-searches. A file that fails is ignored, with a note,
-//! and replaced.
+//! On opening, the header is checked against the image, the length against the counts, and the
+//! unit offsets (ascending, inside `.debug_info`) and block checksums against their checksum.
+//! The entries, most of the file, are checked as lookups read them: each 4 KiB block against
+//! its checksum the first time it is read, each DIE offset against `.debug_info`'s length. So
+//! a session touches only the blocks its binary searches visit. A file that fails a check is
+//! ignored, with a note, and replaced.
 
 use std::fs::File;
 use std::io::Write;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::UNIX_EPOCH;
@@ -41,9 +45,10 @@ use crate::index::Kind;
 
 const MAGIC: &[u8; 8] = b"KCRSHIDX";
 /// Bumped whenever the layout or what the scan indexes (hence the entries) changes.
-const VERSION: u32 = 1;
-const HEADER: usize = 128;
+const VERSION: u32 = 2;
+const HEADER: usize = 136;
 const ENTRY: usize = 16;
+const BLOCK: usize = 4096;
 const MAX_BUILD_ID: usize = 64;
 
 /// Images whose `.debug_info` is smaller than this are scanned each time: the scan takes a few
@@ -80,6 +85,11 @@ impl Key {
         let hex: String = self.build_id.iter().map(|b| format!("{b:02x}")).collect();
         format!("{hex}.idx")
     }
+
+    /// The cache file for this key in `dir`.
+    pub(crate) fn path_in(&self, dir: &Path) -> PathBuf {
+        dir.join(self.file_name())
+    }
 }
 
 /// The cache directory the environment names; `None` when the cache is off or there is no
@@ -98,12 +108,19 @@ pub(crate) fn directory() -> Option<PathBuf> {
     Some(base.join("kcrash").join("index"))
 }
 
-/// A validated cache file, mapped.
+/// A cache file, mapped, its header checked.
 #[derive(Debug)]
 pub(crate) struct CacheFile {
     map: Mmap,
-    variables: Range<usize>,
-    types: Range<usize>,
+    debug_info_len: u64,
+    units: usize,
+    variables: usize,
+    types: usize,
+    /// Where the block checksums and the entries start.
+    sums_at: usize,
+    entries_at: usize,
+    /// Blocks found to match their checksum.
+    checked: Box<[AtomicBool]>,
 }
 
 /// Why a cache file was not used.
@@ -115,18 +132,20 @@ pub(crate) enum Rejected {
     Invalid(String),
 }
 
+fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
 impl CacheFile {
-    /// The cache file for `key` in `dir`, checked whole.
+    /// The cache file for `key` in `dir`, its header checked.
     pub(crate) fn open(dir: &Path, key: &Key) -> Result<CacheFile, Rejected> {
-        let path = dir.join(key.file_name());
-        let file = match File::open(&path) {
+        let file = match File::open(key.path_in(dir)) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Rejected::Missing),
             Err(e) => return Err(Rejected::Invalid(format!("cannot open: {e}"))),
         };
-        // SAFETY: the map is read-only and private to us; a file truncated under us by another
-        // process would fault, but cache files are only ever replaced by rename, never
-        // rewritten in place.
+        // SAFETY: the map is read-only. Cache files are only ever replaced by rename, never
+        // rewritten in place, so the mapped file does not change under us.
         let map = unsafe { Mmap::map(&file) }
             .map_err(|e| Rejected::Invalid(format!("cannot map: {e}")))?;
         CacheFile::validate(map, key).map_err(Rejected::Invalid)
@@ -136,15 +155,15 @@ impl CacheFile {
         let header = map
             .get(..HEADER)
             .ok_or_else(|| format!("{} bytes, shorter than the header", map.len()))?;
-        let u32_at = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().unwrap());
-        let u64_at = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().unwrap());
+        let word = |at: usize| u64_at(header, at).unwrap_or(0);
         if &header[..8] != MAGIC {
             return Err("bad magic at offset 0".into());
         }
-        if u32_at(8) != VERSION {
-            return Err(format!("format version {} (expected {VERSION})", u32_at(8)));
+        let version = word(8) as u32;
+        if version != VERSION {
+            return Err(format!("format version {version} (expected {VERSION})"));
         }
-        let id_len = u32_at(12) as usize;
+        let id_len = (word(8) >> 32) as usize;
         if header[16..16 + MAX_BUILD_ID].get(..id_len) != Some(key.build_id.as_slice()) {
             return Err("build-id at offset 16 is not the image's".into());
         }
@@ -153,75 +172,136 @@ impl CacheFile {
             (88, "modification time", key.mtime_ns),
             (96, ".debug_info length", key.debug_info_len),
         ] {
-            if u64_at(at) != expected {
+            if word(at) != expected {
                 return Err(format!(
                     "{what} at offset {at} is {} (the image's is {expected})",
-                    u64_at(at)
+                    word(at)
                 ));
             }
         }
-        let (variables, types) = (u64_at(104), u64_at(112));
-        let expected_len = variables
-            .checked_add(types)
-            .and_then(|n| n.checked_mul(ENTRY as u64))
-            .and_then(|n| n.checked_add(HEADER as u64));
-        if expected_len != Some(map.len() as u64) {
+        let (units, variables, types) = (word(104), word(112), word(120));
+        let layout = Layout::of(units, variables, types);
+        if layout.map(|l| l.len) != Some(map.len() as u64) {
             return Err(format!(
-                "{} bytes, but the header at offset 104 counts {variables} + {types} entries",
+                "{} bytes, but the header at offset 104 counts {units} units, \
+                 {variables} + {types} entries",
                 map.len()
             ));
         }
-        // Both fit: their sum times ENTRY is the mapped length.
-        let variables = HEADER..HEADER + variables as usize * ENTRY;
-        let types = variables.end..map.len();
-        for range in [&variables, &types] {
-            check_entries(&map[range.clone()], range.start, key.debug_info_len)?;
+        let layout = layout.unwrap_or_default();
+        // All fit in the mapped length, so in usize.
+        let (units, sums_at, entries_at) = (
+            units as usize,
+            layout.sums_at as usize,
+            layout.entries_at as usize,
+        );
+        if checksum(&map[HEADER..entries_at]) != word(128) {
+            return Err(
+                "unit offsets or block checksums do not match the checksum at offset 128".into(),
+            );
         }
-        if checksum(&map[HEADER..]) != u64_at(120) {
-            return Err("entries do not match the checksum at offset 120".into());
+        let mut previous = None;
+        for i in 0..units {
+            let offset = u64_at(&map, HEADER + i * 8).unwrap_or(u64::MAX);
+            if offset >= key.debug_info_len || previous.is_some_and(|p| p >= offset) {
+                return Err(format!(
+                    "unit offset at {} is out of order or outside .debug_info",
+                    HEADER + i * 8
+                ));
+            }
+            previous = Some(offset);
         }
+        let blocks = (entries_at - sums_at) / 8;
         Ok(CacheFile {
             map,
-            variables,
-            types,
+            debug_info_len: key.debug_info_len,
+            units,
+            variables: variables as usize,
+            types: types as usize,
+            sums_at,
+            entries_at,
+            checked: (0..blocks).map(|_| AtomicBool::new(false)).collect(),
         })
     }
 
-    /// The entries of `kind`, 16 bytes each, sorted.
-    pub(crate) fn entries(&self, kind: Kind) -> &[u8] {
-        let range = match kind {
-            Kind::Variables => &self.variables,
-            Kind::Types => &self.types,
-        };
-        &self.map[range.clone()]
+    /// Where each unit starts in `.debug_info`, ascending.
+    pub(crate) fn unit_offsets(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.units).map(|i| u64_at(&self.map, HEADER + i * 8).unwrap_or(0) as usize)
     }
-}
 
-/// One entry: name hash and packed candidate.
-pub(crate) fn entry(entries: &[u8], index: usize) -> (u64, u64) {
-    let at = index * ENTRY;
-    let word = |at: usize| u64::from_le_bytes(entries[at..at + 8].try_into().unwrap());
-    (word(at), word(at + 8))
-}
-
-/// Entries in order, each naming a DIE inside `.debug_info`.
-fn check_entries(entries: &[u8], at: usize, debug_info_len: u64) -> Result<(), String> {
-    let mut previous = (0, 0);
-    for i in 0..entries.len() / ENTRY {
-        let (hash, packed) = entry(entries, i);
-        let offset = at + i * ENTRY;
-        if (hash, packed) < previous {
-            return Err(format!("entry at offset {offset} is out of order"));
+    /// How many entries of `kind` there are.
+    pub(crate) fn len(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Variables => self.variables,
+            Kind::Types => self.types,
         }
-        // The top bit is the `defined` flag (see `Candidate::pack`).
-        if packed & !(1 << 63) >= debug_info_len {
+    }
+
+    /// Entry `index` of `kind`: name hash and packed candidate; an error when its block does
+    /// not match its checksum or it names a DIE outside `.debug_info`.
+    pub(crate) fn entry(&self, kind: Kind, index: usize) -> Result<(u64, u64), String> {
+        let index = match kind {
+            Kind::Variables => index,
+            Kind::Types => self.variables + index,
+        };
+        let at = index * ENTRY;
+        self.check_block(at / BLOCK)?;
+        let start = self.entries_at + at;
+        let (hash, packed) = (u64_at(&self.map, start), u64_at(&self.map, start + 8));
+        match (hash, packed) {
+            // The top bit is the `defined` flag (see `Candidate::pack`).
+            (Some(hash), Some(packed)) if packed & !(1 << 63) < self.debug_info_len => {
+                Ok((hash, packed))
+            }
+            _ => Err(format!(
+                "entry at offset {start} names a DIE outside .debug_info"
+            )),
+        }
+    }
+
+    fn check_block(&self, block: usize) -> Result<(), String> {
+        let checked = self
+            .checked
+            .get(block)
+            .ok_or_else(|| format!("no block {block}"))?;
+        if checked.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let start = self.entries_at + block * BLOCK;
+        let end = (start + BLOCK).min(self.map.len());
+        let sum = u64_at(&self.map, self.sums_at + block * 8);
+        if Some(checksum(&self.map[start..end])) != sum {
             return Err(format!(
-                "entry at offset {offset} names a DIE outside .debug_info"
+                "entries at offset {start} do not match their checksum"
             ));
         }
-        previous = (hash, packed);
+        checked.store(true, Ordering::Relaxed);
+        Ok(())
     }
-    Ok(())
+}
+
+/// Where the parts of a file with these counts go; `None` if it would not fit in 64 bits.
+#[derive(Default, Clone, Copy)]
+struct Layout {
+    sums_at: u64,
+    entries_at: u64,
+    len: u64,
+}
+
+impl Layout {
+    fn of(units: u64, variables: u64, types: u64) -> Option<Layout> {
+        let entries = variables.checked_add(types)?.checked_mul(ENTRY as u64)?;
+        let blocks = entries.div_ceil(BLOCK as u64);
+        let sums_at = units.checked_mul(8)?.checked_add(HEADER as u64)?;
+        let entries_at = blocks.checked_mul(8)?.checked_add(sums_at)?;
+        let len = entries_at.checked_add(entries)?;
+        usize::try_from(len).ok()?;
+        Some(Layout {
+            sums_at,
+            entries_at,
+            len,
+        })
+    }
 }
 
 /// FNV-1a over 64-bit words: not a defence against a forger (a forged file can only point at
@@ -229,7 +309,9 @@ fn check_entries(entries: &[u8], at: usize, debug_info_len: u64) -> Result<(), S
 fn checksum(bytes: &[u8]) -> u64 {
     let mut hash = 0xcbf2_9ce4_8422_2325u64;
     for word in bytes.chunks_exact(8) {
-        hash ^= u64::from_le_bytes(word.try_into().unwrap());
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(word);
+        hash ^= u64::from_le_bytes(bytes);
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     hash
@@ -241,14 +323,28 @@ fn checksum(bytes: &[u8]) -> u64 {
 pub(crate) fn store(
     dir: &Path,
     key: &Key,
+    units: &[u64],
     variables: &[(u64, u64)],
     types: &[(u64, u64)],
 ) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let mut body = Vec::with_capacity((variables.len() + types.len()) * ENTRY);
+    let too_big = || std::io::Error::other("index too large");
+    let layout = Layout::of(
+        units.len() as u64,
+        variables.len() as u64,
+        types.len() as u64,
+    )
+    .ok_or_else(too_big)?;
+    let mut entries = Vec::with_capacity((variables.len() + types.len()) * ENTRY);
     for &(hash, packed) in variables.iter().chain(types) {
-        body.extend_from_slice(&hash.to_le_bytes());
-        body.extend_from_slice(&packed.to_le_bytes());
+        entries.extend_from_slice(&hash.to_le_bytes());
+        entries.extend_from_slice(&packed.to_le_bytes());
+    }
+    let mut tables = Vec::with_capacity((layout.entries_at as usize) - HEADER);
+    for offset in units {
+        tables.extend_from_slice(&offset.to_le_bytes());
+    }
+    for block in entries.chunks(BLOCK) {
+        tables.extend_from_slice(&checksum(block).to_le_bytes());
     }
     let mut header = Vec::with_capacity(HEADER);
     header.extend_from_slice(MAGIC);
@@ -261,22 +357,25 @@ pub(crate) fn store(
         key.file_size,
         key.mtime_ns,
         key.debug_info_len,
+        units.len() as u64,
         variables.len() as u64,
         types.len() as u64,
-        checksum(&body),
+        checksum(&tables),
     ] {
         header.extend_from_slice(&word.to_le_bytes());
     }
-    debug_assert_eq!(header.len(), HEADER);
-    let mut temp = tempfile_in(dir)?;
-    temp.1.write_all(&header)?;
-    temp.1.write_all(&body)?;
-    temp.1.sync_all()?;
-    let result = std::fs::rename(&temp.0, dir.join(key.file_name()));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp.0);
+    std::fs::create_dir_all(dir)?;
+    let (temp, mut file) = tempfile_in(dir)?;
+    let written = file
+        .write_all(&header)
+        .and_then(|()| file.write_all(&tables))
+        .and_then(|()| file.write_all(&entries))
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&temp, key.path_in(dir)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
     }
-    result
+    written
 }
 
 /// A new file in `dir` only this process writes to.
@@ -307,11 +406,11 @@ pub(crate) fn note_store_failed(dir: &Path, error: &std::io::Error) {
     }
 }
 
-/// Says that a cache file was ignored, and why.
-pub(crate) fn note_rejected(dir: &Path, key: &Key, why: &str) {
+/// Says that the cache file at `path` was not used, why, and what is done about it.
+pub(crate) fn note_rejected(path: &Path, why: &str, action: &str) {
     eprintln!(
-        "note: ignoring name-index cache {}: {why}; rebuilding it",
-        dir.join(key.file_name()).display()
+        "note: ignoring name-index cache {}: {why}; {action}",
+        path.display()
     );
 }
 
@@ -358,39 +457,44 @@ mod tests {
         (debug, key)
     }
 
+    fn cached_file(dir: &Path, key: &Key) -> CacheFile {
+        CacheFile::open(dir, key).expect("a valid cache file")
+    }
+
     /// Scans `image` into a fresh cache (which must write the file), reopens it (which must
-    /// map it, not scan), and checks that both give the same entries and the same candidates
-    /// for every ELF symbol name and `struct NAME` of it.
+    /// use the file, not scan), and checks that both give the same entries, the same units,
+    /// and the same candidates for every ELF symbol name, as a variable, a type and a struct.
     fn check_round_trip(image: &Path) {
         let cache = tempfile::tempdir().unwrap();
         let (debug, key) = debug_info(image);
         let scanned = debug.cached_in(cache.path(), &key);
         assert!(
-            cache.path().join(key.file_name()).exists(),
-            "no cache file written"
+            scanned.file.is_none(),
+            "a cache file before any was written"
         );
-        let file = Arc::new(CacheFile::open(cache.path(), &key).expect("a valid cache file"));
-        let cached = (
-            NameIndex::cached(Arc::clone(&file), Kind::Variables),
-            NameIndex::cached(file, Kind::Types),
-        );
-        assert_eq!(scanned.0.words(), cached.0.words());
-        assert_eq!(scanned.1.words(), cached.1.words());
-        assert!(!scanned.0.words().is_empty() && !scanned.1.words().is_empty());
+        let cached = debug.cached_in(cache.path(), &key);
+        assert!(cached.file.is_some(), "the written cache file was not used");
+        assert_eq!(scanned.variables.words(), cached.variables.words());
+        assert_eq!(scanned.types.words(), cached.types.words());
+        assert!(!scanned.variables.words().unwrap().is_empty());
+        assert!(!scanned.types.words().unwrap().is_empty());
+        let units: Vec<usize> = debug.units().offsets().map(|o| o as usize).collect();
+        let file = cached_file(cache.path(), &key);
+        assert_eq!(file.unit_offsets().collect::<Vec<_>>(), units);
         let elf = ElfFile::open(image).unwrap();
-        let mut checked = 0;
+        let mut found = 0;
         for name in elf.symbols().names() {
             for (scan, cache, name) in [
-                (&scanned.0, &cached.0, name.to_owned()),
-                (&scanned.1, &cached.1, name.to_owned()),
-                (&scanned.1, &cached.1, format!("struct {name}")),
+                (&scanned.variables, &cached.variables, name.to_owned()),
+                (&scanned.types, &cached.types, name.to_owned()),
+                (&scanned.types, &cached.types, format!("struct {name}")),
             ] {
-                let (a, b) = (scan.lookup(&name), cache.lookup(&name));
+                let (a, b) = (scan.lookup(&name).unwrap(), cache.lookup(&name).unwrap());
                 assert_eq!(format!("{a:?}"), format!("{b:?}"), "{name}");
-                checked += usize::from(!a.is_empty());
+                found += usize::from(!a.is_empty());
             }
         }
-        assert!(checked > 0, "no symbol name was found in either index");
+        assert!(found > 0, "no symbol name was found in either index");
     }
 
     #[test]
@@ -426,8 +530,8 @@ mod tests {
         let cache = dir.path().join("cache");
         let (debug, key) = debug_info(&program);
         debug.cached_in(&cache, &key);
-        let bytes = std::fs::read(cache.join(key.file_name())).unwrap();
-        CacheFile::open(&cache, &key).expect("the file as written is valid");
+        let bytes = std::fs::read(key.path_in(&cache)).unwrap();
+        cached_file(&cache, &key);
         Some(Valid {
             _dir: dir,
             cache,
@@ -441,19 +545,35 @@ mod tests {
         bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
     }
 
-    fn reseal(bytes: &mut [u8]) {
-        let sum = checksum(&bytes[HEADER..]);
-        set_u64(bytes, 120, sum);
+    fn get_u64(bytes: &[u8], at: usize) -> u64 {
+        u64_at(bytes, at).unwrap()
     }
 
-    /// Each damage is rejected for its own reason, and the next use rewrites a valid file.
+    /// Makes every checksum right again after a deliberate change.
+    fn reseal(bytes: &mut [u8]) {
+        let layout = Layout::of(
+            get_u64(bytes, 104),
+            get_u64(bytes, 112),
+            get_u64(bytes, 120),
+        )
+        .unwrap();
+        let (sums_at, entries_at) = (layout.sums_at as usize, layout.entries_at as usize);
+        let sums: Vec<u64> = bytes[entries_at..].chunks(BLOCK).map(checksum).collect();
+        for (i, sum) in sums.into_iter().enumerate() {
+            set_u64(bytes, sums_at + i * 8, sum);
+        }
+        let sum = checksum(&bytes[HEADER..entries_at]);
+        set_u64(bytes, 128, sum);
+    }
+
+    type Damage = fn(&mut Vec<u8>, &Key);
+
+    /// Each damage to the header or tables is rejected on opening, for its own reason, and
+    /// the next use rewrites a valid file.
     #[test]
-    fn damaged_files_are_rejected_and_rebuilt() {
+    fn damaged_headers_are_rejected_and_rebuilt() {
         let Some(valid) = valid() else { return };
-        let entries = (valid.bytes.len() - HEADER) / ENTRY;
-        assert!(entries >= 2);
-        type Damage = fn(&mut Vec<u8>, &Key);
-        let damages: [(&str, Damage, &str); 11] = [
+        let damages: [(&str, Damage, &str); 12] = [
             ("magic", |b, _| b[0] ^= 1, "bad magic"),
             ("version", |b, _| b[8] += 1, "format version"),
             ("build-id", |b, _| b[16] ^= 0xff, "build-id"),
@@ -479,22 +599,22 @@ mod tests {
                 |b, _| b.truncate(HEADER - 1),
                 "shorter than the header",
             ),
+            ("unit count", |b, _| b[104] += 1, "counts"),
             (
-                "flipped entry byte",
-                |b, _| *b.last_mut().unwrap() ^= 0x40,
-                "checksum",
+                "unit offset",
+                |b, _| b[HEADER] ^= 1,
+                "checksum at offset 128",
             ),
             (
-                "offset out of bounds",
+                "unit offset out of bounds",
                 |b, k| {
-                    let last = b.len() - 8;
-                    set_u64(b, last, k.debug_info_len);
+                    set_u64(b, HEADER, k.debug_info_len);
                     reseal(b);
                 },
                 "outside .debug_info",
             ),
         ];
-        let path = valid.cache.join(valid.key.file_name());
+        let path = valid.key.path_in(&valid.cache);
         for (what, damage, reason) in damages {
             let mut bytes = valid.bytes.clone();
             damage(&mut bytes, &valid.key);
@@ -503,7 +623,11 @@ mod tests {
                 Err(Rejected::Invalid(why)) => assert!(why.contains(reason), "{what}: {why}"),
                 other => panic!("{what}: not rejected: {other:?}"),
             }
-            valid.debug.cached_in(&valid.cache, &valid.key);
+            assert!(valid
+                .debug
+                .cached_in(&valid.cache, &valid.key)
+                .file
+                .is_none());
             assert_eq!(
                 std::fs::read(&path).unwrap(),
                 valid.bytes,
@@ -512,32 +636,41 @@ mod tests {
         }
     }
 
-    /// Two entries swapped (with the checksum made right again) would make binary search miss.
+    /// Damaged entries pass the opening checks (which read no entries) and are caught when a
+    /// lookup reads them.
     #[test]
-    fn out_of_order_entries_are_rejected() {
+    fn damaged_entries_are_rejected_when_read() {
         let Some(valid) = valid() else { return };
-        let mut bytes = valid.bytes.clone();
-        let (first, second) = (HEADER, HEADER + ENTRY);
-        let swapped: Vec<u8> = bytes[second..second + ENTRY]
-            .iter()
-            .chain(&bytes[first..first + ENTRY])
-            .copied()
-            .collect();
-        assert_ne!(
-            bytes[first..second + ENTRY],
-            swapped[..],
-            "two equal entries"
-        );
-        bytes[first..second + ENTRY].copy_from_slice(&swapped);
-        reseal(&mut bytes);
-        std::fs::write(valid.cache.join(valid.key.file_name()), &bytes).unwrap();
-        match CacheFile::open(&valid.cache, &valid.key) {
-            Err(Rejected::Invalid(why)) => assert!(why.contains("out of order"), "{why}"),
-            other => panic!("not rejected: {other:?}"),
+        let damages: [(&str, Damage, &str); 2] = [
+            (
+                "flipped entry byte",
+                |b, _| *b.last_mut().unwrap() ^= 0x01,
+                "do not match their checksum",
+            ),
+            (
+                "DIE offset out of bounds",
+                |b, k| {
+                    let last = b.len() - 8;
+                    set_u64(b, last, k.debug_info_len);
+                    reseal(b);
+                },
+                "outside .debug_info",
+            ),
+        ];
+        for (what, damage, reason) in damages {
+            let mut bytes = valid.bytes.clone();
+            damage(&mut bytes, &valid.key);
+            std::fs::write(valid.key.path_in(&valid.cache), &bytes).unwrap();
+            let file = Arc::new(cached_file(&valid.cache, &valid.key));
+            let types = NameIndex::cached(file, Kind::Types);
+            match types.words() {
+                Err(why) => assert!(why.contains(reason), "{what}: {why}"),
+                Ok(_) => panic!("{what}: not rejected"),
+            }
         }
     }
 
-    /// A key for another file of the same build-id (rebuilt, copied with a new mtime).
+    /// A key for another file of the same build-id (rebuilt, or copied with a new mtime).
     #[test]
     fn a_file_for_another_key_is_not_used() {
         let Some(valid) = valid() else { return };
@@ -554,25 +687,33 @@ mod tests {
         );
     }
 
-    /// Writers racing on one cache file: every reader sees no file or a whole valid one, and
-    /// no temporary file is left behind.
+    /// Sessions racing to write one cache file (each its own `DebugInfo`, as separate
+    /// processes would have): every reader sees no file or a whole valid one, and no
+    /// temporary file is left behind.
     #[test]
     fn concurrent_writers_do_not_corrupt() {
         let Some(valid) = valid() else { return };
-        let path = valid.cache.join(valid.key.file_name());
+        let path = valid.key.path_in(&valid.cache);
         std::fs::remove_file(&path).unwrap();
+        let image = valid.debug.sections.file().path.clone();
         std::thread::scope(|scope| {
             for _ in 0..4 {
                 scope.spawn(|| {
-                    for _ in 0..20 {
-                        valid.debug.cached_in(&valid.cache, &valid.key);
+                    for _ in 0..10 {
+                        let (debug, key) = debug_info(&image);
+                        let _ = std::fs::remove_file(key.path_in(&valid.cache));
+                        debug.cached_in(&valid.cache, &key);
                     }
                 });
             }
             scope.spawn(|| {
                 for _ in 0..200 {
                     match CacheFile::open(&valid.cache, &valid.key) {
-                        Ok(_) | Err(Rejected::Missing) => {}
+                        Ok(file) => {
+                            let types = NameIndex::cached(Arc::new(file), Kind::Types);
+                            types.words().expect("a whole file");
+                        }
+                        Err(Rejected::Missing) => {}
                         Err(Rejected::Invalid(why)) => panic!("a reader saw a bad file: {why}"),
                     }
                 }
@@ -583,7 +724,7 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(names, [std::ffi::OsString::from(valid.key.file_name())]);
+        assert_eq!(names, [path.file_name().unwrap()]);
     }
 
     /// A cache directory that cannot be made (its parent is a file) costs only the scan.
@@ -593,8 +734,10 @@ mod tests {
         let blocker = valid.cache.join("a-file");
         std::fs::write(&blocker, b"").unwrap();
         let nowhere = blocker.join("index");
-        let (variables, types) = valid.debug.cached_in(&nowhere, &valid.key);
-        assert!(!variables.words().is_empty() && !types.words().is_empty());
-        assert!(store(&nowhere, &valid.key, &[], &[]).is_err());
+        let indexes = valid.debug.cached_in(&nowhere, &valid.key);
+        assert!(indexes.file.is_none());
+        let types = get_u64(&valid.bytes, 120) as usize;
+        assert_eq!(indexes.types.words().unwrap().len(), types);
+        assert!(store(&nowhere, &valid.key, &[], &[], &[]).is_err());
     }
 }
