@@ -173,13 +173,14 @@ impl DebugInfo {
             || NameIndex::build(Kind::Types, &self.path, &self.dwarf, units),
         );
         // An index with unreadable units is not kept: each session reports them again.
-        if let (true, Ok(v), Ok(t)) = (
+        let scanned = (variables.scanned(), types.scanned());
+        if let (true, Some(v), Some(t)) = (
             variables.errors.is_empty() && types.errors.is_empty(),
-            variables.words(),
-            types.words(),
+            scanned.0,
+            scanned.1,
         ) {
             let offsets: Vec<u64> = units.offsets().collect();
-            if let Err(error) = index_cache::store(dir, key, &offsets, &v, &t) {
+            if let Err(error) = index_cache::store(dir, key, &offsets, v, t) {
                 index_cache::note_store_failed(dir, &error);
             }
         }

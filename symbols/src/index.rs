@@ -60,6 +60,11 @@ impl NameHash {
         NameHash::child(hash, rest.as_bytes())
     }
 
+    /// The hash itself, as a cache file stores it.
+    pub(crate) fn value(self) -> u64 {
+        self.0
+    }
+
     /// `prefix::name`, or `name` at the top level.
     fn child(prefix: Option<NameHash>, name: &[u8]) -> NameHash {
         let segment = segment(name);
@@ -197,8 +202,17 @@ impl NameIndex {
         }
     }
 
-    /// Every entry as plain words (name hash, packed candidate), in order: what a cache file
-    /// stores. An error if a cache file's entries fail their checks.
+    /// The entries this session's scan made; `None` for a cache file's.
+    pub(crate) fn scanned(&self) -> Option<&[(NameHash, u64)]> {
+        match &self.entries {
+            Entries::Scanned(entries) => Some(entries),
+            Entries::Cached(..) => None,
+        }
+    }
+
+    /// Every entry as plain words (name hash, packed candidate), in order, to compare a cache
+    /// file's with a scan's. An error if a cache file's entries fail their checks.
+    #[cfg(test)]
     pub(crate) fn words(&self) -> std::result::Result<Vec<(u64, u64)>, String> {
         match &self.entries {
             Entries::Scanned(entries) => Ok(entries.iter().map(|&(h, c)| (h.0, c)).collect()),

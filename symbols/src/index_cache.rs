@@ -34,14 +34,14 @@
 //! ignored, with a note, and replaced.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::UNIX_EPOCH;
 
 use memmap2::Mmap;
 
-use crate::index::Kind;
+use crate::index::{Kind, NameHash};
 
 const MAGIC: &[u8; 8] = b"KCRSHIDX";
 /// Bumped whenever the layout or what the scan indexes (hence the entries) changes.
@@ -324,8 +324,8 @@ pub(crate) fn store(
     dir: &Path,
     key: &Key,
     units: &[u64],
-    variables: &[(u64, u64)],
-    types: &[(u64, u64)],
+    variables: &[(NameHash, u64)],
+    types: &[(NameHash, u64)],
 ) -> std::io::Result<()> {
     let too_big = || std::io::Error::other("index too large");
     let layout = Layout::of(
@@ -334,17 +334,30 @@ pub(crate) fn store(
         types.len() as u64,
     )
     .ok_or_else(too_big)?;
-    let mut entries = Vec::with_capacity((variables.len() + types.len()) * ENTRY);
-    for &(hash, packed) in variables.iter().chain(types) {
-        entries.extend_from_slice(&hash.to_le_bytes());
-        entries.extend_from_slice(&packed.to_le_bytes());
-    }
+    // Streamed twice (block checksums, then the file) rather than serialised whole: the
+    // Debian kernel's entries are 36 MB.
+    let entries = || {
+        variables.iter().chain(types).map(|&(hash, packed)| {
+            let mut bytes = [0u8; ENTRY];
+            bytes[..8].copy_from_slice(&hash.value().to_le_bytes());
+            bytes[8..].copy_from_slice(&packed.to_le_bytes());
+            bytes
+        })
+    };
     let mut tables = Vec::with_capacity((layout.entries_at as usize) - HEADER);
     for offset in units {
         tables.extend_from_slice(&offset.to_le_bytes());
     }
-    for block in entries.chunks(BLOCK) {
-        tables.extend_from_slice(&checksum(block).to_le_bytes());
+    let mut block = Vec::with_capacity(BLOCK);
+    for entry in entries() {
+        block.extend_from_slice(&entry);
+        if block.len() == BLOCK {
+            tables.extend_from_slice(&checksum(&block).to_le_bytes());
+            block.clear();
+        }
+    }
+    if !block.is_empty() {
+        tables.extend_from_slice(&checksum(&block).to_le_bytes());
     }
     let mut header = Vec::with_capacity(HEADER);
     header.extend_from_slice(MAGIC);
@@ -365,13 +378,18 @@ pub(crate) fn store(
         header.extend_from_slice(&word.to_le_bytes());
     }
     std::fs::create_dir_all(dir)?;
-    let (temp, mut file) = tempfile_in(dir)?;
-    let written = file
-        .write_all(&header)
-        .and_then(|()| file.write_all(&tables))
-        .and_then(|()| file.write_all(&entries))
-        .and_then(|()| file.sync_all())
-        .and_then(|()| std::fs::rename(&temp, key.path_in(dir)));
+    let (temp, file) = tempfile_in(dir)?;
+    let write = || -> std::io::Result<()> {
+        let mut out = BufWriter::new(file);
+        out.write_all(&header)?;
+        out.write_all(&tables)?;
+        for entry in entries() {
+            out.write_all(&entry)?;
+        }
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&temp, key.path_in(dir))
+    };
+    let written = write();
     if written.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
