@@ -46,6 +46,8 @@ pub(crate) struct DebugInfo {
     /// Both indexes through the cache kept between sessions, for an image the cache keeps;
     /// `None` for others, which scan each kind on its first lookup.
     persistent: OnceLock<Option<Persistent>>,
+    /// The directory of the index cache, if the image's user wants one.
+    index_cache: Option<PathBuf>,
     /// Set when the cache file failed a check in a lookup: the session scans from then on.
     cache_failed: AtomicBool,
     /// `.debug_names`, if present and readable.
@@ -65,7 +67,7 @@ pub(crate) struct Persistent {
 }
 
 impl DebugInfo {
-    pub(crate) fn new(sections: Sections) -> Result<DebugInfo> {
+    pub(crate) fn new(sections: Sections, index_cache: Option<PathBuf>) -> Result<DebugInfo> {
         let path = sections.file().path.clone();
         let dwarf = sections.types_dwarf()?;
         Ok(DebugInfo {
@@ -76,6 +78,7 @@ impl DebugInfo {
             variables: OnceLock::new(),
             types_index: OnceLock::new(),
             persistent: OnceLock::new(),
+            index_cache,
             cache_failed: AtomicBool::new(false),
             debug_names: OnceLock::new(),
             types: RwLock::default(),
@@ -136,17 +139,17 @@ impl DebugInfo {
         raw(self.dwarf.debug_info.reader()).len() as u64
     }
 
-    /// Both name indexes through the cache, when the cache is on and keeps this image: a large
+    /// Both name indexes through the cache, when there is one and it keeps this image: a large
     /// `.debug_info` in a file with a build-id.
     fn persistent(&self) -> Option<Persistent> {
         let debug_info_len = self.debug_info_len();
         if debug_info_len < index_cache::MIN_DEBUG_INFO {
             return None;
         }
-        let dir = index_cache::directory()?;
+        let dir = self.index_cache.as_ref()?;
         let file = self.sections.file();
         let key = Key::of(&file.path, file.build_id.as_deref()?, debug_info_len)?;
-        Some(self.cached_in(&dir, &key))
+        Some(self.cached_in(dir, &key))
     }
 
     /// Both name indexes from the cache file for `key` in `dir`; when there is none, or it is

@@ -470,7 +470,7 @@ mod tests {
     fn debug_info(path: &Path) -> (DebugInfo, Key) {
         let file = ElfFile::open(path).unwrap();
         let build_id = file.build_id.clone().expect("the image has a build-id");
-        let debug = DebugInfo::new(Sections::new(Arc::new(file))).unwrap();
+        let debug = DebugInfo::new(Sections::new(Arc::new(file)), None).unwrap();
         let key = Key::of(path, &build_id, debug.debug_info_len()).unwrap();
         (debug, key)
     }

@@ -2,17 +2,19 @@
 //! enough to be cached): the first open writes the cache, later ones answer from it, and a
 //! damaged file is noticed, dropped and rebuilt, with the same answers throughout.
 //!
-//! One test in this file: it sets `KCRASH_INDEX_CACHE` for the process before any lookup.
-
 use std::path::Path;
 
-use symbols::Image;
+use symbols::{Image, Options};
 
 const VMLINUX: &str = "/var/cache/kcrash-ci/linux-guest/6.1.0-56-amd64/vmlinux";
 
 /// What a session asks of the kernel image, as text to compare.
-fn answers() -> String {
-    let image = Image::open(VMLINUX).expect("vmlinux opens");
+fn answers(cache: &Path) -> String {
+    let options = Options {
+        index_cache: Some(cache.to_owned()),
+        ..Options::default()
+    };
+    let image = Image::open_with(VMLINUX, &options).expect("vmlinux opens");
     let mut out = String::new();
     for name in ["jiffies_64", "init_task", "prb", "modules"] {
         let variable = image.variable(name).unwrap().expect(name);
@@ -39,8 +41,6 @@ fn cache_is_written_used_and_replaced_when_damaged() {
         return;
     }
     let cache = tempfile::tempdir().unwrap();
-    // Before any other thread of this process reads the environment.
-    std::env::set_var("KCRASH_INDEX_CACHE", cache.path());
     let cache_file = || {
         let files: Vec<_> = std::fs::read_dir(cache.path())
             .unwrap()
@@ -49,10 +49,10 @@ fn cache_is_written_used_and_replaced_when_damaged() {
         files.first().cloned()
     };
 
-    let scanned = answers();
+    let scanned = answers(cache.path());
     let file = cache_file().expect("the first session wrote the cache");
     let written = std::fs::read(&file).unwrap();
-    assert_eq!(answers(), scanned, "answers from the cache");
+    assert_eq!(answers(cache.path()), scanned, "answers from the cache");
     assert_eq!(
         std::fs::read(&file).unwrap(),
         written,
@@ -66,11 +66,19 @@ fn cache_is_written_used_and_replaced_when_damaged() {
         damaged[at] ^= 0x55;
     }
     std::fs::write(&file, &damaged).unwrap();
-    assert_eq!(answers(), scanned, "answers with damaged entries");
+    assert_eq!(
+        answers(cache.path()),
+        scanned,
+        "answers with damaged entries"
+    );
     assert!(!file.exists(), "the damaged cache file was not removed");
 
     // A damaged header: refused on opening, the session scans and writes a good file again.
     std::fs::write(&file, &written[..written.len() - 1]).unwrap();
-    assert_eq!(answers(), scanned, "answers with a truncated file");
+    assert_eq!(
+        answers(cache.path()),
+        scanned,
+        "answers with a truncated file"
+    );
     assert_eq!(std::fs::read(&file).unwrap(), written, "not rebuilt");
 }
