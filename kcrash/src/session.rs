@@ -198,7 +198,11 @@ impl<'d> Session<'d> {
     }
 
     fn open_image(path: &Path) -> Result<Image, OpenError> {
-        Image::open(path).map_err(|e| open_err(e.to_string()))
+        let options = symbols::Options {
+            index_cache: symbols::default_index_cache(),
+            ..symbols::Options::default()
+        };
+        Image::open_with(path, &options).map_err(|e| open_err(e.to_string()))
     }
 
     /// A process core: the executable (given, or named by NT_FILE), its load bias from AT_ENTRY,

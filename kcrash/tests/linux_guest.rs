@@ -52,8 +52,18 @@ fn have_crash(test: &str) -> bool {
     ok
 }
 
-fn kcrash(dir: &Path, dump: &str, commands: &[&str]) -> Output {
+/// The kcrash binary, with its name-index cache in the target directory rather than the home.
+fn kcrash_command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcrash"));
+    cmd.env(
+        "KCRASH_INDEX_CACHE",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("index-cache"),
+    );
+    cmd
+}
+
+fn kcrash(dir: &Path, dump: &str, commands: &[&str]) -> Output {
+    let mut cmd = kcrash_command();
     cmd.current_dir(dir).arg("-s");
     for c in commands {
         cmd.arg("-c").arg(c);
@@ -338,7 +348,7 @@ fn log_holds_every_line_the_console_printed() {
     for dump in dumps(&dir) {
         // With the vmlinux (offsets from VMCOREINFO, levels from DWARF) and without it.
         for with_image in [true, false] {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcrash"));
+            let mut cmd = kcrash_command();
             cmd.current_dir(&dir).args(["-s", "-c", "log", dump]);
             if with_image {
                 cmd.arg("vmlinux");
@@ -616,7 +626,7 @@ fn the_modules_klog_reads_as_the_module_logged_it() {
             if how == "mod -s" && !["vmcore.elf", "vmcore.kdump"].contains(&dump) {
                 continue;
             }
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcrash"));
+            let mut cmd = kcrash_command();
             cmd.current_dir(&dir).arg("-s");
             if how == "mod -s" {
                 cmd.args(["-c", "mod -s klogtest klogtest.ko > /dev/null"]);
@@ -683,7 +693,7 @@ fn a_modules_variable_prints_as_crash_prints_it() {
         return;
     };
     let ours = stdout(
-        &Command::new(env!("CARGO_BIN_EXE_kcrash"))
+        &kcrash_command()
             .current_dir(&dir)
             .args([
                 "-s",
@@ -769,7 +779,7 @@ print("name %s" % prog["KLogs"][2].name.string_().decode())
         String::from_utf8_lossy(&out.stderr)
     );
     let ours = stdout(
-        &Command::new(env!("CARGO_BIN_EXE_kcrash"))
+        &kcrash_command()
             .current_dir(&dir)
             .args([
                 "-s",

@@ -2,16 +2,18 @@
 //! those DIEs (and, for a type, its members, enumerators or bounds) and caches each parsed type.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use gimli::constants as dw;
 use gimli::{AttributeValue, SectionId};
 
-use crate::bytes::Reader;
+use crate::bytes::{raw, Reader};
 use crate::debug_names::{DebugNames, Target};
 use crate::error::{Error, Result};
 use crate::index::{in_unit, last_segment, string, Candidate, Kind, NameIndex};
+use crate::index_cache::{self, CacheFile, Key, Rejected};
 use crate::sections::Sections;
 use crate::types::{
     Array, BitField, Encoding, Enum, Enumerator, Member, Qualifier, Type, TypeId, TypeKind,
@@ -38,37 +40,159 @@ pub(crate) struct DebugInfo {
     path: PathBuf,
     pub(crate) sections: Sections,
     dwarf: gimli::Dwarf<Reader>,
-    units: Units,
+    units: OnceLock<Units>,
     variables: OnceLock<NameIndex>,
     types_index: OnceLock<NameIndex>,
+    /// Both indexes through the cache kept between sessions, for an image the cache keeps;
+    /// `None` for others, which scan each kind on its first lookup.
+    persistent: OnceLock<Option<Persistent>>,
+    /// The directory of the index cache, if the image's user wants one.
+    index_cache: Option<PathBuf>,
+    /// Set when the cache file failed a check in a lookup: the session scans from then on.
+    cache_failed: AtomicBool,
     /// `.debug_names`, if present and readable.
     debug_names: OnceLock<Option<DebugNames>>,
     types: RwLock<HashMap<TypeId, Arc<Type>>>,
 }
 
+/// Both name indexes as the cache gave them.
+#[derive(Debug)]
+pub(crate) struct Persistent {
+    pub(crate) variables: NameIndex,
+    pub(crate) types: NameIndex,
+    /// The file they were read from; `None` when this session scanned them.
+    pub(crate) file: Option<Arc<CacheFile>>,
+    /// Where that file is (or was to be written).
+    path: PathBuf,
+}
+
 impl DebugInfo {
-    pub(crate) fn new(sections: Sections) -> Result<DebugInfo> {
+    pub(crate) fn new(sections: Sections, index_cache: Option<PathBuf>) -> Result<DebugInfo> {
         let path = sections.file().path.clone();
         let dwarf = sections.types_dwarf()?;
-        let units = Units::read(path.clone(), &dwarf);
         Ok(DebugInfo {
             path,
             sections,
             dwarf,
-            units,
+            units: OnceLock::new(),
             variables: OnceLock::new(),
             types_index: OnceLock::new(),
+            persistent: OnceLock::new(),
+            index_cache,
+            cache_failed: AtomicBool::new(false),
             debug_names: OnceLock::new(),
             types: RwLock::default(),
         })
     }
 
+    /// The units: where a cache file says they start when the indexes came from one (their
+    /// headers are then read as DIEs in them are), else found by walking every header.
+    pub(crate) fn units(&self) -> &Units {
+        self.units.get_or_init(|| match self.persistent.get() {
+            Some(Some(Persistent {
+                file: Some(file), ..
+            })) => Units::at(self.path.clone(), file.unit_offsets()),
+            _ => Units::read(self.path.clone(), &self.dwarf),
+        })
+    }
+
     fn index(&self, kind: Kind) -> &NameIndex {
+        if !self.cache_failed.load(Ordering::Relaxed) {
+            if let Some(indexes) = self.persistent.get_or_init(|| self.persistent()) {
+                return match kind {
+                    Kind::Variables => &indexes.variables,
+                    Kind::Types => &indexes.types,
+                };
+            }
+        }
         let slot = match kind {
             Kind::Variables => &self.variables,
             Kind::Types => &self.types_index,
         };
-        slot.get_or_init(|| NameIndex::build(kind, &self.path, &self.dwarf, &self.units))
+        slot.get_or_init(|| {
+            self.sections.prefault_debug_info();
+            NameIndex::build(kind, &self.path, &self.dwarf, self.units())
+        })
+    }
+
+    /// The index's candidates for `name`. A cache file that fails its checks here is removed
+    /// (the next session writes a new one) and this session scans instead.
+    fn lookup(&self, kind: Kind, name: &str) -> Vec<Candidate> {
+        match self.index(kind).lookup(name) {
+            Ok(found) => found,
+            Err(why) => {
+                if !self.cache_failed.swap(true, Ordering::Relaxed) {
+                    if let Some(Some(persistent)) = self.persistent.get() {
+                        index_cache::note_rejected(&persistent.path, &why, "removing it");
+                        let _ = std::fs::remove_file(&persistent.path);
+                    }
+                }
+                // Scanned now, which cannot fail.
+                self.index(kind).lookup(name).unwrap_or_default()
+            }
+        }
+    }
+
+    /// The length of `.debug_info`, which every DIE offset is below.
+    pub(crate) fn debug_info_len(&self) -> u64 {
+        use gimli::Section;
+        raw(self.dwarf.debug_info.reader()).len() as u64
+    }
+
+    /// Both name indexes through the cache, when there is one and it keeps this image: a large
+    /// `.debug_info` in a file with a build-id.
+    fn persistent(&self) -> Option<Persistent> {
+        let debug_info_len = self.debug_info_len();
+        if debug_info_len < index_cache::MIN_DEBUG_INFO {
+            return None;
+        }
+        let dir = self.index_cache.as_ref()?;
+        let file = self.sections.file();
+        let key = Key::of(&file.path, file.build_id.as_deref()?, debug_info_len)?;
+        Some(self.cached_in(dir, &key))
+    }
+
+    /// Both name indexes from the cache file for `key` in `dir`; when there is none, or it is
+    /// not valid, scanned and written there.
+    pub(crate) fn cached_in(&self, dir: &Path, key: &Key) -> Persistent {
+        let path = key.path_in(dir);
+        match CacheFile::open(dir, key) {
+            Ok(file) => {
+                let file = Arc::new(file);
+                return Persistent {
+                    variables: NameIndex::cached(Arc::clone(&file), Kind::Variables),
+                    types: NameIndex::cached(Arc::clone(&file), Kind::Types),
+                    file: Some(file),
+                    path,
+                };
+            }
+            Err(Rejected::Missing) => {}
+            Err(Rejected::Invalid(why)) => index_cache::note_rejected(&path, &why, "rebuilding it"),
+        }
+        self.sections.prefault_debug_info();
+        let units = self.units();
+        let (variables, types) = rayon::join(
+            || NameIndex::build(Kind::Variables, &self.path, &self.dwarf, units),
+            || NameIndex::build(Kind::Types, &self.path, &self.dwarf, units),
+        );
+        // An index with unreadable units is not kept: each session reports them again.
+        let scanned = (variables.scanned(), types.scanned());
+        if let (true, Some(v), Some(t)) = (
+            variables.errors.is_empty() && types.errors.is_empty(),
+            scanned.0,
+            scanned.1,
+        ) {
+            let offsets: Vec<u64> = units.offsets().collect();
+            if let Err(error) = index_cache::store(dir, key, &offsets, v, t) {
+                index_cache::note_store_failed(dir, &error);
+            }
+        }
+        Persistent {
+            variables,
+            types,
+            file: None,
+            path,
+        }
     }
 
     /// The DIEs that may carry `name`: from `.debug_names` when it has the name, else from the
@@ -80,9 +204,9 @@ impl DebugInfo {
                 match target {
                     Target::Die(die) => found.push(Candidate { die, defined: true }),
                     Target::Unit(offset) => {
-                        let index = self.units.starting_at(offset)?;
-                        let unit = self.units.parsed(&self.dwarf, index)?;
-                        let start = self.units.offset(index);
+                        let index = self.units().starting_at(offset)?;
+                        let unit = self.units().parsed(&self.dwarf, index)?;
+                        let start = self.units().offset(index);
                         found.extend(in_unit(kind, &self.path, &self.dwarf, &unit, start, name)?);
                     }
                 }
@@ -92,7 +216,7 @@ impl DebugInfo {
                 return Ok(found);
             }
         }
-        Ok(self.index(kind).lookup(name))
+        Ok(self.lookup(kind, name))
     }
 
     /// `.debug_names`, read on first use. One that cannot be read is not used: every lookup
@@ -161,8 +285,8 @@ impl DebugInfo {
 
     /// The unit of the DIE at `offset`, and the DIE's offset in it.
     fn unit_of(&self, offset: u64) -> Result<(Arc<ParsedUnit>, gimli::UnitOffset<usize>)> {
-        let (index, in_unit) = self.units.locate(offset)?;
-        Ok((self.units.parsed(&self.dwarf, index)?, in_unit))
+        let (index, in_unit) = self.units().locate(&self.dwarf, offset)?;
+        Ok((self.units().parsed(&self.dwarf, index)?, in_unit))
     }
 
     /// A reference attribute as an offset in `.debug_info`.

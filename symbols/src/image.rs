@@ -10,6 +10,7 @@ use crate::debug_file;
 use crate::dwarf::{DebugInfo, MAX_CHAIN};
 use crate::elf::{ElfFile, LoadSegment};
 use crate::error::{Error, Result};
+use crate::index_cache;
 use crate::lines::{Frame, Lines};
 use crate::names;
 use crate::placement::SectionAddresses;
@@ -23,14 +24,25 @@ pub struct Options {
     /// Directories searched for `.build-id/xx/yyyy.debug` and for debuglink files under the
     /// image's own path, as gdb's `debug-file-directory`. Default: `/usr/lib/debug`.
     pub debug_dirs: Vec<PathBuf>,
+    /// Where the name index of a large image is kept between sessions (see
+    /// [`default_index_cache`]); `None` (the default) scans in every session.
+    pub index_cache: Option<PathBuf>,
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            index_cache: None,
         }
     }
+}
+
+/// The name-index cache directory a tool should use, as the environment says:
+/// `$KCRASH_INDEX_CACHE` (`off`: none), else `$XDG_CACHE_HOME/kcrash/index`, else
+/// `~/.cache/kcrash/index`; `None` when off or there is no home.
+pub fn default_index_cache() -> Option<PathBuf> {
+    index_cache::directory()
 }
 
 /// A global variable, with its run-time address.
@@ -56,6 +68,7 @@ pub struct Image {
     bias: u64,
     debug: OnceLock<Result<DebugInfo>>,
     lines: Lines,
+    index_cache: Option<PathBuf>,
 }
 
 impl Image {
@@ -72,14 +85,14 @@ impl Image {
         } else {
             debug_file::find(&file, &options.debug_dirs)
         };
-        Ok(Image::new(file, debug_file))
+        Ok(Image::new(file, debug_file, options))
     }
 
     /// An image held in memory (no separate debug file is looked for); `name` names it in
     /// errors.
     pub fn from_bytes(name: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<Image> {
         let file = ElfFile::parse(name.into(), Bytes::new(Buffer::Owned(bytes)))?;
-        Ok(Image::new(file, None))
+        Ok(Image::new(file, None, &Options::default()))
     }
 
     /// Opens the relocatable object `path` (a kernel module `.ko`) with its sections where
@@ -112,7 +125,7 @@ impl Image {
                 .map(|mut debug| debug.place(sections).map(|()| debug))
                 .transpose()?
         };
-        Ok(Image::new(file, debug_file))
+        Ok(Image::new(file, debug_file, options))
     }
 
     /// [`Image::open_relocatable`] for an object held in memory; `name` names it in errors.
@@ -123,10 +136,10 @@ impl Image {
     ) -> Result<Image> {
         let mut file = ElfFile::parse(name.into(), Bytes::new(Buffer::Owned(bytes)))?;
         file.place(sections)?;
-        Ok(Image::new(file, None))
+        Ok(Image::new(file, None, &Options::default()))
     }
 
-    fn new(file: ElfFile, separate: Option<ElfFile>) -> Image {
+    fn new(file: ElfFile, separate: Option<ElfFile>, options: &Options) -> Image {
         let file = Arc::new(file);
         let debug_file = match separate {
             Some(debug) => Some(Arc::new(debug)),
@@ -139,6 +152,7 @@ impl Image {
             bias: 0,
             debug: OnceLock::new(),
             lines: Lines::new(),
+            index_cache: options.index_cache.clone(),
         }
     }
 
@@ -254,7 +268,9 @@ impl Image {
                            relocated (open it with Image::open_relocatable)"
                         .into(),
                 }),
-                Some(file) => DebugInfo::new(Sections::new(Arc::clone(file))),
+                Some(file) => {
+                    DebugInfo::new(Sections::new(Arc::clone(file)), self.index_cache.clone())
+                }
                 None => Err(Error::NoDebugInfo {
                     path: self.file.path.clone(),
                 }),

@@ -11,12 +11,14 @@
 //! binary search. A hit is confirmed against the DIE's own name when it is read.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use gimli::constants as dw;
 use rayon::prelude::*;
 
 use crate::bytes::{raw, Reader};
 use crate::error::{Error, Result};
+use crate::index_cache::CacheFile;
 use crate::skim::Skim;
 use crate::units::{ParsedUnit, Units};
 
@@ -56,6 +58,11 @@ impl NameHash {
             rest = &rest[end + 2..];
         }
         NameHash::child(hash, rest.as_bytes())
+    }
+
+    /// The hash itself, as a cache file stores it.
+    pub(crate) fn value(self) -> u64 {
+        self.0
     }
 
     /// `prefix::name`, or `name` at the top level.
@@ -137,10 +144,24 @@ pub(crate) enum Kind {
 /// Name hashes of one kind of name, to the DIEs that carry them.
 #[derive(Debug, Default)]
 pub(crate) struct NameIndex {
-    /// Sorted by hash, then packed candidate.
-    entries: Vec<(NameHash, u64)>,
+    entries: Entries,
     /// Units that could not be read: a name not found may have been in them.
     pub(crate) errors: Vec<Error>,
+}
+
+/// (name hash, packed candidate) pairs sorted by hash, then candidate.
+#[derive(Debug)]
+enum Entries {
+    /// Made by this session's scan.
+    Scanned(Vec<(NameHash, u64)>),
+    /// A validated cache file's, read in place.
+    Cached(Arc<CacheFile>, Kind),
+}
+
+impl Default for Entries {
+    fn default() -> Entries {
+        Entries::Scanned(Vec::new())
+    }
 }
 
 impl NameIndex {
@@ -157,34 +178,88 @@ impl NameIndex {
                 scan(kind, path, dwarf, &unit, units.offset(i))
             })
             .collect();
-        let mut index = NameIndex::default();
-        index.errors.extend(units.header_error().cloned());
+        let mut errors: Vec<Error> = units.header_error().cloned().into_iter().collect();
         let total = scanned.iter().flatten().map(Vec::len).sum();
-        index.entries.reserve_exact(total);
+        let mut entries = Vec::with_capacity(total);
         for names in scanned {
             match names {
-                Ok(names) => index.entries.extend(names),
-                Err(error) => index.errors.push(error),
+                Ok(names) => entries.extend(names),
+                Err(error) => errors.push(error),
             }
         }
-        index.entries.par_sort_unstable();
-        index
+        entries.par_sort_unstable();
+        NameIndex {
+            entries: Entries::Scanned(entries),
+            errors,
+        }
     }
 
-    /// DIEs that may carry `name`, definitions first, each group in section order.
-    pub(crate) fn lookup(&self, name: &str) -> Vec<Candidate> {
+    /// The index of `kind` in a validated cache file.
+    pub(crate) fn cached(file: Arc<CacheFile>, kind: Kind) -> NameIndex {
+        NameIndex {
+            entries: Entries::Cached(file, kind),
+            errors: Vec::new(),
+        }
+    }
+
+    /// The entries this session's scan made; `None` for a cache file's.
+    pub(crate) fn scanned(&self) -> Option<&[(NameHash, u64)]> {
+        match &self.entries {
+            Entries::Scanned(entries) => Some(entries),
+            Entries::Cached(..) => None,
+        }
+    }
+
+    /// Every entry as plain words (name hash, packed candidate), in order, to compare a cache
+    /// file's with a scan's. An error if a cache file's entries fail their checks.
+    #[cfg(test)]
+    pub(crate) fn words(&self) -> std::result::Result<Vec<(u64, u64)>, String> {
+        match &self.entries {
+            Entries::Scanned(entries) => Ok(entries.iter().map(|&(h, c)| (h.0, c)).collect()),
+            Entries::Cached(file, kind) => {
+                (0..file.len(*kind)).map(|i| file.entry(*kind, i)).collect()
+            }
+        }
+    }
+
+    /// DIEs that may carry `name`, definitions first, each group in section order. An error
+    /// if a cache file's entries fail their checks.
+    pub(crate) fn lookup(&self, name: &str) -> std::result::Result<Vec<Candidate>, String> {
         let hash = NameHash::of(name);
-        let start = self.entries.partition_point(|(h, _)| *h < hash);
-        let mut found: Vec<Candidate> = self
-            .entries
-            .get(start..)
-            .unwrap_or_default()
-            .iter()
-            .take_while(|(h, _)| *h == hash)
-            .map(|&(_, candidate)| Candidate::unpack(candidate))
-            .collect();
+        let mut found: Vec<Candidate> = match &self.entries {
+            Entries::Scanned(entries) => {
+                let start = entries.partition_point(|(h, _)| *h < hash);
+                entries
+                    .get(start..)
+                    .unwrap_or_default()
+                    .iter()
+                    .take_while(|(h, _)| *h == hash)
+                    .map(|&(_, candidate)| Candidate::unpack(candidate))
+                    .collect()
+            }
+            Entries::Cached(file, kind) => {
+                let (mut low, mut high) = (0, file.len(*kind));
+                while low < high {
+                    let middle = low + (high - low) / 2;
+                    if file.entry(*kind, middle)?.0 < hash.0 {
+                        low = middle + 1;
+                    } else {
+                        high = middle;
+                    }
+                }
+                let mut found = Vec::new();
+                for i in low..file.len(*kind) {
+                    let (h, candidate) = file.entry(*kind, i)?;
+                    if h != hash.0 {
+                        break;
+                    }
+                    found.push(Candidate::unpack(candidate));
+                }
+                found
+            }
+        };
         found.sort_by_key(|c| !c.defined);
-        found
+        Ok(found)
     }
 }
 

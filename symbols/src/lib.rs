@@ -19,6 +19,7 @@ mod elf;
 mod error;
 mod image;
 mod index;
+mod index_cache;
 mod lines;
 mod names;
 mod namespaces;
@@ -33,7 +34,7 @@ mod units;
 
 pub use elf::LoadSegment;
 pub use error::{Error, Result};
-pub use image::{Image, Options, Variable};
+pub use image::{default_index_cache, Image, Options, Variable};
 pub use lines::Frame;
 pub use placement::SectionAddresses;
 pub use set::ImageSet;

@@ -130,6 +130,19 @@ impl Sections {
         )
     }
 
+    /// Maps all of `.debug_info` now, when it is read in place: the name scan is about to walk
+    /// it, and one call beats a page fault every few pages. A session that finds its names in
+    /// an index cache does not call this, and touches only the DIEs it reads.
+    pub(crate) fn prefault_debug_info(&self) {
+        if let Some(range) = self.file.debug_section(".debug_info") {
+            if range.format == CompressionFormat::None {
+                if let Some(stored) = self.file.data.slice(range.offset, range.compressed_size) {
+                    stored.prefault();
+                }
+            }
+        }
+    }
+
     fn empty(&self) -> Reader {
         reader(Bytes::empty(), self.endian(), Relocations::default())
     }
@@ -164,10 +177,6 @@ impl Sections {
                 ))
             })?;
         if range.format == CompressionFormat::None {
-            // The name scan walks all of .debug_info; other sections are read here and there.
-            if name == ".debug_info" {
-                stored.prefault();
-            }
             return Ok(stored);
         }
         if range.uncompressed_size > range.compressed_size.saturating_mul(MAX_EXPANSION) {

@@ -47,8 +47,8 @@ impl ParsedUnit {
 #[derive(Debug)]
 struct Slot {
     offset: usize,
-    end: usize,
-    header: UnitHeader<Reader>,
+    /// Read when the walk found the unit; on first use when the offset came from a cache.
+    header: OnceLock<Result<UnitHeader<Reader>>>,
     parsed: OnceLock<Result<Arc<ParsedUnit>>>,
 }
 
@@ -62,23 +62,24 @@ pub(crate) struct Units {
 }
 
 impl Units {
+    /// Walks every unit header: reads a little of every unit, so touches pages all over
+    /// `.debug_info`.
     pub(crate) fn read(path: PathBuf, dwarf: &gimli::Dwarf<Reader>) -> Units {
         let mut slots = Vec::new();
         let mut header_error = None;
         let mut headers = dwarf.units();
+        let mut next_offset = 0;
         loop {
-            let next_offset = slots.last().map_or(0, |slot: &Slot| slot.end);
             match headers.next() {
                 Ok(Some(header)) => {
                     let offset = header
                         .offset()
                         .as_debug_info_offset()
                         .map_or(next_offset, |o| o.0);
-                    let end = offset.saturating_add(header.length_including_self());
+                    next_offset = offset.saturating_add(header.length_including_self());
                     slots.push(Slot {
                         offset,
-                        end,
-                        header,
+                        header: OnceLock::from(Ok(header)),
                         parsed: OnceLock::new(),
                     });
                 }
@@ -99,6 +100,48 @@ impl Units {
             slots,
             header_error,
         }
+    }
+
+    /// The units starting at `offsets` (ascending, as an earlier walk found them), each header
+    /// read on first use.
+    pub(crate) fn at(path: PathBuf, offsets: impl Iterator<Item = usize>) -> Units {
+        Units {
+            path,
+            slots: offsets
+                .map(|offset| Slot {
+                    offset,
+                    header: OnceLock::new(),
+                    parsed: OnceLock::new(),
+                })
+                .collect(),
+            header_error: None,
+        }
+    }
+
+    /// Where each unit starts, in section order.
+    pub(crate) fn offsets(&self) -> impl Iterator<Item = u64> + '_ {
+        self.slots.iter().map(|slot| slot.offset as u64)
+    }
+
+    fn header<'a>(
+        &self,
+        dwarf: &gimli::Dwarf<Reader>,
+        slot: &'a Slot,
+    ) -> Result<&'a UnitHeader<Reader>> {
+        slot.header
+            .get_or_init(|| {
+                dwarf
+                    .debug_info
+                    .header_from_offset(DebugInfoOffset(slot.offset))
+                    .map_err(|source| Error::Dwarf {
+                        path: self.path.clone(),
+                        section: ".debug_info",
+                        offset: slot.offset as u64,
+                        source,
+                    })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -134,7 +177,8 @@ impl Units {
                     offset: slot.offset as u64,
                     source,
                 };
-                let unit = dwarf.unit(slot.header.clone()).map_err(error)?;
+                let header = self.header(dwarf, slot)?.clone();
+                let unit = dwarf.unit(header).map_err(error)?;
                 let language = {
                     let mut entries = unit.entries();
                     let root = entries.next_dfs().map_err(error)?;
@@ -167,21 +211,28 @@ impl Units {
     }
 
     /// The unit holding the DIE at `offset` in `.debug_info`, and the DIE's offset in it.
-    pub(crate) fn locate(&self, offset: u64) -> Result<(usize, UnitOffset<usize>)> {
-        let found = usize::try_from(offset).ok().and_then(|offset| {
-            let index = self
-                .slots
-                .partition_point(|s| s.offset <= offset)
-                .checked_sub(1)?;
-            let slot = self.slots.get(index)?;
-            let in_unit = DebugInfoOffset(offset).to_unit_offset(&slot.header)?;
-            Some((index, in_unit))
-        });
-        found.ok_or_else(|| Error::Malformed {
+    pub(crate) fn locate(
+        &self,
+        dwarf: &gimli::Dwarf<Reader>,
+        offset: u64,
+    ) -> Result<(usize, UnitOffset<usize>)> {
+        let outside = || Error::Malformed {
             path: self.path.clone(),
             section: ".debug_info",
             offset,
             what: "reference to an offset that is inside no unit's entries".into(),
-        })
+        };
+        let offset_usize = usize::try_from(offset).map_err(|_| outside())?;
+        let index = self
+            .slots
+            .partition_point(|s| s.offset <= offset_usize)
+            .checked_sub(1)
+            .ok_or_else(outside)?;
+        let slot = self.slots.get(index).ok_or_else(outside)?;
+        let header = self.header(dwarf, slot)?;
+        let in_unit = DebugInfoOffset(offset_usize)
+            .to_unit_offset(header)
+            .ok_or_else(outside)?;
+        Ok((index, in_unit))
     }
 }

@@ -317,7 +317,14 @@ fn separate_debug_file_by_build_id() {
     let dir = temp();
     let program = gcc(dir.path(), "klog", &["-g", "-Wl,--build-id"]);
     let (debug, stripped) = split(dir.path(), &program);
-    let image = Image::open_with(&stripped, &Options { debug_dirs: vec![] }).unwrap();
+    let image = Image::open_with(
+        &stripped,
+        &Options {
+            debug_dirs: vec![],
+            ..Options::default()
+        },
+    )
+    .unwrap();
     assert!(
         image.variable("KLogs").is_err(),
         "no debug file is known yet"
@@ -333,6 +340,7 @@ fn separate_debug_file_by_build_id() {
         &stripped,
         &Options {
             debug_dirs: vec![store],
+            ..Options::default()
         },
     )
     .unwrap();
@@ -356,7 +364,14 @@ fn separate_debug_file_by_debuglink() {
         .arg(format!("--add-gnu-debuglink={}", debug.display()))
         .arg(&stripped)
         .arg(&linked));
-    let image = Image::open_with(&linked, &Options { debug_dirs: vec![] }).unwrap();
+    let image = Image::open_with(
+        &linked,
+        &Options {
+            debug_dirs: vec![],
+            ..Options::default()
+        },
+    )
+    .unwrap();
     assert_eq!(image.debug_path(), Some(debug.as_path()));
     check_image(&image, &program);
 
@@ -366,7 +381,14 @@ fn separate_debug_file_by_debuglink() {
         .arg("--only-keep-debug")
         .arg(&other)
         .arg(&debug));
-    let image = Image::open_with(&linked, &Options { debug_dirs: vec![] }).unwrap();
+    let image = Image::open_with(
+        &linked,
+        &Options {
+            debug_dirs: vec![],
+            ..Options::default()
+        },
+    )
+    .unwrap();
     assert_eq!(image.debug_path(), None);
 }
 
@@ -379,7 +401,14 @@ fn stripped_image_still_has_elf_symbols() {
     let program = gcc(dir.path(), "klog", &["-g"]);
     let (_, stripped) = split(dir.path(), &program);
     let nm = nm(&program);
-    let image = Image::open_with(&stripped, &Options { debug_dirs: vec![] }).unwrap();
+    let image = Image::open_with(
+        &stripped,
+        &Options {
+            debug_dirs: vec![],
+            ..Options::default()
+        },
+    )
+    .unwrap();
     assert_eq!(image.symbol("KLogs").unwrap().address, nm["KLogs"]);
     assert_eq!(image.symbolize(nm["main"]).unwrap().0.name, "main");
     match image.variable("KLogs") {
@@ -535,7 +564,14 @@ fn symbol_listing_matches_nm() {
     let dir = temp();
     let program = gcc(dir.path(), "klog", &["-g"]);
     let nm = nm(&program);
-    let image = Image::open_with(&program, &Options { debug_dirs: vec![] }).unwrap();
+    let image = Image::open_with(
+        &program,
+        &Options {
+            debug_dirs: vec![],
+            ..Options::default()
+        },
+    )
+    .unwrap();
     let names: std::collections::HashSet<&str> = image.symbol_names().collect();
     // Every function and data object readelf lists as defined in a section.
     let listing = run(Command::new("readelf").arg("-sW").arg(&program));
