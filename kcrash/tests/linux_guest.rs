@@ -8,6 +8,7 @@
 //! Where crash(8) is installed, kcrash is compared with it on the same dump.
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -798,7 +799,24 @@ print("name %s" % prog["KLogs"][2].name.string_().decode())
     );
     let ours: Vec<&str> = ours.lines().collect();
     let theirs: Vec<&str> = theirs.lines().collect();
-    assert_eq!(ours[..50], theirs[..50], "the log's last 50 lines");
+    assert!(
+        ours.len() > 50 && theirs.len() > 50,
+        "50 log lines and more"
+    );
+    // drgn 0.3.0 misreads a record whose text block wrapped around the data ring (it reads the
+    // block's last bytes at the ring's end instead of from its start, as the kernel does), so
+    // where the two differ kcrash's line must be the console's, byte for byte, and drgn's must
+    // show the misread: bytes that are not text.
+    let console = std::fs::read_to_string(dir.join("console.log")).expect("console.log");
+    let console: HashSet<&str> = console.lines().map(|l| l.trim_end_matches('\r')).collect();
+    for (o, t) in ours[..50].iter().zip(&theirs[..50]) {
+        if o != t {
+            assert!(
+                console.contains(o) && t.chars().any(|c| c.is_control() || c == '\u{fffd}'),
+                "the log's last 50 lines differ where drgn's line is text:\nkcrash: {o}\ndrgn:   {t}"
+            );
+        }
+    }
     let address = |l: &str| l.split_whitespace().next().map(str::to_owned);
     assert_eq!(
         address(ours[50]),
