@@ -11,6 +11,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+
+use common::{check_records, json_records, stdout};
 use kcrash_harness::expected::{message_matches, Expected, Fnv1a, Ring};
 use kcrash_harness::manifest::Manifest;
 use serde_json::Value;
@@ -26,16 +29,6 @@ fn kcrash(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("kcrash runs")
-}
-
-fn stdout(out: &Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what}: exit {:?}\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("kcrash prints UTF-8")
 }
 
 /// The `[time] ` prefix of a FULL line, from the documented rule: seconds with nine decimals when
@@ -111,103 +104,11 @@ fn check_json(what: &str, dump: &Path, image: &Path, expected: &Expected) {
     let out = kcrash(&["-s", "-c", "klog 0 full --json", d, i]);
     let text = stdout(&out, what);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let mut got: HashMap<(u64, u64), Value> = HashMap::new();
-    let mut clocks = Vec::new();
-    for line in text.lines() {
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{what}: {e}: {line}"));
-        clocks.push(v["clock"].as_u64().unwrap());
-        let key = (v["ring"].as_u64().unwrap(), v["seq"].as_u64().unwrap());
-        assert!(
-            got.insert(key, v).is_none(),
-            "{what}: record {key:?} printed twice"
-        );
+    let got = json_records(text.lines(), what);
+    for ring in expected.rings.iter().filter(|r| !r.untrusted.is_empty()) {
+        check_untrusted(what, d, i, ring, &stderr);
     }
-    let mut want = 0;
-    for ring in &expected.rings {
-        if !ring.untrusted.is_empty() {
-            check_untrusted(what, d, i, ring, &stderr);
-            continue;
-        }
-        for rec in &ring.records {
-            want += 1;
-            let v = got.get(&(ring.ring, rec.seq)).unwrap_or_else(|| {
-                panic!("{what}: ring {} seq {} missing", ring.ring_name, rec.seq)
-            });
-            assert_eq!(
-                v["slot"], rec.slot,
-                "{what}: ring {} seq {} slot",
-                ring.ring_name, rec.seq
-            );
-            let damage: Vec<&str> = v["damage"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_str().unwrap())
-                .collect();
-            let want_damage: Vec<String> = rec
-                .damage
-                .iter()
-                .map(|d| format!("{d:?}").to_lowercase())
-                .collect();
-            assert_eq!(
-                damage, want_damage,
-                "{what}: ring {} seq {} damage",
-                ring.ring_name, rec.seq
-            );
-            let Some(ev) = &rec.event else { continue };
-            let ctx = format!("{what}: ring {} seq {}", ring.ring_name, rec.seq);
-            assert_eq!(v["subsystem"], ev.subsystem, "{ctx}: subsystem");
-            assert_eq!(
-                v["subsystem_name"],
-                ev.subsystem_name.as_str(),
-                "{ctx}: subsystem_name"
-            );
-            for (field, want) in [
-                ("header", ev.header),
-                ("id", ev.id),
-                ("clock", ev.clock),
-                ("desc", ev.desc),
-            ] {
-                assert_eq!(v[field], want, "{ctx}: {field}");
-            }
-            assert_eq!(
-                (v["processor"].as_u64(), v["domain"].as_u64()),
-                (Some(ev.processor as u64), Some(ev.domain as u64)),
-                "{ctx}"
-            );
-            assert_eq!(v["format"], ev.format.as_str(), "{ctx}: format");
-            let args: Vec<u64> = v["args"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a.as_u64().unwrap())
-                .collect();
-            assert_eq!(args, ev.args, "{ctx}: args");
-            let words: Vec<u64> = v["words"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a.as_u64().unwrap())
-                .collect();
-            assert_eq!(words, ev.words, "{ctx}: words");
-            let msg = v["message"].as_str().unwrap();
-            assert!(
-                message_matches(&ev.message, msg),
-                "{ctx}: message\n  kcrash: {msg}\n  kernel: {}",
-                ev.message
-            );
-            assert_eq!(
-                v["unreadable_strings"],
-                ev.unreadable_at.len(),
-                "{ctx}: unreadable strings"
-            );
-        }
-    }
-    assert_eq!(
-        got.len(),
-        want,
-        "{what}: kcrash printed records the oracle does not have"
-    );
+    check_records(&got, expected, what);
     // Most recent first: a damaged record sorts just after the record before it in its ring,
     // so only whole records are checked for order.
     let whole: Vec<u64> = text

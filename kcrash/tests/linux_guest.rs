@@ -7,7 +7,6 @@
 //! read), `vmlinux`. Without it the tests say NOT RUN; under KCRASH_REQUIRE_TOOLS=1 they fail.
 //! Where crash(8) is installed, kcrash is compared with it on the same dump.
 
-use std::collections::HashMap;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -16,13 +15,11 @@ use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::translate::{AddressSpace, Source};
 use dumpfmt::Dump;
 use kcrash::linux::kaslr::{self, Found};
-use kcrash_harness::expected::{message_matches, Expected};
-use serde_json::Value;
-use symbols::Image;
+mod common;
 
-fn require() -> bool {
-    std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() == Ok("1")
-}
+use common::{check_records, have_tool, json_records, not_run, stdout};
+use kcrash_harness::expected::Expected;
+use symbols::Image;
 
 /// The guest directory, if it holds `files`; else says NOT RUN (or fails under
 /// KCRASH_REQUIRE_TOOLS=1).
@@ -31,26 +28,10 @@ fn guest(test: &str, files: &[&str]) -> Option<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/cache/kcrash-ci/linux-guest/6.1.0-56-amd64"));
     if let Some(missing) = files.iter().find(|f| !dir.join(f).exists()) {
-        let msg = format!("NOT RUN: {test}: {} not there", dir.join(missing).display());
-        assert!(!require(), "{msg} (KCRASH_REQUIRE_TOOLS=1)");
-        eprintln!("{msg}");
+        not_run(test, &format!("{} not there", dir.join(missing).display()));
         return None;
     }
     Some(dir)
-}
-
-/// Whether crash(8) is installed; if not, says so (or fails under KCRASH_REQUIRE_TOOLS=1).
-fn have_crash(test: &str) -> bool {
-    let ok = Command::new("crash")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let msg = format!("NOT RUN: {test}: crash(8) is not installed");
-        assert!(!require(), "{msg} (KCRASH_REQUIRE_TOOLS=1)");
-        eprintln!("{msg}");
-    }
-    ok
 }
 
 /// The kcrash binary, with its name-index cache in the target directory rather than the home.
@@ -70,16 +51,6 @@ fn kcrash(dir: &Path, dump: &str, commands: &[&str]) -> Output {
         cmd.arg("-c").arg(c);
     }
     cmd.arg(dump).arg("vmlinux").output().expect("kcrash runs")
-}
-
-fn stdout(out: &Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what}: exit {:?}\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("kcrash prints UTF-8")
 }
 
 /// crash(8)'s output for `commands` on `dump`, the prompt echo left out.
@@ -258,7 +229,7 @@ fn a_print_agrees_with_crash() {
     let Some(dir) = guest("print_vs_crash", &["vmcore.elf", "vmlinux"]) else {
         return;
     };
-    if !have_crash("print_vs_crash") {
+    if !have_tool("print_vs_crash", "crash") {
         return;
     }
     let theirs = crash(
@@ -408,7 +379,7 @@ fn log_tail_agrees_with_crash() {
     let Some(dir) = guest("log_vs_crash", &["vmcore.elf", "vmlinux"]) else {
         return;
     };
-    if !have_crash("log_vs_crash") {
+    if !have_tool("log_vs_crash", "crash") {
         return;
     }
     let scratch = tempfile::tempdir().expect("a scratch directory");
@@ -518,7 +489,7 @@ fn sys_says_what_the_console_and_crash_say() {
             "{dump}"
         );
     }
-    if !have_crash("sys_vs_crash") {
+    if !have_tool("sys_vs_crash", "crash") {
         return;
     }
     let theirs = sys_facts(&crash(&dir, "vmcore.elf", "sys"));
@@ -573,7 +544,7 @@ fn mod_lists_the_module_where_the_guest_loaded_it_and_as_crash_does() {
         // Out of tree (O) and unsigned (E), as the kernel said when it loaded it.
         assert_eq!(cols[4], "OE", "{dump}: {row}");
     }
-    if !have_crash("mod_vs_crash") {
+    if !have_tool("mod_vs_crash", "crash") {
         return;
     }
     // crash: "MODULE NAME BASE SIZE OBJECT FILE" rows.
@@ -650,39 +621,10 @@ fn the_modules_klog_reads_as_the_module_logged_it() {
                 sym.starts_with(&format!("{klogs:016x} (D) KLogs")),
                 "{dump} ({how}): {sym}"
             );
-            let got: HashMap<(u64, u64), Value> = lines
-                .map(|l| serde_json::from_str::<Value>(l).expect("a JSON record"))
-                .map(|v| ((v["ring"].as_u64().unwrap(), v["seq"].as_u64().unwrap()), v))
-                .collect();
-            let mut want = 0;
-            for ring in &expected.rings {
-                for rec in &ring.records {
-                    want += 1;
-                    let ctx = format!("{dump} ({how}): ring {} seq {}", ring.ring_name, rec.seq);
-                    let v = got
-                        .get(&(ring.ring, rec.seq))
-                        .unwrap_or_else(|| panic!("{ctx}: missing"));
-                    let damage = v["damage"].as_array().map_or(0, Vec::len);
-                    assert_eq!(damage, rec.damage.len(), "{ctx}: damage");
-                    let Some(ev) = &rec.event else { continue };
-                    assert_eq!(v["subsystem_name"], ev.subsystem_name.as_str(), "{ctx}");
-                    assert_eq!(
-                        (v["id"].as_u64(), v["clock"].as_u64()),
-                        (Some(ev.id), Some(ev.clock)),
-                        "{ctx}"
-                    );
-                    let msg = v["message"].as_str().expect("message");
-                    assert!(
-                        message_matches(&ev.message, msg),
-                        "{ctx}: {msg} / {}",
-                        ev.message
-                    );
-                }
-            }
-            assert_eq!(
-                got.len(),
-                want,
-                "{dump} ({how}): records the oracle does not have"
+            check_records(
+                &json_records(lines, dump),
+                &expected,
+                &format!("{dump} ({how})"),
             );
         }
     }
@@ -710,7 +652,7 @@ fn a_modules_variable_prints_as_crash_prints_it() {
     );
     let ours: Vec<&str> = ours.lines().collect();
     assert_eq!(ours.len(), 2, "{ours:?}");
-    if !have_crash("module_print_vs_crash") {
+    if !have_tool("module_print_vs_crash", "crash") {
         return;
     }
     let theirs = crash(
@@ -726,26 +668,12 @@ fn a_modules_variable_prints_as_crash_prints_it() {
     assert_eq!(values, ours, "crash said:\n{theirs}");
 }
 
-/// Whether drgn is installed; if not, says so (or fails under KCRASH_REQUIRE_TOOLS=1).
-fn have_drgn(test: &str) -> bool {
-    let ok = Command::new("drgn")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let msg = format!("NOT RUN: {test}: drgn is not installed");
-        assert!(!require(), "{msg} (KCRASH_REQUIRE_TOOLS=1)");
-        eprintln!("{msg}");
-    }
-    ok
-}
-
 #[test]
 fn log_symbols_and_the_modules_klog_agree_with_drgn() {
     let Some(dir) = guest("vs_drgn", &["vmcore.elf", "vmlinux", "klogtest.ko"]) else {
         return;
     };
-    if !have_drgn("vs_drgn") {
+    if !have_tool("vs_drgn", "drgn") {
         return;
     }
     let script = r#"

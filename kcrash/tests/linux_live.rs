@@ -11,14 +11,13 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
+mod common;
+
+use common::{check_records, damage, json_records, not_run, words};
 use kcrash_harness::expected::{message_matches, Expected};
 use kcrash_harness::linux::guest::{console_line, ConsoleFacts};
 use kcrash_harness::oracle::{self, Line};
 use serde_json::Value;
-
-fn require() -> bool {
-    std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() == Ok("1")
-}
 
 /// The guest console's lines, time stamps dropped; None (NOT RUN) when there is no live run.
 fn console(test: &str) -> Option<Vec<String>> {
@@ -26,9 +25,7 @@ fn console(test: &str) -> Option<Vec<String>> {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/cache/kcrash-ci/linux-live/6.1.0-56-amd64"));
     let Ok(text) = std::fs::read_to_string(dir.join("console.log")) else {
-        let msg = format!("NOT RUN: {test}: {}/console.log not there", dir.display());
-        assert!(!require(), "{msg} (KCRASH_REQUIRE_TOOLS=1)");
-        eprintln!("{msg}");
+        not_run(test, &format!("{}/console.log not there", dir.display()));
         return None;
     };
     Some(text.lines().map(|l| console_line(l).to_owned()).collect())
@@ -81,67 +78,13 @@ fn expected_at(lines: &[String], mark: &str) -> Expected {
 }
 
 fn records(run: &Run, what: &str) -> HashMap<(u64, u64), Value> {
-    let mut got = HashMap::new();
-    for line in &run.out {
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{what}: {e}: {line}"));
-        let key = (v["ring"].as_u64().unwrap(), v["seq"].as_u64().unwrap());
-        assert!(
-            got.insert(key, v).is_none(),
-            "{what}: {key:?} printed twice"
-        );
-    }
-    got
-}
-
-fn words(v: &Value) -> Vec<u64> {
-    v["words"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_u64().unwrap())
-        .collect()
-}
-
-fn damage(v: &Value) -> Vec<String> {
-    v["damage"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_str().unwrap().to_owned())
-        .collect()
+    json_records(run.out.iter().map(String::as_str), what)
 }
 
 /// `klog 0 full --json` printed exactly the records the oracle says the rings held.
 fn check_snapshot(run: &Run, expected: &Expected, what: &str) {
     assert_eq!(run.rc, 0, "{what}: exit status; stderr {:?}", run.err);
-    let got = records(run, what);
-    let mut want = 0;
-    for ring in &expected.rings {
-        for rec in &ring.records {
-            want += 1;
-            let ctx = format!("{what}: ring {} seq {}", ring.ring_name, rec.seq);
-            let v = got
-                .get(&(ring.ring, rec.seq))
-                .unwrap_or_else(|| panic!("{ctx}: missing"));
-            assert_eq!(v["slot"], rec.slot, "{ctx}: slot");
-            let want_damage: Vec<String> = rec
-                .damage
-                .iter()
-                .map(|d| format!("{d:?}").to_lowercase())
-                .collect();
-            assert_eq!(damage(v), want_damage, "{ctx}: damage");
-            let Some(ev) = &rec.event else { continue };
-            assert_eq!(words(v), ev.words, "{ctx}: words");
-            assert_eq!(v["format"], ev.format.as_str(), "{ctx}: format");
-            let msg = v["message"].as_str().unwrap();
-            assert!(
-                message_matches(&ev.message, msg),
-                "{ctx}: message\n  kcrash: {msg}\n  kernel: {}",
-                ev.message
-            );
-        }
-    }
-    assert_eq!(got.len(), want, "{what}: records the oracle does not have");
+    check_records(&records(run, what), expected, what);
 }
 
 #[test]
