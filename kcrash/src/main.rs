@@ -118,13 +118,9 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == "regress") {
         return regress(std::env::args_os().skip(1));
     }
-    let cli = match Cli::try_parse() {
+    let cli = match parse_args::<Cli>(std::env::args_os()) {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(code) => return code,
     };
     let errors = cli.color.stderr();
     let files = match sort_files(&cli.files) {
@@ -328,14 +324,19 @@ fn prompt(shell: &mut Shell<'_, '_>, silent: bool, color: ColorChoice) -> ExitCo
     status
 }
 
+/// The command line, or the exit status after clap printed help (0) or a usage error (2).
+fn parse_args<C: Parser>(args: impl Iterator<Item = std::ffi::OsString>) -> Result<C, ExitCode> {
+    C::try_parse_from(args).map_err(|e| {
+        let code = if e.use_stderr() { 2 } else { 0 };
+        let _ = e.print();
+        ExitCode::from(code)
+    })
+}
+
 fn regress(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
-    let cli = match RegressCli::try_parse_from(args) {
+    let cli = match parse_args::<RegressCli>(args) {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(code) => return code,
     };
     let errors = cli.color.stderr();
     let corpus = match Corpus::open(&cli.dir) {
