@@ -41,67 +41,134 @@ impl Drop for QemuProcess {
     }
 }
 
+/// A headless TCG PC with its serial console in a file, a QMP socket and a pvpanic device.
+pub(crate) struct Machine<'a> {
+    pub cpus: u32,
+    pub memory_mib: u32,
+    /// `-action panic=…`: `pause` stops the guest at its panic, `none` lets it finish printing.
+    pub on_panic: &'a str,
+    /// More devices (`-device NAME`).
+    pub devices: &'a [&'a str],
+    pub kernel: &'a Path,
+    pub initrd: Option<&'a Path>,
+    pub append: &'a str,
+    pub console: &'a Path,
+}
+
+/// A started machine. The socket lives in a fresh short temporary directory: a socket path must
+/// fit sun_path (108 bytes) and QEMU's option syntax (no commas).
+pub(crate) struct Started {
+    pub qemu: QemuProcess,
+    pub socket: PathBuf,
+    pub socket_dir: tempfile::TempDir,
+    pub at: Instant,
+}
+
+impl Machine<'_> {
+    pub fn start(&self) -> Result<Started> {
+        for path in [Some(self.kernel), self.initrd, Some(self.console)]
+            .into_iter()
+            .flatten()
+        {
+            if path.to_string_lossy().contains(',') {
+                bail!(
+                    "{}: QEMU's option syntax cannot take a path with a comma",
+                    path.display()
+                );
+            }
+        }
+        let socket_dir = tempfile::tempdir().context("creating a directory for the QMP socket")?;
+        let socket = socket_dir.path().join("qmp.sock");
+        let _ = std::fs::remove_file(self.console);
+        let mut cmd = Command::new(crate::tools::QEMU);
+        cmd.args(["-machine", "pc,accel=tcg", "-cpu", "qemu64"])
+            .args(["-smp", &self.cpus.to_string()])
+            .args(["-m", &format!("{}M", self.memory_mib)])
+            .args([
+                "-nodefaults",
+                "-vga",
+                "none",
+                "-display",
+                "none",
+                "-no-reboot",
+            ])
+            .args(["-device", "pvpanic", "-action"])
+            .arg(format!("panic={}", self.on_panic));
+        for device in self.devices {
+            cmd.args(["-device", device]);
+        }
+        cmd.arg("-serial")
+            .arg(format!("file:{}", self.console.display()))
+            .arg("-qmp")
+            .arg(format!("unix:{},server=on,wait=off", socket.display()))
+            .arg("-kernel")
+            .arg(self.kernel);
+        if let Some(initrd) = self.initrd {
+            cmd.arg("-initrd").arg(initrd);
+        }
+        let child = cmd
+            .args(["-append", self.append])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting qemu-system-x86_64")?;
+        Ok(Started {
+            qemu: QemuProcess(child),
+            socket,
+            socket_dir,
+            at: Instant::now(),
+        })
+    }
+}
+
+impl QemuProcess {
+    /// Kills QEMU after a failed run and says what it and the guest last said: QEMU's stderr,
+    /// its exit status and the console's last `lines` lines, newest first.
+    pub(crate) fn failure(&mut self, console: &Path, lines: usize) -> String {
+        let _ = self.0.kill();
+        let mut stderr = String::new();
+        if let Some(mut pipe) = self.0.stderr.take() {
+            let _ = pipe.read_to_string(&mut stderr);
+        }
+        let status = self.0.wait().map(|s| s.to_string()).unwrap_or_default();
+        let log = std::fs::read_to_string(console).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(lines).collect();
+        format!(
+            "qemu ({status}) stderr: {:?}; last console lines: {tail:?}",
+            stderr.trim()
+        )
+    }
+}
+
 /// Boots `boot`, waits for the guest's pvpanic, then writes each of `formats` into `out`.
 pub fn crash_and_dump(boot: &Boot, out: &Path, formats: &[DumpFormat]) -> Result<Crash> {
-    for path in [out, boot.image] {
-        if path.to_string_lossy().contains(',') {
-            bail!(
-                "{}: QEMU's option syntax cannot take a path with a comma",
-                path.display()
-            );
-        }
+    if out.to_string_lossy().contains(',') {
+        bail!(
+            "{}: QEMU's option syntax cannot take a path with a comma",
+            out.display()
+        );
     }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let out = out.canonicalize()?;
     let console = out.join("console.log");
-    // A socket path must fit sun_path (108 bytes) and QEMU's option syntax (no commas), so it
-    // lives in a fresh short temporary directory rather than beside the dumps.
-    let socket_dir = tempfile::tempdir().context("creating a directory for the QMP socket")?;
-    let socket = socket_dir.path().join("qmp.sock");
-    let started = Instant::now();
-    let child = Command::new(crate::tools::QEMU)
-        .args(["-machine", "pc,accel=tcg", "-cpu", "qemu64", "-smp", "1"])
-        .args(["-m", &format!("{}M", boot.memory_mib)])
-        .args([
-            "-nodefaults",
-            "-vga",
-            "none",
-            "-display",
-            "none",
-            "-no-reboot",
-        ])
-        .args(["-device", "pvpanic", "-action", "panic=pause"])
-        .arg("-serial")
-        .arg(format!("file:{}", console.display()))
-        .arg("-qmp")
-        .arg(format!("unix:{},server=on,wait=off", socket.display()))
-        .arg("-kernel")
-        .arg(boot.image)
-        .args(["-append", boot.cmdline])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting qemu-system-x86_64")?;
-    let mut qemu = QemuProcess(child);
-    let result = drive(boot, &out, &console, &socket, formats, started);
-    if result.is_err() {
-        let _ = qemu.0.kill();
-        let mut stderr = String::new();
-        if let Some(mut pipe) = qemu.0.stderr.take() {
-            let _ = pipe.read_to_string(&mut stderr);
-        }
-        let status = qemu.0.wait().map(|s| s.to_string()).unwrap_or_default();
-        let log = std::fs::read_to_string(&console).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(5).collect();
-        return result.with_context(|| {
-            format!(
-                "qemu ({status}) stderr: {:?}; last console lines: {tail:?}",
-                stderr.trim()
-            )
-        });
+    let mut machine = Machine {
+        cpus: 1,
+        memory_mib: boot.memory_mib,
+        on_panic: "pause",
+        devices: &[],
+        kernel: boot.image,
+        initrd: None,
+        append: boot.cmdline,
+        console: &console,
     }
-    let status = qemu.0.wait()?;
+    .start()?;
+    let result = drive(boot, &out, &console, &machine.socket, formats, machine.at);
+    if result.is_err() {
+        let why = machine.qemu.failure(&console, 5);
+        return result.with_context(|| why);
+    }
+    let status = machine.qemu.0.wait()?;
     if !status.success() {
         bail!("qemu exited with {status} after quit");
     }

@@ -4,15 +4,13 @@
 use super::debian::{Kernel, BUSYBOX};
 use super::{CMDLINE, CPUS, MEMORY_MIB, PANIC_END, PANIC_MESSAGE, PANIC_START};
 use crate::initramfs::{newc_cpio, CpioEntry};
-use crate::qemu::QemuProcess;
+use crate::oracle;
+use crate::qemu::{Machine, QemuProcess, Started};
 use crate::qmp::Qmp;
-use crate::{oracle, tools};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A file added to the initramfs besides busybox and the modules (e.g. a static kcrash binary
@@ -254,49 +252,28 @@ impl Stopped {
 /// guest's pvpanic reports the panic (`-action panic=none`: QEMU keeps running so that the panic
 /// notifiers after pvpanic's, among them the one printing the kernel offset, still print).
 pub fn boot_to_panic(boot: &Boot) -> Result<Stopped> {
-    for path in [boot.console, boot.initramfs] {
-        if path.to_string_lossy().contains(',') {
-            bail!(
-                "{}: QEMU's option syntax cannot take a path with a comma",
-                path.display()
-            );
-        }
+    let devices: &[&str] = if boot.vmcoreinfo {
+        &["vmcoreinfo"]
+    } else {
+        &[]
+    };
+    let vmlinuz = boot.kernel.vmlinuz();
+    let Started {
+        mut qemu,
+        socket,
+        socket_dir,
+        at,
+    } = Machine {
+        cpus: CPUS,
+        memory_mib: MEMORY_MIB,
+        on_panic: "none",
+        devices,
+        kernel: &vmlinuz,
+        initrd: Some(boot.initramfs),
+        append: CMDLINE,
+        console: boot.console,
     }
-    let socket_dir = tempfile::tempdir().context("creating a directory for the QMP socket")?;
-    let socket = socket_dir.path().join("qmp.sock");
-    let _ = std::fs::remove_file(boot.console);
-    let started = Instant::now();
-    let mut cmd = Command::new(tools::QEMU);
-    cmd.args(["-machine", "pc,accel=tcg", "-cpu", "qemu64"])
-        .args(["-smp", &CPUS.to_string(), "-m", &format!("{MEMORY_MIB}M")])
-        .args([
-            "-nodefaults",
-            "-vga",
-            "none",
-            "-display",
-            "none",
-            "-no-reboot",
-        ])
-        .args(["-device", "pvpanic", "-action", "panic=none"]);
-    if boot.vmcoreinfo {
-        cmd.args(["-device", "vmcoreinfo"]);
-    }
-    let child = cmd
-        .arg("-serial")
-        .arg(format!("file:{}", boot.console.display()))
-        .arg("-qmp")
-        .arg(format!("unix:{},server=on,wait=off", socket.display()))
-        .arg("-kernel")
-        .arg(boot.kernel.vmlinuz())
-        .arg("-initrd")
-        .arg(boot.initramfs)
-        .args(["-append", CMDLINE])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting qemu-system-x86_64")?;
-    let mut qemu = QemuProcess(child);
+    .start()?;
     let result = (|| -> Result<Qmp> {
         let mut qmp = Qmp::connect(&socket, Duration::from_secs(10))?;
         qmp.wait_event("GUEST_PANICKED", boot.timeout)?;
@@ -315,20 +292,11 @@ pub fn boot_to_panic(boot: &Boot) -> Result<Stopped> {
             qemu,
             qmp,
             _socket_dir: socket_dir,
-            boot_time: started.elapsed(),
+            boot_time: at.elapsed(),
         }),
         Err(err) => {
-            let _ = qemu.0.kill();
-            let mut stderr = String::new();
-            if let Some(mut pipe) = qemu.0.stderr.take() {
-                let _ = pipe.read_to_string(&mut stderr);
-            }
-            let log = std::fs::read_to_string(boot.console).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().take(8).collect();
-            Err(err.context(format!(
-                "qemu stderr: {:?}; last console lines: {tail:?}",
-                stderr.trim()
-            )))
+            let why = qemu.failure(boot.console, 8);
+            Err(err.context(why))
         }
     }
 }
