@@ -25,6 +25,8 @@ enum { DBG_NONE, DBG_PARCHORE, DBG_FS, DBG_SCHED, DBG_VM, DBG_MAX };
 #define KLOG_STATIC_LEVEL KLOG_PROLOG
 #define TOS_KLOG_DEBUG
 #include "klog.h"
+/* Relative to this file: the harness compiles it in place with -Iklog-runtime/include only. */
+#include "../include/klog_oracle.h"
 
 /* Ring sizes in records; the Rust hosted program uses the same ones. */
 #define NONE_RECS 64
@@ -92,31 +94,6 @@ static void die(const char *what)
     exit(2);
 }
 
-/* Appends `s` escaped as Rust's str::escape_debug does for ASCII, which the harness reverses.
- * The program logs ASCII only: a byte >= 0x80 would come back as the code point U+0080..U+00FF. */
-static void escape(char *out, size_t cap, const char *s)
-{
-    size_t n = strlen(out);
-    for (; *s && n + 12 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
-        const char *e = NULL;
-        switch (c) {
-        case '\t': e = "\\t"; break;
-        case '\r': e = "\\r"; break;
-        case '\n': e = "\\n"; break;
-        case '\\': e = "\\\\"; break;
-        case '"': e = "\\\""; break;
-        case '\'': e = "\\'"; break;
-        }
-        if (e)
-            n += (size_t)snprintf(out + n, cap - n, "%s", e);
-        else if (c < 0x20 || c >= 0x7f)
-            n += (size_t)snprintf(out + n, cap - n, "\\u{%x}", c);
-        else
-            out[n++] = (char)c, out[n] = 0;
-    }
-}
-
 static void oracle_line(const char *line)
 {
     pthread_mutex_lock(&oracle_lock);
@@ -142,20 +119,6 @@ static void announce_rings(void)
         fputs(pending[i], stdout);
     rings_announced = 1;
     pthread_mutex_unlock(&oracle_lock);
-}
-
-/* The ring that receives an event of `subsys`: its own, or NONE's before klogInit (while its
- * KLog still points at the start of KLogBuffer). */
-static int receiving_ring(int subsys)
-{
-    return subsys != DBG_NONE && KLogs[subsys].buffer == KLogBuffer ? DBG_NONE : subsys;
-}
-
-/* The address of sequence number `seq` in ring `ring`. */
-static uint64_t record_address(int ring, int64_t seq)
-{
-    const KLog *log = &KLogs[ring];
-    return (uint64_t)(uintptr_t)(log->buffer + (((uint64_t)seq * KLOG_REC_SIZE) & log->buffer_size_1));
 }
 
 /* The oracle line of a torn reservation. */
@@ -185,18 +148,9 @@ static void oracle_event(int subsys, int64_t seq, const char *desc, uint64_t d1,
                  (unsigned long)last_clock, (const void *)desc, (unsigned long)d1,
                  (unsigned long)d2, (unsigned long)d3);
     }
-    /* fmt runs to the next space, so its spaces are escaped too. */
-    char fmt[512] = "";
-    escape(fmt, sizeof fmt, desc);
-    size_t n = strlen(line);
-    for (const char *f = fmt; *f && n + 8 < sizeof line; f++) {
-        if (*f == ' ')
-            n += (size_t)snprintf(line + n, sizeof line - n, "\\u{20}");
-        else
-            line[n++] = *f, line[n] = 0;
-    }
+    oracle_escape(line, sizeof line, desc, true);
     strncat(line, " msg=", sizeof line - strlen(line) - 1);
-    escape(line, sizeof line - 1, msg);
+    oracle_escape(line, sizeof line - 1, msg, false);
     strcat(line, "\n");
     oracle_line(line);
 }

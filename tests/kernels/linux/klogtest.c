@@ -34,6 +34,7 @@ enum { DBG_NONE, DBG_SCHED, DBG_FS, DBG_VM, DBG_NET, DBG_MAX };
 #define KLOG_STATIC_LEVEL KLOG_PROLOG
 #define TOS_KLOG_DEBUG
 #include "klog.h"
+#include "klog_oracle.h"
 
 /* Ring sizes in records: VM and NET wrap, SCHED and FS keep every event. */
 #define NONE_RECS 64
@@ -111,34 +112,6 @@ static bool rings_announced;
 static char pending[MAX_PENDING][sizeof(((struct oracle_scratch *)0)->line)];
 static int npending;
 
-/* Appends `s` to `out`, escaped as Rust's str::escape_debug does for ASCII (the harness reverses
- * it); with `spaces`, a space becomes \u{20} too (fmt= runs to the next space). */
-static void escape(char *out, size_t cap, const char *s, bool spaces)
-{
-	size_t n = strlen(out);
-
-	for (; *s && n + 12 < cap; s++) {
-		unsigned char c = (unsigned char)*s;
-		const char *e = NULL;
-
-		switch (c) {
-		case '\t': e = "\\t"; break;
-		case '\r': e = "\\r"; break;
-		case '\n': e = "\\n"; break;
-		case '\\': e = "\\\\"; break;
-		case '"': e = "\\\""; break;
-		case '\'': e = "\\'"; break;
-		case ' ': e = spaces ? "\\u{20}" : NULL; break;
-		}
-		if (e)
-			n += scnprintf(out + n, cap - n, "%s", e);
-		else if (c < 0x20 || c >= 0x7f)
-			n += scnprintf(out + n, cap - n, "\\u{%x}", c);
-		else
-			out[n++] = (char)c, out[n] = 0;
-	}
-}
-
 static void oracle_line(const char *line)
 {
 	if (READ_ONCE(rings_announced)) {
@@ -163,21 +136,6 @@ static void announce_rings(void)
 	WRITE_ONCE(rings_announced, true);
 }
 
-/* The ring that receives an event of `subsys`: its own, or NONE's before klogInit (while its KLog
- * still points at the start of KLogBuffer). */
-static int receiving_ring(int subsys)
-{
-	return subsys != DBG_NONE && KLogs[subsys].buffer == KLogBuffer ? DBG_NONE : subsys;
-}
-
-/* The address of sequence number `seq` in ring `ring`. */
-static unsigned long record_address(int ring, s64 seq)
-{
-	const KLog *log = &KLogs[ring];
-
-	return (unsigned long)(log->buffer + (((u64)seq * KLOG_REC_SIZE) & log->buffer_size_1));
-}
-
 static void oracle_torn(int subsys, s64 seq)
 {
 	struct oracle_scratch *s = this_cpu_ptr(&scratch);
@@ -199,9 +157,9 @@ static void oracle_event(struct oracle_scratch *s, int subsys, s64 seq, const ch
 		 ring, subsys, (long long)seq, record_address(ring, seq),
 		 this_cpu_read(last_hooks.chore), this_cpu_read(last_hooks.proc_dom),
 		 this_cpu_read(last_hooks.clock), (unsigned long)desc, d1, d2, d3);
-	escape(s->line, sizeof(s->line), desc, true);
+	oracle_escape(s->line, sizeof(s->line), desc, true);
 	strlcat(s->line, " msg=", sizeof(s->line));
-	escape(s->line, sizeof(s->line), s->msg, false);
+	oracle_escape(s->line, sizeof(s->line), s->msg, false);
 	oracle_line(s->line);
 }
 

@@ -252,12 +252,14 @@ pub fn build_module(kernel: &Kernel) -> Result<PathBuf> {
         }
     }
     let include = repo_root().join("klog-runtime/include");
+    let oracle_include = repo_root().join("tests/kernels/include");
     run(
         Command::new("make")
             .arg("-C")
             .arg(kernel.headers())
             .arg(format!("M={}", build.display()))
             .arg(format!("KLOG_INCLUDE={}", include.display()))
+            .arg(format!("ORACLE_INCLUDE={}", oracle_include.display()))
             .arg("modules"),
         "make (klogtest.ko)",
     )?;
