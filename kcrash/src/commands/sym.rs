@@ -133,6 +133,17 @@ pub fn describe(image: &Image, addr: u64) -> Option<String> {
     })
 }
 
+/// `sym -l`'s optional pattern.
+fn list_pattern(args: &Args) -> Result<Option<Regex>> {
+    match args.what.as_slice() {
+        [] => Ok(None),
+        [p] => Ok(Some(
+            Regex::new(p).map_err(|e| anyhow!("{}", one_line(&e.to_string())))?,
+        )),
+        _ => bail!("sym -l takes one pattern"),
+    }
+}
+
 pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(argv)?;
     if cx.session.dump.is_live() && cx.session.image.is_none() {
@@ -140,11 +151,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     }
     let image = image(cx.session)?;
     if args.list {
-        let pattern = match args.what.as_slice() {
-            [] => None,
-            [p] => Some(Regex::new(p).map_err(|e| anyhow!("{}", one_line(&e.to_string())))?),
-            _ => bail!("sym -l takes one pattern"),
-        };
+        let pattern = list_pattern(&args)?;
         for sym in image.symbols() {
             interrupt::check()?;
             let shown = display_name(&sym.name);
@@ -214,11 +221,7 @@ fn run_kallsyms(cx: &mut Context<'_, '_>, args: &Args) -> Result<Flow> {
         Ok(writeln!(cx.out)?)
     };
     if args.list {
-        let pattern = match args.what.as_slice() {
-            [] => None,
-            [p] => Some(Regex::new(p).map_err(|e| anyhow!("{}", one_line(&e.to_string())))?),
-            _ => bail!("sym -l takes one pattern"),
-        };
+        let pattern = list_pattern(args)?;
         for s in kallsyms.iter() {
             interrupt::check()?;
             if pattern.as_ref().is_none_or(|re| re.is_match(&s.name)) {
