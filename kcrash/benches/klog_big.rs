@@ -52,8 +52,14 @@ fn klog_big(c: &mut Criterion) {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
         g.bench_function(name, |b| {
             b.iter(|| {
-                kcrash::commands::klog::run(&argv, &session, klog, &mut io::sink(), &mut io::sink())
-                    .unwrap()
+                kcrash::commands::klog::run_on(
+                    &argv,
+                    &session,
+                    klog,
+                    &mut io::sink(),
+                    &mut io::sink(),
+                )
+                .unwrap()
             })
         });
     }

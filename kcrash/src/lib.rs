@@ -1,15 +1,18 @@
 //! kcrash: crash-dump inspection for kernel engineers, in the style of crash(8).
 //!
-//! The library holds everything but argument parsing: the session over a dump and its image,
-//! KLog decoding, and the commands. The binary is a thin shell around it.
+//! The library holds everything but the binary's command line: the session over a dump and its
+//! image, KLog decoding, the commands and the shell. The binary is a thin front end over it.
 
 pub mod commands;
+pub mod error;
 pub mod expr;
 pub mod interrupt;
 pub mod klog;
 pub mod linux;
 pub mod memory;
 pub mod paint;
+pub mod redirect;
 pub mod regress;
 pub mod session;
 pub mod shell;
+pub mod symbolize;

@@ -7,12 +7,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use kcrash::commands::modules::{find_ko, module_name};
+use kcrash::commands::{Flow, Settings};
+use kcrash::error::one_line;
+use kcrash::linux::ko::{find_ko, module_name};
 use kcrash::linux::live::{self, is_live_path};
 use kcrash::paint::{ColorChoice, Paint};
 use kcrash::regress::{report, Corpus, EntryRun, Options};
 use kcrash::session::{is_gzip, sort_files, Session};
-use kcrash::shell::{one_line, Completion, Flow, Settings, Shell};
+use kcrash::shell::{Completion, Shell};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 use rustyline::{Config, Editor};

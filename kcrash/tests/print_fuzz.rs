@@ -4,6 +4,8 @@
 use std::io::Read;
 use std::path::Path;
 
+use kcrash::commands::{execute, Settings};
+use kcrash::paint::{ColorChoice, Paint};
 use kcrash::session::Session;
 use proptest::prelude::*;
 
@@ -82,9 +84,14 @@ fn random_expressions_never_panic() {
     let formats = ["p", "p/x", "p --json", "p --pretty", "whatis", "ptype"];
     let printed = std::cell::Cell::new(0u32);
     proptest!(ProptestConfig::with_cases(400), |(e in expr(), f in 0..formats.len())| {
-        let mut out = Vec::new();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let line = format!("{} {e}", formats[f]);
+        let mut settings = Settings {
+            scroll: false,
+            color: ColorChoice::Never,
+        };
         // Success or an error: both fine; a panic fails the test.
-        if kcrash::commands::print::run(&session, formats[f], &e, &mut out).is_ok() {
+        if execute(&session, &mut settings, &mut out, &mut err, Paint::default(), &line).is_ok() {
             printed.set(printed.get() + 1);
         }
     });

@@ -9,6 +9,8 @@ use klog_runtime::{split_proc_dom, Level};
 use regex::bytes::Regex;
 use serde_json::json;
 
+use super::args::number;
+use super::{Context, Flow};
 use crate::klog::layout::KLogLayout;
 use crate::klog::live::Snapshot;
 use crate::klog::pipeline::render_stream;
@@ -43,7 +45,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     cpu: Option<u32>,
     /// Only records of this chore (the id word; hex with 0x, or decimal).
-    #[arg(long, value_name = "ID", value_parser = parse_u64)]
+    #[arg(long, value_name = "ID", value_parser = number)]
     chore: Option<u64>,
     /// Only records at or after this time: seconds when the dump knows the clock rate, else ticks.
     #[arg(long, value_name = "TIME")]
@@ -84,14 +86,6 @@ fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
 
 /// Render workers at most: beyond a few, the single-threaded merge is the limit.
 const MAX_WORKERS: usize = 4;
-
-pub fn parse_u64(s: &str) -> Result<u64, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => s.parse(),
-    };
-    r.map_err(|e| format!("{s:?} is not a number: {e}"))
-}
 
 /// The filters of one `klog` invocation.
 struct Filter {
@@ -155,8 +149,18 @@ fn parse(argv: &[String]) -> Result<Args> {
     Ok(args)
 }
 
-/// Runs `klog` with `argv` (without the command name) on a dump.
-pub fn run(
+pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
+    let klog = cx.session.klog().map_err(anyhow::Error::msg)?;
+    if cx.session.dump.is_live() {
+        run_live(argv, cx.session, &klog.layout, cx.out, cx.err)?;
+    } else {
+        run_on(argv, cx.session, klog, cx.out, cx.err)?;
+    }
+    Ok(Flow::Continue)
+}
+
+/// Runs `klog` with `argv` (without the command name) over `mem`, a dump's memory.
+pub fn run_on(
     argv: &[String],
     mem: &(dyn Memory + Sync),
     klog: &Klog,
@@ -172,7 +176,7 @@ pub fn run(
 
 /// Runs `klog` on a running kernel: each look at the rings is a [`Snapshot`], so nothing read
 /// by an earlier command (or poll) is reused.
-pub fn run_live(
+fn run_live(
     argv: &[String],
     mem: &(dyn Memory + Sync),
     layout: &KLogLayout,

@@ -3,11 +3,11 @@
 use anyhow::{anyhow, bail, Result};
 use clap::Parser;
 
+use super::{Context, Flow};
 use crate::expr::{parse_expr, Evaluator};
 use crate::linux::facts::date;
-use crate::linux::printk::{Layout, Record, Ring};
+use crate::linux::printk::{self, Record};
 use crate::session::Session;
-use crate::shell::{Context, Flow};
 
 /// The kernel's message log (Linux 5.10+ printk ring), oldest first, one line per line of each
 /// message, each prefixed by its time since boot: `[    3.699425] sysrq: Trigger a crash`.
@@ -38,43 +38,6 @@ pub struct Args {
     /// Each message's level, `<N>`, after the timestamp.
     #[arg(short = 'm')]
     level: bool,
-}
-
-/// The session's printk ring; with each record's level when `levels` (which needs DWARF).
-pub fn ring(session: &Session<'_>, levels: bool) -> Result<Ring> {
-    let info = session.dump.vmcoreinfo()?;
-    let image = session.image.as_ref();
-    let prb = match info
-        .as_ref()
-        .map(|i| i.symbol("prb"))
-        .transpose()?
-        .flatten()
-    {
-        Some(prb) => prb,
-        None => {
-            image
-                .and_then(|i| i.symbol("prb"))
-                .ok_or_else(|| {
-                    anyhow!(
-                        "no printk ring: neither VMCOREINFO nor the image has the symbol prb \
-                         (Linux 5.10 or later, and its vmlinux, are needed)"
-                    )
-                })?
-                .address
-        }
-    };
-    let layout = match info.as_ref().and_then(Layout::from_vmcoreinfo) {
-        Some(layout) if levels => {
-            let image = image.ok_or_else(|| anyhow!("-m needs the vmlinux with DWARF"))?;
-            layout.with_level(image).map_err(anyhow::Error::msg)?
-        }
-        Some(layout) => layout,
-        None => Layout::from_dwarf(image.ok_or_else(|| {
-            anyhow!("VMCOREINFO does not describe the printk ring: give the vmlinux with DWARF")
-        })?)
-        .map_err(anyhow::Error::msg)?,
-    };
-    Ring::read(session, prb, layout).map_err(|e| anyhow!("{e}"))
 }
 
 /// The kernel's boot time in nanoseconds since the epoch: offs_real - offs_boot.
@@ -129,7 +92,9 @@ pub fn lines(r: &Record, prefix: &str, out: &mut Vec<u8>) {
 
 pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(argv)?;
-    let ring = ring(cx.session, args.level)?;
+    let session = cx.session;
+    let info = session.dump.vmcoreinfo()?;
+    let ring = printk::find(info.as_ref(), session.image.as_ref(), session, args.level)?;
     let boot = if args.human {
         Some(boot_time(cx.session)?)
     } else {

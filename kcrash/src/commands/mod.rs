@@ -1,10 +1,269 @@
-//! The commands a kcrash session runs, each parsing its own arguments.
+//! The commands a kcrash session runs, and the contract they share.
+//!
+//! # Adding a command
+//!
+//! A command is one file here and one row of [`COMMANDS`]: its name, aliases, a one-line summary
+//! for `help`, the full help text for `help NAME` (for a clap-parsed command, `clap_help::<Args>`
+//! gives its long `--help`), and its [`Run`] function. A command reads the dump through
+//! `cx.session`, writes its output to `cx.out` (a file, a pipe or the pager: the front end
+//! decides) and warnings to `cx.err`; it returns an error for failure, with no command-name
+//! prefix (dispatch adds it) and on one line. Long loops poll [`crate::interrupt::check`] so
+//! Ctrl-C stops them. Arguments are parsed with [`args`]'s helpers, so every command reads
+//! numbers, addresses and symbols alike.
 
+pub mod args;
+mod help;
 pub mod klog;
 pub mod log;
 pub mod modules;
 pub mod print;
 pub mod rd;
+mod set;
 pub mod sym;
 pub mod sys;
 pub mod types;
+
+use std::io::{self, Write};
+
+use anyhow::{anyhow, bail, Result};
+use clap::CommandFactory;
+
+use crate::error::one_line;
+use crate::paint::{ColorChoice, Paint};
+use crate::session::Session;
+
+/// Whether the session goes on after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Quit,
+}
+
+/// What the user chose for the whole session.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `set scroll on|off`, `--no-pager`: long output to a terminal goes through the pager.
+    pub scroll: bool,
+    pub color: ColorChoice,
+}
+
+/// What a running command gets.
+pub struct Context<'a, 'd> {
+    pub session: &'a Session<'d>,
+    pub settings: &'a mut Settings,
+    pub out: &'a mut dyn Write,
+    pub err: &'a mut dyn Write,
+    /// Colour for `out` (never for files and pipes unless `--color=always`).
+    pub paint: Paint,
+    /// The command word as typed (`p/x`, `union`).
+    pub word: &'a str,
+    /// The rest of the command as typed, before any redirection: expressions are not
+    /// shell-split, which would eat C's character literals.
+    pub raw: &'a str,
+}
+
+/// Every command's one signature: the context and the shell-split arguments after its name.
+pub type Run = fn(&mut Context<'_, '_>, &[String]) -> Result<Flow>;
+
+/// One command of the table.
+pub struct Command {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    /// One line for `help`.
+    pub summary: &'static str,
+    /// The full text for `help NAME`, with examples.
+    pub help: fn() -> String,
+    pub run: Run,
+}
+
+/// What `CMD --help` prints for a clap-parsed command.
+pub fn clap_help<A: CommandFactory>() -> String {
+    match A::command().try_get_matches_from(["--help"]) {
+        Err(e) => e.render().to_string(),
+        Ok(_) => A::command().render_long_help().to_string(),
+    }
+}
+
+/// Every command, in the order `help` lists them.
+pub const COMMANDS: &[Command] = &[
+    Command {
+        name: "klog",
+        aliases: &[],
+        summary: "the kernel event log: klog [SUBSYS] [full|terse] [-n N] [--json] [-s]",
+        help: clap_help::<klog::Args>,
+        run: klog::run,
+    },
+    Command {
+        name: "print",
+        aliases: &["p"],
+        summary: "a variable or expression with its DWARF type, as gdb prints it: p[/FMT] EXPR",
+        help: || print::HELP.into(),
+        run: print::run,
+    },
+    Command {
+        name: "whatis",
+        aliases: &[],
+        summary: "the type of an expression, or a type's name: whatis EXPR|TYPE",
+        help: || types::WHATIS_HELP.into(),
+        run: types::whatis,
+    },
+    Command {
+        name: "ptype",
+        aliases: &[],
+        summary: "a type written out in full, as gdb does: ptype EXPR|TYPE",
+        help: || types::PTYPE_HELP.into(),
+        run: types::ptype,
+    },
+    Command {
+        name: "struct",
+        aliases: &["union"],
+        summary: "a struct's layout, or an object at an address: struct [-o] NAME[.member] [ADDR]",
+        help: || types::STRUCT_HELP.into(),
+        run: types::struct_,
+    },
+    Command {
+        name: "sys",
+        aliases: &[],
+        summary: "the dump: file, format, producer, CPUs, image, VMCOREINFO, panic",
+        help: clap_help::<sys::Args>,
+        run: sys::run,
+    },
+    Command {
+        name: "log",
+        aliases: &["dmesg"],
+        summary: "the Linux kernel's message log (printk ring): log [-t|-T] [-m]",
+        help: clap_help::<log::Args>,
+        run: log::run,
+    },
+    Command {
+        name: "mod",
+        aliases: &[],
+        summary: "Linux's loaded modules; load a module's .ko: mod [-s NAME [FILE]] [-S [DIR]]",
+        help: clap_help::<modules::Args>,
+        run: modules::run,
+    },
+    Command {
+        name: "sym",
+        aliases: &[],
+        summary: "symbol <-> address: sym NAME|ADDR, sym -l [REGEX]",
+        help: clap_help::<sym::Args>,
+        run: sym::run,
+    },
+    Command {
+        name: "rd",
+        aliases: &[],
+        summary: "read memory: rd [-p] [-8|-16|-32|-64] [-s] [-a] ADDR|SYMBOL [COUNT]",
+        help: clap_help::<rd::Args>,
+        run: rd::run,
+    },
+    Command {
+        name: "set",
+        aliases: &[],
+        summary: "session settings: set scroll on|off",
+        help: || set::HELP.into(),
+        run: set::run,
+    },
+    Command {
+        name: "help",
+        aliases: &["?"],
+        summary: "this list; help CMD for a command's full text",
+        help: || help::HELP.into(),
+        run: help::run,
+    },
+    Command {
+        name: "quit",
+        aliases: &["q", "exit"],
+        summary: "leave kcrash",
+        help: || "quit, q, exit: leave kcrash (so does Ctrl-D at the prompt).\n".into(),
+        run: |_, _| Ok(Flow::Quit),
+    },
+];
+
+/// Finds a command by name or alias; `p/x` and `print/x` are print with a format letter.
+pub fn command(name: &str) -> Option<&'static Command> {
+    let name = match name.split_once('/') {
+        Some((base @ ("p" | "print"), _)) => base,
+        _ => name,
+    };
+    COMMANDS
+        .iter()
+        .find(|c| c.name == name || c.aliases.contains(&name))
+}
+
+/// Runs one command (no output plumbing: that is the front end's) and turns its error into
+/// what the user sees, prefixed with the command's name and on one line. `CMD --help` is
+/// output, not an error; a reader that went away (`| head`, the pager quit) is no failure.
+pub fn execute(
+    session: &Session<'_>,
+    settings: &mut Settings,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    paint: Paint,
+    text: &str,
+) -> Result<Flow> {
+    let words = shell_words::split(text).map_err(|e| anyhow!("{text:?}: {e}"))?;
+    let Some((name, args)) = words.split_first() else {
+        bail!("no command before the redirection");
+    };
+    let cmd = command(name).ok_or_else(|| anyhow!("{name}: no such command (try help)"))?;
+    let mut cx = Context {
+        session,
+        settings,
+        out,
+        err,
+        paint,
+        word: name,
+        raw: after_word(text),
+    };
+    match (cmd.run)(&mut cx, args).or_else(|e| help_as_output(e, cx.out)) {
+        Ok(flow) => Ok(flow),
+        Err(e) => explain(cmd, e),
+    }
+}
+
+/// The text after a command line's first word.
+fn after_word(line: &str) -> &str {
+    let line = line.trim_start();
+    line.find(char::is_whitespace)
+        .map_or("", |at| line[at..].trim())
+}
+
+/// `CMD --help` (clap's "error" that is really output) is written where the output goes.
+fn help_as_output(e: anyhow::Error, out: &mut dyn Write) -> Result<Flow> {
+    use clap::error::ErrorKind;
+    match e.downcast_ref::<clap::Error>() {
+        Some(clap)
+            if matches!(
+                clap.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) =>
+        {
+            write!(out, "{}", clap.render())?;
+            Ok(Flow::Continue)
+        }
+        _ => Err(e),
+    }
+}
+
+/// A command's error as the user sees it: clap's multi-line errors become their first line; a
+/// reader that left early is no failure.
+fn explain(cmd: &Command, e: anyhow::Error) -> Result<Flow> {
+    if is_broken_pipe(&e) {
+        return Ok(Flow::Continue);
+    }
+    if let Some(clap) = e.downcast_ref::<clap::Error>() {
+        let text = clap.render().to_string();
+        let first = text.lines().next().unwrap_or("bad arguments");
+        let first = first.strip_prefix("error: ").unwrap_or(first);
+        bail!("{}: {first} (help {})", cmd.name, cmd.name);
+    }
+    Err(anyhow!("{}: {}", cmd.name, one_line(&format!("{e:#}"))))
+}
+
+/// Whether `e` is a write to a reader that went away (`| head`, the pager quit).
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

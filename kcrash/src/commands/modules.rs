@@ -1,15 +1,16 @@
 //! `mod`: the dump's loaded kernel modules, and loading a module's `.ko` (symbols and DWARF) at
 //! the addresses its sections have in the dump, as crash's `mod -s` / `mod -S` do.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Result};
 use clap::Parser;
 use serde_json::json;
 
+use super::{Context, Flow};
+use crate::linux::ko::{find_ko, find_kos};
 use crate::linux::modules::modules;
 use crate::session::Session;
-use crate::shell::{Context, Flow};
 
 /// List the kernel's loaded modules (newest first, as the kernel's list holds them): the
 /// `struct module`, name, base and size of its code, taint letters (as /proc/modules), and
@@ -40,48 +41,13 @@ pub struct Args {
     json: bool,
 }
 
-/// The module name a `.ko` file stands for: its name without `.ko`, dashes as underscores
-/// (as the kernel names modules).
-pub fn module_name(file: &Path) -> Option<String> {
-    let name = file.file_name()?.to_str()?.strip_suffix(".ko")?;
-    Some(name.replace('-', "_"))
-}
-
-/// Every `.ko` under `dir`, by module name (the first found wins).
-fn find_kos(dir: &Path, out: &mut Vec<(String, PathBuf)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        match entry.file_type() {
-            Ok(t) if t.is_dir() => find_kos(&path, out),
-            Ok(_) => {
-                if let Some(name) = module_name(&path) {
-                    if !out.iter().any(|(n, _)| *n == name) {
-                        out.push((name, path));
-                    }
-                }
-            }
-            Err(_) => {}
-        }
-    }
-}
-
-/// Module `name`'s `.ko` under `dir`, at any depth.
-pub fn find_ko(dir: &Path, name: &str) -> Option<PathBuf> {
-    let mut found = Vec::new();
-    find_kos(dir, &mut found);
-    found.into_iter().find(|(n, _)| n == name).map(|(_, p)| p)
-}
-
 /// `/lib/modules/RELEASE`, the release from the dump.
 fn default_dir(session: &Session<'_>) -> Result<PathBuf> {
     let info = session.dump.vmcoreinfo()?;
     let release = match info.as_ref().and_then(|i| i.osrelease()) {
         Some(r) => r.to_owned(),
         None => {
-            crate::linux::facts::Utsname::read(session, None)
+            crate::linux::facts::Utsname::read(session.kernel(), None)
                 .map_err(anyhow::Error::msg)?
                 .release
         }
@@ -125,7 +91,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         };
         let mut found = Vec::new();
         find_kos(&dir, &mut found);
-        for m in modules(session).map_err(anyhow::Error::msg)? {
+        for m in modules(session.kernel()).map_err(anyhow::Error::msg)? {
             match found.iter().find(|(n, _)| *n == m.name) {
                 Some((_, file)) => match session.load_module(&m.name, file) {
                     Ok(_) => writeln!(cx.out, "{}: {}", m.name, file.display())?,
@@ -141,7 +107,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
 
 fn list(cx: &mut Context<'_, '_>, json: bool) -> Result<Flow> {
     let session = cx.session;
-    let all = modules(session).map_err(anyhow::Error::msg)?;
+    let all = modules(session.kernel()).map_err(anyhow::Error::msg)?;
     let loaded = session.loaded_modules();
     let object = |name: &str| {
         loaded

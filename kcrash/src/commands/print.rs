@@ -2,15 +2,13 @@
 //! printed as gdb prints it. `p/x EXPR` takes gdb's format letters; `--json` gives the value as
 //! a tree; `--pretty` one member a line.
 
-use std::io::Write;
-
 use anyhow::{anyhow, bail, Result};
 
+use super::{Context, Flow};
 use crate::expr::json::to_json;
 use crate::expr::text::Writer;
 use crate::expr::value::{Options, Reader, FORMATS};
 use crate::expr::{parse_expr, Evaluator, Expr, Ty};
-use crate::session::Session;
 
 pub const HELP: &str = "\
 p[/FMT] [--json] [--pretty] EXPR — print an expression as gdb does
@@ -30,8 +28,9 @@ Examples:
   p ((KLog *)0xffffffff80101040)->buffer
   p --json DebugFlags[1]";
 
-/// Runs `p` with the command word `name` (`p`, `print`, `p/x`) and the rest of the line as typed.
-pub fn run(session: &Session<'_>, name: &str, line: &str, out: &mut dyn Write) -> Result<()> {
+/// Runs `p` from the command word (`p`, `print`, `p/x`) and the rest of the line as typed.
+pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
+    let (session, name, line, out) = (cx.session, cx.word, cx.raw, &mut *cx.out);
     let mut format = name.split_once('/').map(|(_, f)| f.to_owned());
     let mut opts = Options::default();
     let mut json = false;
@@ -44,7 +43,7 @@ pub fn run(session: &Session<'_>, name: &str, line: &str, out: &mut dyn Write) -
             "--pretty" => opts.pretty = true,
             "--help" | "-h" => {
                 writeln!(out, "{HELP}")?;
-                return Ok(());
+                return Ok(Flow::Continue);
             }
             "--" => {
                 rest = tail.trim_start();
@@ -95,7 +94,7 @@ pub fn run(session: &Session<'_>, name: &str, line: &str, out: &mut dyn Write) -
         } else {
             writeln!(out, "{}", Writer { ev: &ev, opts }.top(&node)?)?;
         }
-        return Ok(());
+        return Ok(Flow::Continue);
     }
     Err(failure.map_or_else(|| anyhow!("nothing to evaluate with"), Into::into))
 }

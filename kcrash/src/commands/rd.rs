@@ -8,11 +8,12 @@ use anyhow::{bail, Result};
 use clap::Parser;
 use serde_json::json;
 
-use crate::commands::sym::{describe, resolve};
+use super::args::{self, address, number};
+use super::{Context, Flow};
 use crate::interrupt;
 use crate::memory::Memory;
 use crate::session::Session;
-use crate::shell::{Context, Flow};
+use crate::symbolize::describe;
 
 /// Display memory: COUNT units (default 1) from ADDR, a hex address or a symbol (SYMBOL+OFF).
 ///
@@ -29,7 +30,7 @@ pub struct Args {
     #[arg(value_name = "ADDR|SYMBOL", allow_hyphen_values = false)]
     address: String,
     /// How many units (bytes with -a).
-    #[arg(value_name = "COUNT", value_parser = parse_count)]
+    #[arg(value_name = "COUNT", value_parser = number)]
     count: Option<u64>,
     /// ADDR is a physical address.
     #[arg(short = 'p')]
@@ -46,10 +47,6 @@ pub struct Args {
     /// One JSON object per unit (or per string).
     #[arg(long)]
     json: bool,
-}
-
-fn parse_count(s: &str) -> Result<u64, String> {
-    crate::commands::klog::parse_u64(s)
 }
 
 /// Bytes per line, as crash has it.
@@ -92,10 +89,10 @@ fn normalise(argv: &[String]) -> Vec<String> {
 pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(normalise(argv))?;
     let start = if args.physical {
-        crate::commands::sym::parse_hex(&args.address)
+        args::hex(&args.address)
             .ok_or_else(|| anyhow::anyhow!("{}: not a hex physical address", args.address))?
     } else {
-        resolve(cx.session, &args.address)?
+        address(cx.session, &args.address)?
     };
     let space = if args.physical {
         Space::Physical(cx.session.dump)

@@ -6,10 +6,13 @@ use regex::Regex;
 use serde_json::json;
 use symbols::{Image, Symbol, SymbolKind};
 
+use super::args::{address, hex, image};
+use super::{Context, Flow};
+use crate::error::one_line;
 use crate::interrupt;
 use crate::linux::live::{Kallsym, Kallsyms};
-use crate::session::{ImageRef, Session};
-use crate::shell::{one_line, Context, Flow};
+use crate::session::ImageRef;
+use crate::symbolize::{display_name, lookup};
 
 /// Translate a symbol to its address or an address to its symbol, or list symbols.
 ///
@@ -34,14 +37,6 @@ pub struct Args {
     json: bool,
 }
 
-/// A symbol's name as a person reads it: Rust names demangled without hashes, C++ demangled.
-pub fn display_name(name: &str) -> String {
-    match rustc_demangle::try_demangle(name) {
-        Ok(d) => format!("{d:#}"),
-        Err(_) => addr2line::demangle_auto(name.into(), None).into_owned(),
-    }
-}
-
 /// nm's type letter for a symbol.
 fn letter(sym: &Symbol) -> char {
     let section = sym.section.as_deref().unwrap_or("");
@@ -58,79 +53,6 @@ fn letter(sym: &Symbol) -> char {
     } else {
         c
     }
-}
-
-pub fn image<'s>(session: &'s Session<'_>) -> Result<&'s Image> {
-    session
-        .image
-        .as_ref()
-        .ok_or_else(|| anyhow!("no image: give the kernel image or program for symbols"))
-}
-
-/// A symbol by stored name, or by demangled name (hash left out).
-pub fn lookup(image: &Image, name: &str) -> Option<Symbol> {
-    image
-        .symbol(name)
-        .or_else(|| image.symbols().find(|s| display_name(&s.name) == name))
-}
-
-/// Parses hex with or without 0x.
-pub fn parse_hex(text: &str) -> Option<u64> {
-    let digits = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))
-        .unwrap_or(text);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u64::from_str_radix(digits, 16).ok()
-}
-
-/// An address given as hex, a symbol, or SYMBOL+OFFSET (offset hex with 0x or decimal).
-/// A word that is both a symbol and hex (`add`) is the symbol.
-pub fn resolve(session: &Session<'_>, text: &str) -> Result<u64> {
-    let explicit_hex = text.starts_with("0x") || text.starts_with("0X");
-    if explicit_hex {
-        return parse_hex(text).ok_or_else(|| anyhow!("{text}: not a hex address"));
-    }
-    let (name, offset) = match text.rsplit_once('+') {
-        Some((name, off)) => {
-            let off = match off.strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16),
-                None => off.parse(),
-            }
-            .map_err(|_| anyhow!("{text}: {off:?} is not an offset"))?;
-            (name, off)
-        }
-        None => (text, 0),
-    };
-    if let Some(sym) = session
-        .images()
-        .iter()
-        .find_map(|i| lookup(i.image(), name))
-    {
-        return Ok(sym.address.wrapping_add(offset));
-    }
-    if offset == 0 {
-        if let Some(addr) = parse_hex(text) {
-            return Ok(addr);
-        }
-    }
-    match &session.image {
-        Some(_) => bail!("{name}: no such symbol, and not a hex address"),
-        None => bail!("{name}: not a hex address (no image for symbols)"),
-    }
-}
-
-/// `name+0x10` for an address inside a symbol, or nothing.
-pub fn describe(image: &Image, addr: u64) -> Option<String> {
-    let (sym, off) = image.symbolize(addr)?;
-    let name = display_name(&sym.name);
-    Some(if off == 0 {
-        name
-    } else {
-        format!("{name}+{off:#x}")
-    })
 }
 
 /// `sym -l`'s optional pattern.
@@ -167,7 +89,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     }
     let images = cx.session.images();
     for what in &args.what {
-        let addr = resolve(cx.session, what)?;
+        let addr = address(cx.session, what)?;
         // A loaded module's sections hold their addresses; the kernel has the rest.
         let image = images
             .iter()
@@ -234,7 +156,7 @@ fn run_kallsyms(cx: &mut Context<'_, '_>, args: &Args) -> Result<Flow> {
         match kallsyms.by_name(what) {
             Some(s) => emit(cx, s, 0)?,
             None => {
-                let addr = parse_hex(what).ok_or_else(|| {
+                let addr = hex(what).ok_or_else(|| {
                     anyhow!("{what}: not in /proc/kallsyms, and not a hex address")
                 })?;
                 let (s, off) = kallsyms

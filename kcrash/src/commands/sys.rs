@@ -6,11 +6,11 @@ use clap::Parser;
 use dumpfmt::{Dump, Format, PrStatus, QemuCpuState};
 use serde_json::{json, Map, Value};
 
-use crate::commands::log;
-use crate::commands::sym::describe;
+use super::{Context, Flow};
 use crate::linux::facts::{self, Utsname};
+use crate::linux::printk;
 use crate::session::Session;
-use crate::shell::{Context, Flow};
+use crate::symbolize::describe;
 
 /// Describe the dump: file, format and compression, size, producer, CPUs, crash time, image and
 /// build-id, VMCOREINFO, which files served which ranges (process cores), and the crash itself
@@ -185,7 +185,7 @@ impl Report {
         if process {
             facts.push(("threads", json!(stops.len())));
         } else if linux {
-            match facts::cpus(session) {
+            match facts::cpus(session.kernel()) {
                 Ok((online, _)) => facts.push((
                     "cpus",
                     json!(format!("{cpus} (online at the crash: {online})")),
@@ -259,6 +259,7 @@ impl Report {
             .collect();
         let file_backed: Vec<Value> = session
             .file_backed
+            .ranges
             .iter()
             .map(|f| json!({"start": f.start, "end": f.end, "file_offset": f.file_offset, "path": f.path.display().to_string()}))
             .collect();
@@ -317,7 +318,7 @@ impl Report {
                 "{:>12}: memory the core left out, read from these files",
                 cx.paint.strong("FILE-BACKED")
             )?;
-            for f in &session.file_backed {
+            for f in &session.file_backed.ranges {
                 writeln!(
                     cx.out,
                     "    {:016x}-{:016x}  {} +{:#x}",
@@ -405,7 +406,7 @@ fn linux_facts(
     facts: &mut Vec<(&'static str, Value)>,
     warnings: &mut Vec<String>,
 ) -> Option<String> {
-    match Utsname::read(session, info) {
+    match Utsname::read(session.kernel(), info) {
         Ok(u) => {
             facts.push(("release", json!(u.release)));
             facts.push(("version", json!(u.version)));
@@ -417,14 +418,14 @@ fn linux_facts(
     let page_size = info
         .and_then(|i| i.page_size().ok().flatten())
         .unwrap_or(4096);
-    match facts::memory(session, page_size) {
+    match facts::memory(session.kernel(), page_size) {
         Ok(bytes) => facts.push((
             "memory",
             json!(format!("{:.1} MB", bytes as f64 / (1 << 20) as f64)),
         )),
         Err(e) => warnings.push(format!("memory: {e}")),
     }
-    match facts::crash_time(session) {
+    match facts::crash_time(session.kernel()) {
         Ok(secs) => facts.push(("crash_time", json!(facts::date(secs)))),
         Err(e) => {
             warnings.push(format!("crash time: {e}"));
@@ -434,11 +435,16 @@ fn linux_facts(
             ));
         }
     }
-    match facts::uptime_nsec(session) {
+    match facts::uptime_nsec(session.kernel()) {
         Ok(nsec) => facts.push(("uptime", json!(facts::uptime(nsec)))),
         Err(e) => warnings.push(format!("uptime: {e}")),
     }
-    match log::ring(session, false) {
+    let ring = session
+        .dump
+        .vmcoreinfo()
+        .map_err(|e| printk::Error(e.to_string()))
+        .and_then(|info| printk::find(info.as_ref(), session.image.as_ref(), session, false));
+    match ring {
         Ok(ring) => facts::panic_message(&ring),
         Err(e) => {
             warnings.push(format!("log: {e}"));

@@ -4,15 +4,15 @@
 use std::io::Write;
 
 use anyhow::{anyhow, bail, Result};
-use symbols::Image;
 
+use super::args::image;
+use super::{Context, Flow};
 use crate::expr::decl::{self, expanded, Offsets};
 use crate::expr::eval::{Place, Shape};
 use crate::expr::json::to_json as value_json;
 use crate::expr::text::Writer;
 use crate::expr::value::{Options, Reader};
 use crate::expr::{parse_expr, parse_type, Evaluator, Ty, Value};
-use crate::session::Session;
 
 pub const WHATIS_HELP: &str = "\
 whatis [--json] EXPR|TYPE — the type of an expression, or what a type name names (one typedef unrolled)
@@ -48,13 +48,6 @@ Examples:
   struct _KLog.name,next_write &KLogs[2]
   struct _KLog.next_write";
 
-fn image<'s>(session: &'s Session<'_>) -> Result<&'s Image> {
-    session
-        .image
-        .as_ref()
-        .ok_or_else(|| anyhow!("no image: give the image with DWARF to look at types"))
-}
-
 /// The type `text` names, or `None` when it is not a type name the image has.
 fn named_type(ev: &Evaluator<'_>, text: &str) -> Option<Ty> {
     ev.resolve_type(&parse_type(text)?).ok()
@@ -86,11 +79,12 @@ fn argument(line: &str, what: &str) -> Result<(String, bool)> {
     }
 }
 
-pub fn whatis(session: &Session<'_>, line: &str, out: &mut dyn Write) -> Result<()> {
+pub fn whatis(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
+    let (session, line, out) = (cx.session, cx.raw, &mut *cx.out);
     let (text, json) = argument(line, "whatis")?;
     if text.is_empty() {
         writeln!(out, "{WHATIS_HELP}")?;
-        return Ok(());
+        return Ok(Flow::Continue);
     }
     let image = image(session)?;
     let ev = Evaluator::new(image, session);
@@ -112,14 +106,15 @@ pub fn whatis(session: &Session<'_>, line: &str, out: &mut dyn Write) -> Result<
     } else {
         writeln!(out, "type = {}", ev.type_name(&shown)?)?;
     }
-    Ok(())
+    Ok(Flow::Continue)
 }
 
-pub fn ptype(session: &Session<'_>, line: &str, out: &mut dyn Write) -> Result<()> {
+pub fn ptype(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
+    let (session, line, out) = (cx.session, cx.raw, &mut *cx.out);
     let (text, json) = argument(line, "ptype")?;
     if text.is_empty() {
         writeln!(out, "{PTYPE_HELP}")?;
-        return Ok(());
+        return Ok(Flow::Continue);
     }
     let image = image(session)?;
     let ev = Evaluator::new(image, session);
@@ -129,16 +124,12 @@ pub fn ptype(session: &Session<'_>, line: &str, out: &mut dyn Write) -> Result<(
     } else {
         writeln!(out, "type = {}", expanded(&ev, &ty, Offsets::None)?)?;
     }
-    Ok(())
+    Ok(Flow::Continue)
 }
 
 /// `struct` (with `keyword` "struct") and `union`.
-pub fn struct_(
-    session: &Session<'_>,
-    keyword: &str,
-    args: &[String],
-    out: &mut dyn Write,
-) -> Result<()> {
+pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
+    let (session, keyword, out) = (cx.session, cx.word, &mut *cx.out);
     let mut offsets = Offsets::None;
     let mut json = false;
     let mut rest: Vec<&str> = Vec::new();
@@ -148,7 +139,7 @@ pub fn struct_(
             "--json" => json = true,
             "--help" | "-h" => {
                 writeln!(out, "{STRUCT_HELP}")?;
-                return Ok(());
+                return Ok(Flow::Continue);
             }
             other => rest.push(other),
         }
@@ -181,18 +172,19 @@ pub fn struct_(
         bail!("{name} is {}, not a {keyword}", ev.type_name(&ty)?);
     }
     if let Some(members) = members {
-        return members_of(&ev, &ty, &members, addr, out);
+        members_of(&ev, &ty, &members, addr, out)?;
+        return Ok(Flow::Continue);
     }
     if addr.is_empty() && json {
         writeln!(out, "{}", decl::layout_json(&ev, &ty)?)?;
-        return Ok(());
+        return Ok(Flow::Continue);
     }
     if addr.is_empty() {
         writeln!(out, "{}", expanded(&ev, &ty, offsets)?)?;
         if let Some(size) = ev.size_of(&ty)? {
             writeln!(out, "SIZE: {size}")?;
         }
-        return Ok(());
+        return Ok(Flow::Continue);
     }
     let text = addr.join(" ");
     let expr = parse_expr(&text).map_err(|e| anyhow!("{}", e.show(&text)))?;
@@ -208,7 +200,7 @@ pub fn struct_(
     let node = Reader { ev: &ev, opts }.read(&value)?;
     if json {
         writeln!(out, "{}", value_json(&ev, &node))?;
-        return Ok(());
+        return Ok(Flow::Continue);
     }
     let shown = match ty {
         Ty::Dwarf(id) => Ty::Dwarf(image.value_type(id)?),
@@ -220,7 +212,7 @@ pub fn struct_(
         ev.type_name(&shown)?,
         Writer { ev: &ev, opts }.top(&node)?
     )?;
-    Ok(())
+    Ok(Flow::Continue)
 }
 
 /// `struct NAME.a,b.c [ADDR]`: each member with its offset and declaration, or its value in the

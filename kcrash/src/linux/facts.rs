@@ -4,10 +4,8 @@
 use dumpfmt::VmcoreInfo;
 
 use crate::expr::{parse_expr, Evaluator};
-use crate::linux::kaslr;
 use crate::linux::printk::Ring;
-use crate::memory::Memory;
-use crate::session::Session;
+use crate::linux::{kaslr, Kernel};
 
 /// `struct new_utsname`: six 65-byte strings, a user-space ABI.
 const UTS_LEN: u64 = 65;
@@ -26,14 +24,14 @@ pub struct Utsname {
 }
 
 impl Utsname {
-    pub fn read(session: &Session<'_>, info: Option<&VmcoreInfo<'_>>) -> Result<Utsname, String> {
+    pub fn read(kernel: Kernel<'_>, info: Option<&VmcoreInfo<'_>>) -> Result<Utsname, String> {
         let from_info = info.and_then(|i| {
             Some(i.symbol("init_uts_ns").ok()?? + i.offset("uts_namespace.name").ok()??)
         });
         let name = match from_info {
             Some(name) => name,
             None => {
-                let ev = evaluator(session)?;
+                let ev = evaluator(kernel)?;
                 let e = parse_expr("&init_uts_ns.name").map_err(|e| e.to_string())?;
                 ev.scalar(&ev.eval(&e).map_err(|e| e.to_string())?)
                     .map_err(|e| e.to_string())?
@@ -42,7 +40,8 @@ impl Utsname {
         };
         let field = |n: u64| -> Result<String, String> {
             let mut out = Vec::new();
-            session
+            kernel
+                .mem
                 .read_cstring(name + n * UTS_LEN, UTS_LEN as usize, &mut out)
                 .map_err(|e| format!("init_uts_ns: {e}"))?;
             Ok(String::from_utf8_lossy(&out).into_owned())
@@ -56,17 +55,14 @@ impl Utsname {
     }
 }
 
-fn evaluator<'a>(session: &'a Session<'_>) -> Result<Evaluator<'a>, String> {
-    let image = session
-        .image
-        .as_ref()
-        .ok_or("needs the vmlinux with DWARF")?;
-    Ok(Evaluator::new(image, session))
+fn evaluator<'a>(kernel: Kernel<'a>) -> Result<Evaluator<'a>, String> {
+    let image = kernel.image.ok_or("needs the vmlinux with DWARF")?;
+    Ok(Evaluator::new(image, kernel.mem))
 }
 
 /// The integer value of a C expression over the kernel's variables.
-pub fn int(session: &Session<'_>, expr: &str) -> Result<i64, String> {
-    let ev = evaluator(session)?;
+pub fn int(kernel: Kernel<'_>, expr: &str) -> Result<i64, String> {
+    let ev = evaluator(kernel)?;
     let e = parse_expr(expr).map_err(|e| e.show(expr))?;
     let v = ev.eval(&e).map_err(|e| format!("{expr}: {e}"))?;
     Ok(ev.scalar(&v).map_err(|e| format!("{expr}: {e}"))?.0 as i64)
@@ -74,35 +70,35 @@ pub fn int(session: &Session<'_>, expr: &str) -> Result<i64, String> {
 
 /// CPUs online at the crash (`__num_online_cpus`; a panic takes the others offline) and
 /// possible (`nr_cpu_ids`).
-pub fn cpus(session: &Session<'_>) -> Result<(i64, i64), String> {
+pub fn cpus(kernel: Kernel<'_>) -> Result<(i64, i64), String> {
     Ok((
-        int(session, "__num_online_cpus.counter")?,
-        int(session, "nr_cpu_ids")?,
+        int(kernel, "__num_online_cpus.counter")?,
+        int(kernel, "nr_cpu_ids")?,
     ))
 }
 
 /// Bytes of RAM: every online node's `node_present_pages`, as crash counts it.
-pub fn memory(session: &Session<'_>, page_size: u64) -> Result<u64, String> {
-    let nodes = int(session, "sizeof(node_data) / sizeof(node_data[0])")?;
+pub fn memory(kernel: Kernel<'_>, page_size: u64) -> Result<u64, String> {
+    let nodes = int(kernel, "sizeof(node_data) / sizeof(node_data[0])")?;
     let mut pages = 0u64;
     for i in 0..nodes.clamp(0, 1 << 10) {
-        if int(session, &format!("node_data[{i}]"))? != 0 {
-            pages += int(session, &format!("node_data[{i}]->node_present_pages"))? as u64;
+        if int(kernel, &format!("node_data[{i}]"))? != 0 {
+            pages += int(kernel, &format!("node_data[{i}]->node_present_pages"))? as u64;
         }
     }
     Ok(pages.saturating_mul(page_size))
 }
 
 /// Seconds since the epoch at the timekeeper's last tick (`xtime_sec`).
-pub fn crash_time(session: &Session<'_>) -> Result<i64, String> {
-    int(session, "tk_core.timekeeper.xtime_sec")
+pub fn crash_time(kernel: Kernel<'_>) -> Result<i64, String> {
+    int(kernel, "tk_core.timekeeper.xtime_sec")
 }
 
 /// Nanoseconds since boot, as crash counts them: jiffies since INITIAL_JIFFIES over HZ. HZ
 /// comes from INITIAL_JIFFIES itself, which is `(u32)(-300 * HZ)` and is jiffies_64's
 /// initial value in the image file.
-pub fn uptime_nsec(session: &Session<'_>) -> Result<i64, String> {
-    let image = session.image.as_ref().ok_or("needs the vmlinux")?;
+pub fn uptime_nsec(kernel: Kernel<'_>) -> Result<i64, String> {
+    let image = kernel.image.ok_or("needs the vmlinux")?;
     let sym = image
         .symbol("jiffies_64")
         .ok_or("the image has no jiffies_64")?;
@@ -117,7 +113,8 @@ pub fn uptime_nsec(session: &Session<'_>) -> Result<i64, String> {
             "jiffies_64 starts at {initial:#x}, not INITIAL_JIFFIES: HZ unknown"
         ));
     }
-    let now = session
+    let now = kernel
+        .mem
         .read_u64(sym.address)
         .map_err(|e| format!("jiffies_64: {e}"))?;
     let ticks = now.wrapping_sub(initial);

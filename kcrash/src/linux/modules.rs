@@ -5,8 +5,7 @@
 use symbols::SectionAddresses;
 
 use crate::linux::facts::int;
-use crate::memory::Memory;
-use crate::session::Session;
+use crate::linux::Kernel;
 
 /// `MODULE_NAME_LEN`'s bound on what is read of a name (56 on 64-bit).
 const NAME_MAX: usize = 64;
@@ -41,9 +40,9 @@ impl Module {
             .collect()
     }
 
-    fn field(&self, session: &Session<'_>, path: &str) -> Result<i64, String> {
+    fn field(&self, kernel: Kernel<'_>, path: &str) -> Result<i64, String> {
         int(
-            session,
+            kernel,
             &format!("((struct module *){:#x})->{path}", self.addr),
         )
     }
@@ -51,11 +50,11 @@ impl Module {
     /// Where each of its sections was loaded, from `sect_attrs` (what /sys/module/NAME/sections
     /// shows and crash's `mod -s` reads). `struct module_sect_attrs` is complete only in the
     /// unit that defines it, so the pointer is cast to the type found by name.
-    pub fn sections(&self, session: &Session<'_>) -> Result<SectionAddresses, String> {
-        let attrs = self.field(session, "sect_attrs")? as u64;
+    pub fn sections(&self, kernel: Kernel<'_>) -> Result<SectionAddresses, String> {
+        let attrs = self.field(kernel, "sect_attrs")? as u64;
         let field = |path: &str| {
             int(
-                session,
+                kernel,
                 &format!("((struct module_sect_attrs *){attrs:#x})->{path}"),
             )
         };
@@ -68,7 +67,8 @@ impl Module {
         for i in 0..n {
             let attr = format!("attrs[{i}]");
             let name_at = field(&format!("{attr}.battr.attr.name"))? as u64;
-            session
+            kernel
+                .mem
                 .read_cstring(name_at, 256, &mut name)
                 .map_err(|e| format!("{}: section {i}'s name: {e}", self.name))?;
             let address = field(&format!("{attr}.address"))? as u64;
@@ -79,18 +79,19 @@ impl Module {
 }
 
 /// Every module on the kernel's `modules` list, in list order (newest first).
-pub fn modules(session: &Session<'_>) -> Result<Vec<Module>, String> {
-    let head = int(session, "&modules")? as u64;
-    let list = int(session, "&((struct module *)0)->list")? as u64;
-    let name_off = int(session, "&((struct module *)0)->name")? as u64;
+pub fn modules(kernel: Kernel<'_>) -> Result<Vec<Module>, String> {
+    let head = int(kernel, "&modules")? as u64;
+    let list = int(kernel, "&((struct module *)0)->list")? as u64;
+    let name_off = int(kernel, "&((struct module *)0)->name")? as u64;
     // 6.4 replaced core_layout by mem[MOD_MEM_NUM_TYPES], MOD_TEXT first.
     let regions = int(
-        session,
+        kernel,
         "sizeof(((struct module *)0)->mem) / sizeof(((struct module *)0)->mem[0])",
     )
     .ok();
     let mut out = Vec::new();
-    let mut next = session
+    let mut next = kernel
+        .mem
         .read_u64(head)
         .map_err(|e| format!("modules: {e}"))?;
     while next != head {
@@ -99,7 +100,8 @@ pub fn modules(session: &Session<'_>) -> Result<Vec<Module>, String> {
         }
         let addr = next.wrapping_sub(list);
         let mut name = Vec::new();
-        session
+        kernel
+            .mem
             .read_cstring(addr + name_off, NAME_MAX, &mut name)
             .map_err(|e| format!("module at {addr:#x}: name: {e}"))?;
         let mut m = Module {
@@ -111,19 +113,20 @@ pub fn modules(session: &Session<'_>) -> Result<Vec<Module>, String> {
         };
         match regions {
             None => {
-                m.base = m.field(session, "core_layout.base")? as u64;
-                m.size = m.field(session, "core_layout.size")? as u64;
+                m.base = m.field(kernel, "core_layout.base")? as u64;
+                m.size = m.field(kernel, "core_layout.size")? as u64;
             }
             Some(n) => {
-                m.base = m.field(session, "mem[0].base")? as u64;
+                m.base = m.field(kernel, "mem[0].base")? as u64;
                 for i in 0..n.clamp(0, 16) {
-                    m.size += m.field(session, &format!("mem[{i}].size"))? as u64;
+                    m.size += m.field(kernel, &format!("mem[{i}].size"))? as u64;
                 }
             }
         }
-        m.taints = m.field(session, "taints")? as u64;
+        m.taints = m.field(kernel, "taints")? as u64;
         out.push(m);
-        next = session
+        next = kernel
+            .mem
             .read_u64(next)
             .map_err(|e| format!("modules list at {next:#x}: {e}"))?;
     }

@@ -216,6 +216,8 @@ impl fmt::Display for Error {
     }
 }
 
+impl std::error::Error for Error {}
+
 /// The ring, read whole: its three arrays copied out of the dump once.
 pub struct Ring {
     layout: Layout,
@@ -241,6 +243,44 @@ fn le(bytes: &[u8], at: u64, size: u64) -> u64 {
         b[..size as usize].copy_from_slice(src);
     }
     u64::from_le_bytes(b)
+}
+
+/// The kernel's printk ring, placed by VMCOREINFO or by the image; with each record's level
+/// when `levels` (which needs DWARF).
+pub fn find(
+    info: Option<&VmcoreInfo<'_>>,
+    image: Option<&Image>,
+    mem: &dyn Memory,
+    levels: bool,
+) -> Result<Ring, Error> {
+    let from_info = match info.map(|i| i.symbol("prb")).transpose() {
+        Ok(prb) => prb.flatten(),
+        Err(e) => return Err(Error(e.to_string())),
+    };
+    let prb = match from_info.or_else(|| Some(image?.symbol("prb")?.address)) {
+        Some(prb) => prb,
+        None => {
+            return Err(Error(
+                "no printk ring: neither VMCOREINFO nor the image has the symbol prb \
+                 (Linux 5.10 or later, and its vmlinux, are needed)"
+                    .into(),
+            ))
+        }
+    };
+    let layout = match info.and_then(Layout::from_vmcoreinfo) {
+        Some(layout) if levels => {
+            let image = image.ok_or_else(|| Error("-m needs the vmlinux with DWARF".into()))?;
+            layout.with_level(image).map_err(Error)?
+        }
+        Some(layout) => layout,
+        None => Layout::from_dwarf(image.ok_or_else(|| {
+            Error(
+                "VMCOREINFO does not describe the printk ring: give the vmlinux with DWARF".into(),
+            )
+        })?)
+        .map_err(Error)?,
+    };
+    Ring::read(mem, prb, layout)
 }
 
 impl Ring {

@@ -1,5 +1,5 @@
 //! `kcrash regress DIR`: runs a corpus's checks (corpus/README.md, "manifest.toml") on every
-//! dump of every entry, in-process through the same shell the prompt uses, and compares each
+//! dump of every entry, in-process through the same line runner the prompt uses, and compares each
 //! output with its expected file. Entries run in parallel; the dumps of one entry, which are the
 //! same crash written by different producers, must all print what the expected file holds.
 //!
@@ -18,9 +18,11 @@ use std::time::Instant;
 use rayon::prelude::*;
 use regex::Regex;
 
+use crate::commands::Settings;
+use crate::error::one_line;
 use crate::paint::ColorChoice;
+use crate::redirect;
 use crate::session::Session;
-use crate::shell::{one_line, Settings, Shell};
 use manifest::{Check, Entry, Manifest};
 use output::{Output, Verdict};
 
@@ -321,17 +323,23 @@ fn read_expected(path: &Path) -> Result<String, String> {
 fn run_dump(path: &Path, image: &Path, checks: &[Check]) -> Result<Vec<(Output, f64)>, String> {
     let dump = dumpfmt::Dump::open(path).map_err(|e| e.to_string())?;
     let session = Session::open(&dump, Some(image.to_owned())).map_err(|e| e.to_string())?;
-    let settings = Settings {
+    let mut settings = Settings {
         scroll: false,
         color: ColorChoice::Never,
     };
-    let mut shell = Shell::new(&session, settings);
     Ok(checks
         .iter()
         .map(|check| {
             let started = Instant::now();
             let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-            let result = shell.run_captured(&check.command, &mut stdout, &mut stderr);
+            let result = redirect::run_line(
+                &session,
+                &mut settings,
+                &check.command,
+                Some(&mut stdout),
+                &mut stderr,
+                false,
+            );
             let output = Output {
                 stdout: String::from_utf8_lossy(&stdout).into_owned(),
                 stderr: String::from_utf8_lossy(&stderr).into_owned(),

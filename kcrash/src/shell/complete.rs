@@ -9,10 +9,10 @@ use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
 
-use super::COMMANDS;
-use crate::commands::sym::display_name;
+use crate::commands::COMMANDS;
 use crate::paint::Paint;
 use crate::session::Session;
+use crate::symbolize::display_name;
 
 /// The words the prompt completes, gathered once when the prompt starts.
 pub struct Completion {

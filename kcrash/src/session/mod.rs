@@ -1,9 +1,10 @@
 //! A dump opened with its image: the memory kcrash's commands read, the symbols they resolve
 //! against, and the KLog state, found once and kept.
 
+mod files;
+mod process;
+
 use std::fmt;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -13,17 +14,11 @@ use symbols::Image;
 
 use crate::klog::layout::{KLogLayout, LayoutError};
 use crate::klog::Klog;
-use crate::linux::{self, kaslr, Linux};
+use crate::linux::{self, Linux};
 use crate::memory::{Memory, Unreadable};
 
-/// What a file given on the command line is, told by its content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
-    Dump,
-    Image,
-    /// A relocatable object: a kernel module's `.ko`.
-    Module,
-}
+pub use files::{is_gzip, sort_files, Files};
+pub use process::{FileBacked, FileRange};
 
 /// Why a session could not be opened: one line for the user.
 #[derive(Debug)]
@@ -41,120 +36,13 @@ fn open_err(msg: impl Into<String>) -> OpenError {
     OpenError(msg.into())
 }
 
-/// Whether `path` is gzip-compressed (dumpfmt then decompresses it whole before reading it).
-pub fn is_gzip(path: &Path) -> bool {
-    let mut magic = [0u8; 2];
-    File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|()| magic == *b"\x1f\x8b")
-}
-
-/// Reads the first bytes of `path` and says whether it is a dump or an image.
-pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
-    let mut head = [0u8; 20];
-    let n = File::open(path)
-        .and_then(|mut f| f.read(&mut head))
-        .map_err(|e| open_err(format!("{}: {e}", path.display())))?;
-    let head = &head[..n];
-    if head.starts_with(b"\x7fELF") {
-        // e_type: 4 is ET_CORE; executables, shared objects and relocatables are images.
-        return match head.get(16..18).map(|b| u16::from_le_bytes([b[0], b[1]])) {
-            Some(4) => Ok(FileKind::Dump),
-            Some(1) => Ok(FileKind::Module),
-            Some(2..=3) => Ok(FileKind::Image),
-            _ => Err(open_err(format!(
-                "{}: an ELF file that is neither a core dump nor an image",
-                path.display()
-            ))),
-        };
-    }
-    if head.starts_with(b"KDUMP   ")
-        || head.starts_with(b"DISKDUMP")
-        || head.starts_with(b"makedumpfile")
-        || head.starts_with(b"\x1f\x8b")
-    {
-        return Ok(FileKind::Dump);
-    }
-    Err(open_err(format!(
-        "{}: neither a dump (ELF core, kdump, flattened, gzip) nor an ELF image",
-        path.display()
-    )))
-}
-
-/// The command line's files sorted by kind, given in any order.
-#[derive(Debug)]
-pub struct Files {
-    pub dump: PathBuf,
-    pub image: Option<PathBuf>,
-    /// Kernel modules (`.ko`) to load at their addresses in the dump.
-    pub modules: Vec<PathBuf>,
-}
-
-/// Sorts the command line's files into dump, image and modules, in any order. Without a dump,
-/// the dump is the running kernel's memory (/proc/kcore); a file under /proc is taken as live
-/// memory without being read here (opening it says why it cannot be read, if it cannot).
-pub fn sort_files(files: &[PathBuf]) -> Result<Files, OpenError> {
-    let kinds = files
-        .iter()
-        .map(|f| {
-            let kind = if linux::live::is_live_path(f) {
-                Ok(FileKind::Dump)
-            } else {
-                file_kind(f)
-            };
-            kind.map(|k| (k, f.clone()))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let of = |kind: FileKind| -> Vec<PathBuf> {
-        kinds
-            .iter()
-            .filter(|(k, _)| *k == kind)
-            .map(|(_, p)| p.clone())
-            .collect()
-    };
-    let (dumps, images) = (of(FileKind::Dump), of(FileKind::Image));
-    let usage = "kcrash [DUMP] [IMAGE] [MODULE.ko...]";
-    let live = || PathBuf::from(linux::live::KCORE);
-    let (dump, image) = match (dumps.as_slice(), images.as_slice()) {
-        ([d], []) => (d.clone(), None),
-        ([d], [i]) => (d.clone(), Some(i.clone())),
-        ([], []) => (live(), None),
-        ([], [i]) => (live(), Some(i.clone())),
-        (_, [_, _, ..]) => return Err(open_err(format!("more than one image given: {usage}"))),
-        _ => return Err(open_err(format!("more than one dump given: {usage}"))),
-    };
-    Ok(Files {
-        dump,
-        image,
-        modules: of(FileKind::Module),
-    })
-}
-
-/// A range of the crashed process's memory that its core left out and a file supplies.
-#[derive(Debug)]
-pub struct FileBacked {
-    pub start: u64,
-    pub end: u64,
-    pub file_offset: u64,
-    pub path: PathBuf,
-    source: Backing,
-}
-
-#[derive(Debug)]
-enum Backing {
-    /// The session's image (the executable).
-    Image,
-    /// A shared library named by the core, mapped read-only.
-    Library(memmap2::Mmap),
-}
-
 /// An open dump with its image.
 pub struct Session<'d> {
     pub dump: &'d Dump,
     pub image: Option<Image>,
     space: AddressSpace<'d>,
     /// Process cores: memory the core does not hold, read from the files it was mapped from.
-    pub file_backed: Vec<FileBacked>,
+    pub file_backed: FileBacked,
     /// What opening found out and did, for `sys` and for `-s`-less start-up messages.
     pub notes: Vec<String>,
     /// Set when the dump is a Linux kernel's and its vmlinux was given.
@@ -183,7 +71,7 @@ impl<'d> Session<'d> {
             dump,
             image: None,
             space,
-            file_backed: Vec::new(),
+            file_backed: FileBacked::default(),
             notes: Vec::new(),
             linux: None,
             modules: RwLock::new(Vec::new()),
@@ -253,35 +141,13 @@ impl<'d> Session<'d> {
                 )));
             }
         }
-        for m in &mappings {
-            let is_exe = exe_path.as_deref() == Some(m.path.as_str());
-            let source = if is_exe {
-                Backing::Image
-            } else {
-                match File::open(&m.path).and_then(|f| unsafe { memmap2::Mmap::map(&f) }) {
-                    // SAFETY (map): read-only; as for the dump, nobody should truncate it meanwhile.
-                    Ok(map) => Backing::Library(map),
-                    Err(_) => continue,
-                }
-            };
-            self.file_backed.push(FileBacked {
-                start: m.start,
-                end: m.end,
-                file_offset: m.file_offset,
-                path: if is_exe {
-                    path.clone()
-                } else {
-                    PathBuf::from(&m.path)
-                },
-                source,
-            });
-        }
+        let exe = exe_path.as_deref().map(|name| (name, path.clone()));
+        self.file_backed = FileBacked::new(&mappings, exe, &self.space, &mut self.notes);
         self.image = Some(image);
-        self.drop_mismatched_files();
         Ok(())
     }
 
-    /// A kernel dump. Linux: see `open_linux`. Another kernel (the test kernels): the image's
+    /// A kernel dump. Linux: see [`linux::open`]. Another kernel (the test kernels): the image's
     /// program headers give a linear map (virtual = physical + offset) after the dump's own
     /// mappings and page tables; the image must match the dump.
     fn open_kernel(&mut self, path: PathBuf) -> Result<(), OpenError> {
@@ -291,7 +157,13 @@ impl<'d> Session<'d> {
             .vmcoreinfo()
             .map_err(|e| open_err(e.to_string()))?;
         if linux::is_linux(info.as_ref(), &image) {
-            return self.open_linux(image, info.as_ref(), &path);
+            let (image, linux) =
+                linux::open(self.dump, &mut self.space, image, info.as_ref(), &path)
+                    .map_err(open_err)?;
+            self.notes.push(linux.note());
+            self.linux = Some(linux);
+            self.image = Some(image);
+            return Ok(());
         }
         for seg in image.load_segments() {
             if seg.mem_size > 0 && seg.vaddr != seg.paddr {
@@ -304,67 +176,6 @@ impl<'d> Session<'d> {
         }
         self.image = Some(image);
         self.check_kernel_image(&path)
-    }
-
-    /// A Linux kernel: its build-id must be VMCOREINFO's, and its KASLR offset becomes the
-    /// image's load bias. The image's program headers are not used: under KASLR the kernel is
-    /// not where they say, physically or virtually; page tables (VMCOREINFO's init_top_pgt, the
-    /// CPUs' CR3) translate instead.
-    fn open_linux(
-        &mut self,
-        mut image: Image,
-        info: Option<&dumpfmt::VmcoreInfo<'_>>,
-        path: &Path,
-    ) -> Result<(), OpenError> {
-        let belongs = |why: String| {
-            open_err(format!(
-                "{} does not belong to {}: {why}",
-                path.display(),
-                self.dump.path().display()
-            ))
-        };
-        let dump_id = info.and_then(|i| i.get("BUILD-ID"));
-        if let (Some(dump_id), Some(own)) = (dump_id, image.build_id()) {
-            let own = linux::hex(own);
-            if !dump_id.trim().eq_ignore_ascii_case(&own) {
-                return Err(belongs(format!(
-                    "its build-id is {own}, the dump's kernel's (VMCOREINFO BUILD-ID) is {}",
-                    dump_id.trim()
-                )));
-            }
-        }
-        let from_info = match info {
-            Some(info) => {
-                kaslr::from_vmcoreinfo(info, &image).map_err(|e| open_err(e.to_string()))?
-            }
-            None => None,
-        };
-        let (offset, found) = match from_info {
-            Some(v) => v,
-            None => kaslr::search(self.dump, &mut self.space, &image).map_err(open_err)?,
-        };
-        if kaslr::banner_at(&self.space, &image, offset) == Some(false) {
-            return Err(belongs(format!(
-                "its linux_banner is not in the dump at KASLR offset {offset:#x} ({found})"
-            )));
-        }
-        image.set_load_bias(offset);
-        // Without VMCOREINFO, the banner the dump was just checked to hold names it.
-        let release = info
-            .and_then(|i| i.osrelease())
-            .map(str::to_owned)
-            .or_else(|| kaslr::banner_release(&image));
-        self.notes.push(format!(
-            "Linux {}: KASLR offset {offset:#x}, from {found}",
-            release.as_deref().unwrap_or("(release unknown)")
-        ));
-        self.linux = Some(Linux {
-            release,
-            kaslr_offset: offset,
-            found,
-        });
-        self.image = Some(image);
-        Ok(())
     }
 
     /// The image's code at its entry point must be what the dump holds there.
@@ -403,57 +214,11 @@ impl<'d> Session<'d> {
         }
     }
 
-    /// A file whose first page differs from what the core holds for it is a different build than
-    /// the one the process ran: none of its mappings are used. Only the mapping at file offset 0 is
-    /// compared (the ELF header, which the core keeps and nothing writes); writable mappings hold
-    /// relocated data and differ by design.
-    fn drop_mismatched_files(&mut self) {
-        let mut stale: Vec<PathBuf> = Vec::new();
-        for f in self.file_backed.iter().filter(|f| f.file_offset == 0) {
-            let len = (f.end - f.start).min(64) as usize;
-            let mut in_core = vec![0u8; len];
-            if self.space.read_virt(f.start, &mut in_core).is_err() {
-                continue; // nothing in the core to compare with
-            }
-            if self.file_bytes(f, 0, len as u64) != Some(in_core.as_slice()) {
-                stale.push(f.path.clone());
-            }
-        }
-        for path in &stale {
-            self.notes.push(format!(
-                "{} is not the file the process ran: not used",
-                path.display()
-            ));
-        }
-        self.file_backed.retain(|f| !stale.contains(&f.path));
-    }
-
-    fn file_bytes<'a>(&'a self, f: &'a FileBacked, within: u64, len: u64) -> Option<&'a [u8]> {
-        let offset = f.file_offset.checked_add(within)?;
-        match &f.source {
-            Backing::Image => self.image.as_ref()?.file_bytes(offset, len),
-            Backing::Library(map) => map.get(
-                usize::try_from(offset).ok()?..usize::try_from(offset.checked_add(len)?).ok()?,
-            ),
-        }
-    }
-
-    /// Reads `buf` at `addr` from a file the core's mapping came from.
-    fn read_file_backed(&self, addr: u64, buf: &mut [u8]) -> bool {
-        let end = addr.saturating_add(buf.len() as u64);
-        let Some(f) = self
-            .file_backed
-            .iter()
-            .find(|f| f.start <= addr && end <= f.end)
-        else {
-            return false;
-        };
-        match self.file_bytes(f, addr - f.start, buf.len() as u64) {
-            Some(b) => {
-                buf.copy_from_slice(b);
-                true
-            }
-            None => false,
+    /// The kernel as Linux's readers see it.
+    pub fn kernel(&self) -> linux::Kernel<'_> {
+        linux::Kernel {
+            image: self.image.as_ref(),
+            mem: self,
         }
     }
 
@@ -480,12 +245,12 @@ impl<'d> Session<'d> {
         let sections = if self.dump.is_live() {
             linux::live::module_sections(name)?
         } else {
-            let modules = crate::linux::modules::modules(self)?;
+            let modules = crate::linux::modules::modules(self.kernel())?;
             let module = modules
                 .iter()
                 .find(|m| m.name == name)
                 .ok_or_else(|| format!("{name}: no such module in the dump (mod lists them)"))?;
-            module.sections(self)?
+            module.sections(self.kernel())?
         };
         let image = Image::open_relocatable(file, &sections)
             .map_err(|e| format!("{}: {e}", file.display()))?;
@@ -581,7 +346,7 @@ impl Memory for Session<'_> {
             let n = ((0x1000 - (at & 0xfff)) as usize).min(buf.len() - done);
             let chunk = &mut buf[done..done + n];
             if let Err(e) = self.space.read_virt(at, chunk) {
-                if !self.read_file_backed(at, chunk) {
+                if !self.file_backed.read(at, chunk) {
                     return Err(unreadable(at, e));
                 }
             }

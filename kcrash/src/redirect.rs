@@ -1,5 +1,6 @@
 //! crash's output plumbing for one command line: `CMD | pipeline`, `CMD > file`, `CMD >> file`,
-//! and the pager for long output on a terminal.
+//! `!cmd`, and the pager for long output on a terminal, around [`commands::execute`]. The
+//! prompt, scripts and `kcrash regress` all run their lines through [`run_line`].
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -8,6 +9,59 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::thread::JoinHandle;
 
 use anyhow::{anyhow, bail, Context as _, Result};
+
+use crate::commands::{self, Flow, Settings};
+use crate::interrupt;
+use crate::session::Session;
+
+/// Runs one command line with its plumbing. Blank lines and `#` comments do nothing. Standard
+/// output is `stdout` when given (a capture: `kcrash regress`), else the process's, paged when
+/// it is a terminal (`stdout_terminal`) and `set scroll` is on. Errors come back as one line,
+/// prefixed with the command's name.
+pub fn run_line(
+    session: &Session<'_>,
+    settings: &mut Settings,
+    line: &str,
+    stdout: Option<&mut dyn Write>,
+    err: &mut dyn Write,
+    stdout_terminal: bool,
+) -> Result<Flow> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(Flow::Continue);
+    }
+    interrupt::clear();
+    if let Some(shell_command) = line.strip_prefix('!') {
+        return run_shell(shell_command).map(|()| Flow::Continue);
+    }
+    let (command_text, target) = split(line)?;
+    let to_terminal = target == Target::Stdout && stdout.is_none() && stdout_terminal;
+    let pager = std::env::var("PAGER")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_PAGER.into());
+    let use_pager = to_terminal && settings.scroll;
+    let mut sink = Sink::open(&target, stdout, use_pager.then_some(pager.as_str()))?;
+    let paint = settings.color.paint_for(to_terminal);
+    let result = commands::execute(session, settings, &mut sink, err, paint, command_text);
+    let finished = sink.finish();
+    let flow = result?;
+    finished?;
+    Ok(flow)
+}
+
+/// `!command`: runs it with kcrash's terminal; a failure to start or a non-zero exit is an error.
+fn run_shell(command: &str) -> Result<()> {
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .status()
+        .map_err(|e| anyhow!("!{command}: {e}"))?;
+    if !status.success() {
+        bail!("!{}: {status}", command.trim());
+    }
+    Ok(())
+}
 
 /// Where a command's output goes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,106 @@
+//! The command line's files, sorted by what they are (told by content, not by name).
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::{open_err, OpenError};
+use crate::linux;
+
+/// What a file given on the command line is, told by its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Dump,
+    Image,
+    /// A relocatable object: a kernel module's `.ko`.
+    Module,
+}
+
+/// Whether `path` is gzip-compressed (dumpfmt then decompresses it whole before reading it).
+pub fn is_gzip(path: &Path) -> bool {
+    let mut magic = [0u8; 2];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == *b"\x1f\x8b")
+}
+
+/// Reads the first bytes of `path` and says whether it is a dump or an image.
+pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
+    let mut head = [0u8; 20];
+    let n = File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| open_err(format!("{}: {e}", path.display())))?;
+    let head = &head[..n];
+    if head.starts_with(b"\x7fELF") {
+        // e_type: 4 is ET_CORE; executables, shared objects and relocatables are images.
+        return match head.get(16..18).map(|b| u16::from_le_bytes([b[0], b[1]])) {
+            Some(4) => Ok(FileKind::Dump),
+            Some(1) => Ok(FileKind::Module),
+            Some(2..=3) => Ok(FileKind::Image),
+            _ => Err(open_err(format!(
+                "{}: an ELF file that is neither a core dump nor an image",
+                path.display()
+            ))),
+        };
+    }
+    if head.starts_with(b"KDUMP   ")
+        || head.starts_with(b"DISKDUMP")
+        || head.starts_with(b"makedumpfile")
+        || head.starts_with(b"\x1f\x8b")
+    {
+        return Ok(FileKind::Dump);
+    }
+    Err(open_err(format!(
+        "{}: neither a dump (ELF core, kdump, flattened, gzip) nor an ELF image",
+        path.display()
+    )))
+}
+
+/// The command line's files sorted by kind, given in any order.
+#[derive(Debug)]
+pub struct Files {
+    pub dump: PathBuf,
+    pub image: Option<PathBuf>,
+    /// Kernel modules (`.ko`) to load at their addresses in the dump.
+    pub modules: Vec<PathBuf>,
+}
+
+/// Sorts the command line's files into dump, image and modules, in any order. Without a dump,
+/// the dump is the running kernel's memory (/proc/kcore); a file under /proc is taken as live
+/// memory without being read here (opening it says why it cannot be read, if it cannot).
+pub fn sort_files(files: &[PathBuf]) -> Result<Files, OpenError> {
+    let kinds = files
+        .iter()
+        .map(|f| {
+            let kind = if linux::live::is_live_path(f) {
+                Ok(FileKind::Dump)
+            } else {
+                file_kind(f)
+            };
+            kind.map(|k| (k, f.clone()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let of = |kind: FileKind| -> Vec<PathBuf> {
+        kinds
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, p)| p.clone())
+            .collect()
+    };
+    let (dumps, images) = (of(FileKind::Dump), of(FileKind::Image));
+    let usage = "kcrash [DUMP] [IMAGE] [MODULE.ko...]";
+    let live = || PathBuf::from(linux::live::KCORE);
+    let (dump, image) = match (dumps.as_slice(), images.as_slice()) {
+        ([d], []) => (d.clone(), None),
+        ([d], [i]) => (d.clone(), Some(i.clone())),
+        ([], []) => (live(), None),
+        ([], [i]) => (live(), Some(i.clone())),
+        (_, [_, _, ..]) => return Err(open_err(format!("more than one image given: {usage}"))),
+        _ => return Err(open_err(format!("more than one dump given: {usage}"))),
+    };
+    Ok(Files {
+        dump,
+        image,
+        modules: of(FileKind::Module),
+    })
+}

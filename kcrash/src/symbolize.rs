@@ -1,0 +1,30 @@
+//! Symbols as a person reads them: demangled names, lookups by either spelling, and
+//! `name+0x10` for an address.
+
+use symbols::{Image, Symbol};
+
+/// A symbol's name as a person reads it: Rust names demangled without hashes, C++ demangled.
+pub fn display_name(name: &str) -> String {
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => addr2line::demangle_auto(name.into(), None).into_owned(),
+    }
+}
+
+/// A symbol by stored name, or by demangled name (hash left out).
+pub fn lookup(image: &Image, name: &str) -> Option<Symbol> {
+    image
+        .symbol(name)
+        .or_else(|| image.symbols().find(|s| display_name(&s.name) == name))
+}
+
+/// `name+0x10` for an address inside a symbol, or nothing.
+pub fn describe(image: &Image, addr: u64) -> Option<String> {
+    let (sym, off) = image.symbolize(addr)?;
+    let name = display_name(&sym.name);
+    Some(if off == 0 {
+        name
+    } else {
+        format!("{name}+{off:#x}")
+    })
+}
