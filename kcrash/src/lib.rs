@@ -13,6 +13,7 @@ pub mod memory;
 pub mod paint;
 pub mod redirect;
 pub mod regress;
+pub mod report;
 pub mod session;
 pub mod shell;
 pub mod symbolize;

@@ -7,7 +7,7 @@ use clap::Parser;
 use klog_runtime::intensity::{D_KLOG, D_KLOGPRINTF, D_PROLOG, D_TERSE, D_VERBOSE};
 use klog_runtime::{split_proc_dom, Level};
 use regex::bytes::Regex;
-use serde_json::json;
+use serde::Serialize;
 
 use super::args::number;
 use super::{Context, Flow};
@@ -18,6 +18,8 @@ use crate::klog::render::{Clock, Printer, Style};
 use crate::klog::ring::{Order, Record};
 use crate::klog::{Klog, Selection};
 use crate::memory::Memory;
+use crate::paint::Paint;
+use crate::report::{self, Dec, Hex, Report};
 
 /// Print the kernel event log (KLog rings) as it was at the crash.
 ///
@@ -395,6 +397,82 @@ fn flag_names(bits: u64) -> String {
     }
 }
 
+/// `klog -s`: the rings' figures.
+#[derive(Serialize)]
+struct Summary {
+    rings: Vec<RingRow>,
+    /// `klogLevel`: its value and name, or why it could not be read; absent from the image: null.
+    klog_level: Option<String>,
+    clock_hz: Option<u64>,
+    /// Not in JSON: how the text shows clock values.
+    #[serde(skip)]
+    clock: Clock,
+}
+
+#[derive(Serialize)]
+struct RingRow {
+    index: usize,
+    name: String,
+    capacity: u64,
+    written: u64,
+    held: u64,
+    overwritten: u64,
+    laps: u64,
+    torn: u64,
+    damaged: u64,
+    oldest_clock: Option<Dec>,
+    newest_clock: Option<Dec>,
+    oldest_s: Option<f64>,
+    newest_s: Option<f64>,
+    buffer: Hex,
+    next_write: Dec,
+    /// The ring's DebugFlags by name, or why they could not be read.
+    debug_flags: Option<String>,
+    trusted: bool,
+    problems: Vec<String>,
+}
+
+impl Report for Summary {
+    fn text(&self, out: &mut dyn Write, _: Paint) -> io::Result<()> {
+        writeln!(
+            out,
+            "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>16} {:>16}  FLAGS",
+            "ID", "NAME", "CAPACITY", "WRITTEN", "HELD", "OVERWRITTEN", "TORN", "OLDEST", "NEWEST",
+        )?;
+        let time = |c: Option<Dec>| {
+            c.map_or("-".into(), |c| {
+                self.clock.show(c.0 as u64).trim().to_owned()
+            })
+        };
+        for r in &self.rings {
+            writeln!(
+                out,
+                "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>16} {:>16}  {}",
+                r.index,
+                r.name,
+                r.capacity,
+                r.written,
+                r.held,
+                r.overwritten,
+                r.torn,
+                time(r.oldest_clock),
+                time(r.newest_clock),
+                r.debug_flags.as_deref().unwrap_or("-"),
+            )?;
+            if !r.trusted {
+                writeln!(out, "    NOT TRUSTED: {}", r.problems.join("; "))?;
+            }
+        }
+        if let Some(level) = &self.klog_level {
+            writeln!(out, "klogLevel: {level}")?;
+        }
+        match self.clock_hz {
+            Some(hz) => writeln!(out, "clock: {hz} Hz (klogClockHz); times in seconds"),
+            None => writeln!(out, "clock: rate unknown; times in ticks"),
+        }
+    }
+}
+
 /// `klog -s`: one row per ring.
 fn summary(
     mem: &dyn Memory,
@@ -411,64 +489,43 @@ fn summary(
                 .unwrap_or_else(|e| format!("<unreadable {e}>"))
         })
     };
-    let level = klog.level.as_ref().map(|l| match l {
+    let klog_level = klog.level.as_ref().map(|l| match l {
         Ok(v) => {
             Level::from_u32(*v as u32).map_or(format!("{v}"), |l| format!("{v} ({})", l.name()))
         }
         Err(e) => format!("<unreadable {e}>"),
     });
-    if json {
-        let rings: Vec<_> = klog
-            .rings
-            .iter()
-            .zip(&figures)
-            .map(|(r, s)| {
-                json!({
-                    "index": r.index, "name": r.label(), "capacity": r.num_recs, "written": r.written(),
-                    "held": r.held(), "overwritten": r.overwritten(), "laps": r.laps(), "torn": s.torn,
-                    "damaged": s.damaged, "oldest_clock": s.oldest, "newest_clock": s.newest,
-                    "oldest_s": s.oldest.and_then(|c| clock.seconds(c)), "newest_s": s.newest.and_then(|c| clock.seconds(c)),
-                    "buffer": r.buffer, "next_write": r.next_write, "debug_flags": flags(r.index),
-                    "trusted": r.trusted(), "problems": r.problems,
-                })
-            })
-            .collect();
-        let doc = json!({ "rings": rings, "klog_level": level, "clock_hz": klog.clock_hz });
-        serde_json::to_writer_pretty(&mut *out, &doc)?;
-        writeln!(out)?;
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>16} {:>16}  FLAGS",
-        "ID", "NAME", "CAPACITY", "WRITTEN", "HELD", "OVERWRITTEN", "TORN", "OLDEST", "NEWEST",
-    )?;
-    for (r, s) in klog.rings.iter().zip(&figures) {
-        let time = |c: Option<u64>| c.map_or("-".into(), |c| clock.show(c).trim().to_owned());
-        writeln!(
-            out,
-            "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>16} {:>16}  {}",
-            r.index,
-            r.label(),
-            r.num_recs,
-            r.written(),
-            r.held(),
-            r.overwritten(),
-            s.torn,
-            time(s.oldest),
-            time(s.newest),
-            flags(r.index).unwrap_or_else(|| "-".into()),
-        )?;
-        if !r.trusted() {
-            writeln!(out, "    NOT TRUSTED: {}", r.problems.join("; "))?;
-        }
-    }
-    if let Some(level) = level {
-        writeln!(out, "klogLevel: {level}")?;
-    }
-    match klog.clock_hz {
-        Some(hz) => writeln!(out, "clock: {hz} Hz (klogClockHz); times in seconds")?,
-        None => writeln!(out, "clock: rate unknown; times in ticks")?,
-    }
+    let rings = klog
+        .rings
+        .iter()
+        .zip(&figures)
+        .map(|(r, s)| RingRow {
+            index: r.index,
+            name: r.label(),
+            capacity: r.num_recs,
+            written: r.written(),
+            held: r.held(),
+            overwritten: r.overwritten(),
+            laps: r.laps(),
+            torn: s.torn,
+            damaged: s.damaged,
+            oldest_clock: s.oldest.map(|c| Dec(c.into())),
+            newest_clock: s.newest.map(|c| Dec(c.into())),
+            oldest_s: s.oldest.and_then(|c| clock.seconds(c)),
+            newest_s: s.newest.and_then(|c| clock.seconds(c)),
+            buffer: Hex(r.buffer),
+            next_write: Dec(r.next_write.into()),
+            debug_flags: flags(r.index),
+            trusted: r.trusted(),
+            problems: r.problems.clone(),
+        })
+        .collect();
+    let summary = Summary {
+        rings,
+        klog_level,
+        clock_hz: klog.clock_hz,
+        clock,
+    };
+    report::document(&summary, json, out, Paint::default())?;
     Ok(())
 }

@@ -2,11 +2,13 @@
 
 use anyhow::{anyhow, bail, Result};
 use clap::Parser;
+use serde::Serialize;
 
 use super::{Context, Flow};
 use crate::expr::{parse_expr, Evaluator};
 use crate::linux::facts::date;
 use crate::linux::printk::{self, Record};
+use crate::report::{self, Dec};
 use crate::session::Session;
 
 /// The kernel's message log (Linux 5.10+ printk ring), oldest first, one line per line of each
@@ -27,7 +29,8 @@ getboottime64 returns), to which each record's time since boot is added.
 Examples:
   log | tail -50
   log -T | grep -i 'call trace' -A 20
-  log -m | grep '^\\[.*\\] <[0-3]>'")]
+  log -m | grep '^\\[.*\\] <[0-3]>'
+  log --json | jq -r 'select(.level <= 3) | .text'")]
 pub struct Args {
     /// No timestamps.
     #[arg(short = 't', conflicts_with = "human")]
@@ -38,6 +41,24 @@ pub struct Args {
     /// Each message's level, `<N>`, after the timestamp.
     #[arg(short = 'm')]
     level: bool,
+    /// One JSON object per record (JSON Lines): sequence number, time since boot, caller and the
+    /// whole text; -m adds the level, -T the wall-clock time.
+    #[arg(long, conflicts_with = "no_time")]
+    json: bool,
+}
+
+/// One record of `log --json`.
+#[derive(Serialize)]
+struct Line {
+    seq: u64,
+    /// Nanoseconds since boot.
+    ts_nsec: Dec,
+    /// `-T`: the wall-clock time, as the text shows it.
+    time: Option<String>,
+    level: Option<u8>,
+    /// A task id, or a CPU number with the top bit set.
+    caller_id: u32,
+    text: String,
 }
 
 /// The kernel's boot time in nanoseconds since the epoch: offs_real - offs_boot.
@@ -66,8 +87,21 @@ pub fn since_boot(ts_nsec: u64) -> String {
 
 /// `[Sun Nov 22 04:51:35 UTC 2026] `, as crash's `log -T` prints it.
 fn wall(boot_nsec: i128, ts_nsec: u64) -> String {
-    let secs = (boot_nsec + ts_nsec as i128).div_euclid(1_000_000_000) as i64;
-    format!("[{}] ", date(secs))
+    format!("[{}] ", date_at(boot_nsec, ts_nsec))
+}
+
+/// The date `ts_nsec` after boot.
+fn date_at(boot_nsec: i128, ts_nsec: u64) -> String {
+    date((boot_nsec + ts_nsec as i128).div_euclid(1_000_000_000) as i64)
+}
+
+/// Writes what `buf` holds once it is large: a few big writes, not one per line.
+fn flush_if_full(buf: &mut Vec<u8>, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    if buf.len() > 1 << 15 {
+        out.write_all(buf)?;
+        buf.clear();
+    }
+    Ok(())
 }
 
 /// Writes `text` with control characters other than tab as `\xNN`, as dmesg does.
@@ -103,6 +137,19 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let mut buf = Vec::with_capacity(1 << 16);
     for r in ring.records() {
         crate::interrupt::check()?;
+        if args.json {
+            let line = Line {
+                seq: r.seq,
+                ts_nsec: Dec(r.ts_nsec.into()),
+                time: boot.map(|boot| date_at(boot, r.ts_nsec)),
+                level: r.level,
+                caller_id: r.caller_id,
+                text: String::from_utf8_lossy(&r.text).into_owned(),
+            };
+            report::json_line(&line, &mut buf)?;
+            flush_if_full(&mut buf, cx.out)?;
+            continue;
+        }
         let mut prefix = match boot {
             _ if args.no_time => String::new(),
             Some(boot) => wall(boot, r.ts_nsec),
@@ -115,10 +162,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
             }
         }
         lines(&r, &prefix, &mut buf);
-        if buf.len() > 1 << 15 {
-            cx.out.write_all(&buf)?;
-            buf.clear();
-        }
+        flush_if_full(&mut buf, cx.out)?;
     }
     cx.out.write_all(&buf)?;
     Ok(Flow::Continue)

@@ -1,15 +1,18 @@
 //! `mod`: the dump's loaded kernel modules, and loading a module's `.ko` (symbols and DWARF) at
 //! the addresses its sections have in the dump, as crash's `mod -s` / `mod -S` do.
 
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Result};
 use clap::Parser;
-use serde_json::json;
+use serde::Serialize;
 
 use super::{Context, Flow};
 use crate::linux::ko::{find_ko, find_kos};
 use crate::linux::modules::modules;
+use crate::paint::Paint;
+use crate::report::{self, Hex, Report};
 use crate::session::Session;
 
 /// List the kernel's loaded modules (newest first, as the kernel's list holds them): the
@@ -28,7 +31,7 @@ Examples:
   mod -s klogtest ./klogtest.ko
   mod -s klogtest                      (looks in /lib/modules/RELEASE)
   mod -S ./build                       (every module whose NAME.ko is under ./build)
-  mod --json | jq '.[].name'")]
+  mod --json | jq '.modules[].name'")]
 pub struct Args {
     /// Load module NAME's .ko: FILE, or NAME.ko found under /lib/modules/RELEASE.
     #[arg(short = 's', value_names = ["NAME", "FILE"], num_args = 1..=2)]
@@ -36,7 +39,7 @@ pub struct Args {
     /// Load every module whose NAME.ko is under DIR (default /lib/modules/RELEASE).
     #[arg(short = 'S', value_name = "DIR", num_args = 0..=1)]
     load_all: Option<Vec<String>>,
-    /// One JSON array.
+    /// One JSON document.
     #[arg(long)]
     json: bool,
 }
@@ -105,45 +108,65 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     list(cx, args.json)
 }
 
+/// `mod`: the kernel's module list.
+#[derive(Serialize)]
+struct Modules {
+    modules: Vec<Row>,
+}
+
+#[derive(Serialize)]
+struct Row {
+    /// The `struct module`.
+    module: Hex,
+    name: String,
+    base: Hex,
+    size: u64,
+    taints: String,
+    /// The `.ko` loaded for it.
+    object: Option<String>,
+}
+
+impl Report for Modules {
+    fn text(&self, out: &mut dyn Write, _: Paint) -> io::Result<()> {
+        writeln!(
+            out,
+            "{:>16}  {:<20} {:>16}  {:>8}  {:<5}  OBJECT FILE",
+            "MODULE", "NAME", "BASE", "SIZE", "TAINT"
+        )?;
+        for m in &self.modules {
+            writeln!(
+                out,
+                "{:016x}  {:<20} {:016x}  {:>8}  {:<5}  {}",
+                m.module.0,
+                m.name,
+                m.base.0,
+                m.size,
+                m.taints,
+                m.object.as_deref().unwrap_or("(not loaded)")
+            )?;
+        }
+        Ok(())
+    }
+}
+
 fn list(cx: &mut Context<'_, '_>, json: bool) -> Result<Flow> {
     let session = cx.session;
-    let all = modules(session.kernel()).map_err(anyhow::Error::msg)?;
     let loaded = session.loaded_modules();
-    let object = |name: &str| {
-        loaded
-            .iter()
-            .find(|l| l.name == name)
-            .map(|l| l.image.path().display().to_string())
-    };
-    if json {
-        let rows: Vec<_> = all
-            .iter()
-            .map(|m| {
-                json!({"module": m.addr, "name": m.name, "base": m.base, "size": m.size,
-                       "taints": m.taint_letters(), "object": object(&m.name)})
-            })
-            .collect();
-        serde_json::to_writer_pretty(&mut *cx.out, &rows)?;
-        writeln!(cx.out)?;
-        return Ok(Flow::Continue);
-    }
-    writeln!(
-        cx.out,
-        "{:>16}  {:<20} {:>16}  {:>8}  {:<5}  OBJECT FILE",
-        "MODULE", "NAME", "BASE", "SIZE", "TAINT"
-    )?;
-    for m in &all {
-        crate::interrupt::check()?;
-        writeln!(
-            cx.out,
-            "{:016x}  {:<20} {:016x}  {:>8}  {:<5}  {}",
-            m.addr,
-            m.name,
-            m.base,
-            m.size,
-            m.taint_letters(),
-            object(&m.name).unwrap_or_else(|| "(not loaded)".into())
-        )?;
-    }
+    let modules = modules(session.kernel())
+        .map_err(anyhow::Error::msg)?
+        .into_iter()
+        .map(|m| Row {
+            module: Hex(m.addr),
+            taints: m.taint_letters(),
+            object: loaded
+                .iter()
+                .find(|l| l.name == m.name)
+                .map(|l| l.image.path().display().to_string()),
+            name: m.name,
+            base: Hex(m.base),
+            size: m.size,
+        })
+        .collect();
+    report::document(&Modules { modules }, json, cx.out, cx.paint)?;
     Ok(Flow::Continue)
 }

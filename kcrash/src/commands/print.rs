@@ -9,6 +9,7 @@ use crate::expr::json::to_json;
 use crate::expr::text::Writer;
 use crate::expr::value::{Options, Reader, FORMATS};
 use crate::expr::{parse_expr, Evaluator, Expr, Ty};
+use crate::report;
 
 pub const HELP: &str = "\
 p[/FMT] [--json] [--pretty] EXPR — print an expression as gdb does
@@ -90,7 +91,7 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         }
         let node = Reader { ev: &ev, opts }.read(&value)?;
         if json {
-            writeln!(out, "{}", to_json(&ev, &node))?;
+            report::json_line(&to_json(&ev, &node), out)?;
         } else {
             writeln!(out, "{}", Writer { ev: &ev, opts }.top(&node)?)?;
         }

@@ -6,12 +6,13 @@ use std::io::Write as _;
 
 use anyhow::{bail, Result};
 use clap::Parser;
-use serde_json::json;
+use serde::Serialize;
 
 use super::args::{self, address, number};
 use super::{Context, Flow};
 use crate::interrupt;
 use crate::memory::Memory;
+use crate::report::{self, Hex};
 use crate::session::Session;
 use crate::symbolize::describe;
 
@@ -153,6 +154,47 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     Ok(Flow::Continue)
 }
 
+/// One line of `rd --json`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Item {
+    /// A unit that was read.
+    Unit {
+        address: Hex,
+        size: usize,
+        value: Hex,
+        /// `-s`: where the value points.
+        symbol: Option<String>,
+    },
+    /// A unit that could not be read, in a line with others that could.
+    UnreadableUnit {
+        address: Hex,
+        size: usize,
+        unreadable: String,
+    },
+    /// A run of unreadable memory, `address` to `end`, for one reason.
+    Unreadable {
+        address: Hex,
+        end: Hex,
+        unreadable: String,
+    },
+    /// `rd -a`.
+    String {
+        address: Hex,
+        string: String,
+        bytes: usize,
+        terminated: bool,
+        unreadable: Option<StringEnd>,
+    },
+}
+
+/// Where `rd -a` stopped for unreadable memory.
+#[derive(Serialize)]
+struct StringEnd {
+    address: Hex,
+    reason: String,
+}
+
 struct Dumper<'s, 'a, 'd> {
     space: &'s Space<'a, 'd>,
     size: u64,
@@ -224,17 +266,20 @@ impl Dumper<'_, '_, '_> {
         if self.json {
             for (i, v) in units.enumerate() {
                 let at = addr + (i * size) as u64;
-                let doc = match v {
-                    Some(v) => {
-                        let symbol = self.symbol(cx, v);
-                        json!({"address": at, "size": size, "value": v, "symbol": symbol})
-                    }
-                    None => {
-                        json!({"address": at, "size": size, "unreadable": reason.unwrap_or("")})
-                    }
+                let item = match v {
+                    Some(v) => Item::Unit {
+                        address: Hex(at),
+                        size,
+                        value: Hex(v),
+                        symbol: self.symbol(cx, v),
+                    },
+                    None => Item::UnreadableUnit {
+                        address: Hex(at),
+                        size,
+                        unreadable: reason.unwrap_or("").to_owned(),
+                    },
                 };
-                serde_json::to_writer(&mut *cx.out, &doc)?;
-                writeln!(cx.out)?;
+                report::json_line(&item, cx.out)?;
             }
             return Ok(());
         }
@@ -301,9 +346,12 @@ impl Dumper<'_, '_, '_> {
             return Ok(());
         };
         if self.json {
-            let doc = json!({"address": start, "end": end, "unreadable": reason});
-            serde_json::to_writer(&mut *cx.out, &doc)?;
-            writeln!(cx.out)?;
+            let gap = Item::Unreadable {
+                address: Hex(start),
+                end: Hex(end),
+                unreadable: reason,
+            };
+            report::json_line(&gap, cx.out)?;
             return Ok(());
         }
         let mark = format!(
@@ -351,15 +399,17 @@ fn string(
         at = at.wrapping_add(want as u64);
     }
     if json {
-        let doc = json!({
-            "address": start,
-            "string": String::from_utf8_lossy(&bytes),
-            "bytes": bytes.len(),
-            "terminated": terminated,
-            "unreadable": failure.as_ref().map(|(a, r)| json!({"address": a, "reason": r})),
-        });
-        serde_json::to_writer(&mut *cx.out, &doc)?;
-        writeln!(cx.out)?;
+        let item = Item::String {
+            address: Hex(start),
+            string: String::from_utf8_lossy(&bytes).into_owned(),
+            bytes: bytes.len(),
+            terminated,
+            unreadable: failure.map(|(a, reason)| StringEnd {
+                address: Hex(a),
+                reason,
+            }),
+        };
+        report::json_line(&item, cx.out)?;
         return Ok(());
     }
     for (i, piece) in bytes.chunks(STRING_LINE).enumerate() {

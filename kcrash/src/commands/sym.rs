@@ -1,9 +1,11 @@
 //! `sym NAME|ADDR`: symbol to address and back, with size, section and file:line; `sym -l`.
 
+use std::io::{self, Write};
+
 use anyhow::{anyhow, bail, Result};
 use clap::Parser;
 use regex::Regex;
-use serde_json::json;
+use serde::Serialize;
 use symbols::{Image, Symbol, SymbolKind};
 
 use super::args::{address, hex, image};
@@ -11,6 +13,8 @@ use super::{Context, Flow};
 use crate::error::one_line;
 use crate::interrupt;
 use crate::linux::live::{Kallsym, Kallsyms};
+use crate::paint::Paint;
+use crate::report::{self, Hex, Report};
 use crate::session::ImageRef;
 use crate::symbolize::{display_name, lookup};
 
@@ -115,32 +119,21 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
 fn run_kallsyms(cx: &mut Context<'_, '_>, args: &Args) -> Result<Flow> {
     let kallsyms = Kallsyms::read().map_err(anyhow::Error::msg)?;
     let emit = |cx: &mut Context<'_, '_>, s: &Kallsym, off: u64| -> Result<()> {
-        let addr = s.address.wrapping_add(off);
-        if args.json {
-            let doc = json!({
-                "address": addr, "symbol": s.name, "name": s.name, "offset": off,
-                "symbol_address": s.address, "type": s.kind.to_string(), "module": s.module,
-                "source": "kallsyms",
-            });
-            serde_json::to_writer(&mut *cx.out, &doc)?;
-            return Ok(writeln!(cx.out)?);
-        }
-        let name = if off == 0 {
-            s.name.clone()
-        } else {
-            format!("{}+{off:#x}", s.name)
+        let found = Found {
+            address: Hex(s.address.wrapping_add(off)),
+            symbol: s.name.clone(),
+            name: s.name.clone(),
+            offset: off,
+            symbol_address: Hex(s.address),
+            size: None,
+            section: None,
+            kind: s.kind.to_string(),
+            global: None,
+            module: s.module.clone(),
+            frames: Vec::new(),
+            source: Source::Kallsyms,
         };
-        write!(
-            cx.out,
-            "{} ({}) {}",
-            cx.paint.addr(format_args!("{addr:016x}")),
-            s.kind,
-            cx.paint.name(name)
-        )?;
-        if let Some(m) = &s.module {
-            write!(cx.out, "  [{m}]")?;
-        }
-        Ok(writeln!(cx.out)?)
+        Ok(report::line(&found, args.json, cx.out, cx.paint)?)
     };
     if args.list {
         let pattern = list_pattern(args)?;
@@ -169,6 +162,95 @@ fn run_kallsyms(cx: &mut Context<'_, '_>, args: &Args) -> Result<Flow> {
     Ok(Flow::Continue)
 }
 
+/// Where a symbol's name and address came from.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Source {
+    /// The image's symbol table (and its DWARF for lines).
+    Image,
+    /// A running kernel's /proc/kallsyms.
+    Kallsyms,
+}
+
+/// One symbol found: a line of `sym`, or one JSON object.
+#[derive(Serialize)]
+struct Found {
+    address: Hex,
+    /// As stored (mangled).
+    symbol: String,
+    /// As a person reads it.
+    name: String,
+    offset: u64,
+    symbol_address: Hex,
+    size: Option<u64>,
+    section: Option<String>,
+    /// nm's type letter.
+    #[serde(rename = "type")]
+    kind: String,
+    global: Option<bool>,
+    /// A running kernel's module that holds it.
+    module: Option<String>,
+    /// Innermost first: inlined frames, then the function they are in.
+    frames: Vec<FoundFrame>,
+    source: Source,
+}
+
+#[derive(Serialize)]
+struct FoundFrame {
+    function: Option<String>,
+    file: Option<String>,
+    line: Option<u32>,
+    column: Option<u32>,
+}
+
+impl FoundFrame {
+    /// `file:line`, or the file alone.
+    fn place(&self) -> Option<String> {
+        let file = self.file.as_deref()?;
+        Some(match self.line {
+            Some(line) => format!("{file}:{line}"),
+            None => file.to_owned(),
+        })
+    }
+}
+
+impl Report for Found {
+    fn text(&self, out: &mut dyn Write, paint: Paint) -> io::Result<()> {
+        let name = if self.offset == 0 {
+            self.name.clone()
+        } else {
+            format!("{}+{:#x}", self.name, self.offset)
+        };
+        write!(
+            out,
+            "{} ({}) {}",
+            paint.addr(format_args!("{:016x}", self.address.0)),
+            self.kind,
+            paint.name(name)
+        )?;
+        if let Some(size) = self.size.filter(|&s| s != 0) {
+            write!(out, "  size {size:#x}")?;
+        }
+        if let Some(section) = &self.section {
+            write!(out, "  [{section}]")?;
+        }
+        if let Some(m) = &self.module {
+            write!(out, "  [{m}]")?;
+        }
+        if let Some(mut place) = self.frames.first().and_then(FoundFrame::place) {
+            if let [_, .., outer] = self.frames.as_slice() {
+                let function = outer.function.as_deref().unwrap_or("?");
+                match outer.place() {
+                    Some(at) => place.push_str(&format!(" (inlined into {function} at {at})")),
+                    None => place.push_str(&format!(" (inlined into {function})")),
+                }
+            }
+            write!(out, "  {place}")?;
+        }
+        writeln!(out)
+    }
+}
+
 /// One symbol's line (or JSON object); `lines` adds file:line from DWARF.
 fn emit(
     cx: &mut Context<'_, '_>,
@@ -185,56 +267,27 @@ fn emit(
     } else {
         Vec::new()
     };
-    let at = |f: &symbols::Frame| {
-        let file = f.file.as_deref()?;
-        Some(match f.line {
-            Some(line) => format!("{file}:{line}"),
-            None => file.to_owned(),
-        })
+    let found = Found {
+        address: Hex(addr),
+        symbol: sym.name.clone(),
+        name: shown.to_owned(),
+        offset: off,
+        symbol_address: Hex(sym.address),
+        size: Some(sym.size),
+        section: sym.section.clone(),
+        kind: letter(sym).to_string(),
+        global: Some(sym.global),
+        module: None,
+        frames: frames
+            .into_iter()
+            .map(|f| FoundFrame {
+                function: f.function,
+                file: f.file,
+                line: f.line,
+                column: f.column,
+            })
+            .collect(),
+        source: Source::Image,
     };
-    let mut place = frames.first().and_then(at);
-    if let (Some(place), [_, .., outer]) = (&mut place, frames.as_slice()) {
-        let function = outer.function.as_deref().unwrap_or("?");
-        match at(outer) {
-            Some(where_) => place.push_str(&format!(" (inlined into {function} at {where_})")),
-            None => place.push_str(&format!(" (inlined into {function})")),
-        }
-    }
-    if json {
-        let frames: Vec<_> = frames
-            .iter()
-            .map(|f| json!({"function": f.function, "file": f.file, "line": f.line, "column": f.column}))
-            .collect();
-        let doc = json!({
-            "address": addr, "symbol": sym.name, "name": shown, "offset": off,
-            "symbol_address": sym.address, "size": sym.size, "section": sym.section,
-            "type": letter(sym).to_string(), "global": sym.global, "frames": frames,
-        });
-        serde_json::to_writer(&mut *cx.out, &doc)?;
-        writeln!(cx.out)?;
-        return Ok(());
-    }
-    let name = if off == 0 {
-        shown.to_owned()
-    } else {
-        format!("{shown}+{off:#x}")
-    };
-    write!(
-        cx.out,
-        "{} ({}) {}",
-        cx.paint.addr(format_args!("{addr:016x}")),
-        letter(sym),
-        cx.paint.name(name)
-    )?;
-    if sym.size != 0 {
-        write!(cx.out, "  size {:#x}", sym.size)?;
-    }
-    if let Some(section) = &sym.section {
-        write!(cx.out, "  [{section}]")?;
-    }
-    if let Some(place) = place {
-        write!(cx.out, "  {place}")?;
-    }
-    writeln!(cx.out)?;
-    Ok(())
+    Ok(report::line(&found, json, cx.out, cx.paint)?)
 }

@@ -4,11 +4,18 @@
 use anyhow::Result;
 use clap::Parser;
 use dumpfmt::{Dump, Format, PrStatus, QemuCpuState};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
+use symbols::Image;
+
+use std::io::{self, Write};
 
 use super::{Context, Flow};
 use crate::linux::facts::{self, Utsname};
 use crate::linux::printk;
+use crate::paint::Paint;
+use crate::report::{self, Hex};
 use crate::session::Session;
 use crate::symbolize::describe;
 
@@ -28,37 +35,46 @@ const NT_PRPSINFO: u32 = 3;
 const NT_SIGINFO: u32 = 0x5349_4749;
 
 /// One CPU or thread where the dump stopped it.
+#[derive(Serialize)]
 struct Stop {
     /// vCPU index, or the thread id.
     id: i64,
-    rip: u64,
-    rsp: u64,
+    rip: Hex,
+    /// `name+off` of rip, when the image has a symbol there.
+    rip_symbol: Option<String>,
+    rsp: Hex,
     /// CR2 (QEMU notes): the last page-fault address.
-    cr2: Option<u64>,
+    cr2: Option<Hex>,
+}
+
+/// A range of a process's memory read from a file.
+#[derive(Serialize)]
+struct Backed {
+    start: Hex,
+    end: Hex,
+    file_offset: Hex,
+    path: String,
 }
 
 impl Stop {
     /// From QEMU's CPU notes when there are any (they have CR2), else from NT_PRSTATUS.
-    fn all(qemu: &[QemuCpuState], prstatus: &[PrStatus]) -> Vec<Stop> {
+    fn all(qemu: &[QemuCpuState], prstatus: &[PrStatus], image: Option<&Image>) -> Vec<Stop> {
+        let stop = |id: i64, rip: u64, rsp: u64, cr2: Option<u64>| Stop {
+            id,
+            rip: Hex(rip),
+            rip_symbol: image.and_then(|i| describe(i, rip)),
+            rsp: Hex(rsp),
+            cr2: cr2.map(Hex),
+        };
         if qemu.is_empty() {
             prstatus
                 .iter()
-                .map(|p| Stop {
-                    id: p.pid.into(),
-                    rip: p.regs.rip(),
-                    rsp: p.regs.rsp(),
-                    cr2: None,
-                })
+                .map(|p| stop(p.pid.into(), p.regs.rip(), p.regs.rsp(), None))
                 .collect()
         } else {
             qemu.iter()
                 .enumerate()
-                .map(|(i, q)| Stop {
-                    id: i as i64,
-                    rip: q.rip,
-                    rsp: q.gprs[6],
-                    cr2: Some(q.cr[2]),
-                })
+                .map(|(i, q)| stop(i as i64, q.rip, q.gprs[6], Some(q.cr[2])))
                 .collect()
         }
     }
@@ -98,11 +114,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     for w in &report.warnings {
         writeln!(cx.err, "sys: {w}")?;
     }
-    if args.json {
-        report.json(cx)?;
-    } else {
-        report.text(cx)?;
-    }
+    report::document(&report, args.json, cx.out, cx.paint)?;
     Ok(Flow::Continue)
 }
 
@@ -114,6 +126,8 @@ struct Report {
     vmcoreinfo: Vec<(String, String)>,
     /// A process core (not a kernel dump, even one with only virtual addresses).
     process: bool,
+    file_backed: Vec<Backed>,
+    notes: Vec<String>,
     warnings: Vec<String>,
 }
 
@@ -177,7 +191,7 @@ impl Report {
             facts.push(("machine", json!(h.machine)));
             facts.push(("dump_level", json!(h.dump_level)));
         }
-        let stops = Stop::all(&qemu, &prstatus);
+        let stops = Stop::all(&qemu, &prstatus, session.image.as_ref());
         let cpus = match dump.kdump_header() {
             Some(h) if h.nr_cpus > 0 => h.nr_cpus as usize,
             _ => stops.len(),
@@ -221,7 +235,7 @@ impl Report {
             }
         };
         if !process {
-            facts.push(("panic", json!(kernel_panic(session, &stops, linux, panic))));
+            facts.push(("panic", json!(kernel_panic(&stops, linux, panic))));
         } else if !facts.iter().any(|(k, _)| *k == "panic") {
             facts.push((
                 "panic",
@@ -230,61 +244,51 @@ impl Report {
                 ),
             ));
         }
+        let file_backed = session
+            .file_backed
+            .ranges
+            .iter()
+            .map(|f| Backed {
+                start: Hex(f.start),
+                end: Hex(f.end),
+                file_offset: Hex(f.file_offset),
+                path: f.path.display().to_string(),
+            })
+            .collect();
         Report {
             facts,
             stops,
             vmcoreinfo,
             process,
+            file_backed,
+            notes: session.notes.clone(),
             warnings,
         }
     }
+}
 
-    fn json(self, cx: &mut Context<'_, '_>) -> Result<()> {
-        let session = cx.session;
-        let Report {
-            facts,
-            stops,
-            vmcoreinfo,
-            ..
-        } = self;
-        let image = session.image.as_ref();
-        let cpu_rows: Vec<Value> = stops
+/// The facts by their keys, then `stops`, `vmcoreinfo` (an object), `file_backed` and `notes`.
+impl Serialize for Report {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in &self.facts {
+            map.serialize_entry(k, v)?;
+        }
+        map.serialize_entry("stops", &self.stops)?;
+        let vmcoreinfo: Map<String, Value> = self
+            .vmcoreinfo
             .iter()
-            .map(|s| {
-                json!({
-                    "id": s.id, "rip": s.rip, "rip_symbol": image.and_then(|i| describe(i, s.rip)),
-                    "rsp": s.rsp, "cr2": s.cr2,
-                })
-            })
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect();
-        let file_backed: Vec<Value> = session
-            .file_backed
-            .ranges
-            .iter()
-            .map(|f| json!({"start": f.start, "end": f.end, "file_offset": f.file_offset, "path": f.path.display().to_string()}))
-            .collect();
-        let mut doc: Map<String, Value> =
-            facts.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        doc.insert("stops".into(), Value::Array(cpu_rows));
-        doc.insert(
-            "vmcoreinfo".into(),
-            Value::Object(
-                vmcoreinfo
-                    .into_iter()
-                    .map(|(k, v)| (k, Value::String(v)))
-                    .collect(),
-            ),
-        );
-        doc.insert("file_backed".into(), Value::Array(file_backed));
-        doc.insert("notes".into(), json!(session.notes));
-        serde_json::to_writer_pretty(&mut *cx.out, &Value::Object(doc))?;
-        writeln!(cx.out)?;
-        Ok(())
+        map.serialize_entry("vmcoreinfo", &vmcoreinfo)?;
+        map.serialize_entry("file_backed", &self.file_backed)?;
+        map.serialize_entry("notes", &self.notes)?;
+        map.end()
     }
+}
 
-    fn text(&self, cx: &mut Context<'_, '_>) -> Result<()> {
-        let session = cx.session;
-        let image = session.image.as_ref();
+impl report::Report for Report {
+    fn text(&self, out: &mut dyn Write, paint: Paint) -> io::Result<()> {
         let process = self.process;
         for (key, value) in &self.facts {
             let label = key.replace('_', " ").to_uppercase();
@@ -293,55 +297,48 @@ impl Report {
                 other if *key == "size" => format!("{other} bytes"),
                 other => other.to_string(),
             };
-            writeln!(cx.out, "{:>12}: {text}", cx.paint.strong(label))?;
+            writeln!(out, "{:>12}: {text}", paint.strong(label))?;
         }
         let what = if process { "THREAD" } else { "CPU" };
         for s in &self.stops {
             write!(
-                cx.out,
+                out,
                 "{:>12}: rip {} ",
-                cx.paint.strong(format!("{what} {}", s.id)),
-                cx.paint.addr(format_args!("{:#018x}", s.rip))
+                paint.strong(format!("{what} {}", s.id)),
+                paint.addr(format_args!("{:#018x}", s.rip.0))
             )?;
-            if let Some(name) = image.and_then(|i| describe(i, s.rip)) {
-                write!(cx.out, "({}) ", cx.paint.name(name))?;
+            if let Some(name) = &s.rip_symbol {
+                write!(out, "({}) ", paint.name(name))?;
             }
-            write!(cx.out, "rsp {:#018x}", s.rsp)?;
+            write!(out, "rsp {:#018x}", s.rsp.0)?;
             if let Some(cr2) = s.cr2 {
-                write!(cx.out, " cr2 {cr2:#018x}")?;
+                write!(out, " cr2 {:#018x}", cr2.0)?;
             }
-            writeln!(cx.out)?;
+            writeln!(out)?;
         }
-        if !session.file_backed.is_empty() {
+        if !self.file_backed.is_empty() {
             writeln!(
-                cx.out,
+                out,
                 "{:>12}: memory the core left out, read from these files",
-                cx.paint.strong("FILE-BACKED")
+                paint.strong("FILE-BACKED")
             )?;
-            for f in &session.file_backed.ranges {
+            for f in &self.file_backed {
                 writeln!(
-                    cx.out,
+                    out,
                     "    {:016x}-{:016x}  {} +{:#x}",
-                    f.start,
-                    f.end,
-                    f.path.display(),
-                    f.file_offset
+                    f.start.0, f.end.0, f.path, f.file_offset.0
                 )?;
             }
         }
-        for note in &session.notes {
-            writeln!(cx.out, "{:>12}: {note}", cx.paint.strong("NOTE"))?;
+        for note in &self.notes {
+            writeln!(out, "{:>12}: {note}", paint.strong("NOTE"))?;
         }
         if self.vmcoreinfo.is_empty() && !process {
-            writeln!(
-                cx.out,
-                "{:>12}: none in the dump",
-                cx.paint.strong("VMCOREINFO")
-            )?;
+            writeln!(out, "{:>12}: none in the dump", paint.strong("VMCOREINFO"))?;
         } else if !self.vmcoreinfo.is_empty() {
-            writeln!(cx.out, "{:>12}:", cx.paint.strong("VMCOREINFO"))?;
+            writeln!(out, "{:>12}:", paint.strong("VMCOREINFO"))?;
             for (k, v) in &self.vmcoreinfo {
-                writeln!(cx.out, "    {k}={v}")?;
+                writeln!(out, "    {k}={v}")?;
             }
         }
         Ok(())
@@ -456,12 +453,7 @@ fn linux_facts(
 /// What a kernel dump says about the panic: for Linux, the message its log holds. A kernel
 /// without VMCOREINFO (the test kernels) keeps no console log in memory. Either way the CPUs'
 /// last state follows.
-fn kernel_panic(
-    session: &Session<'_>,
-    stops: &[Stop],
-    linux: bool,
-    message: Option<String>,
-) -> String {
+fn kernel_panic(stops: &[Stop], linux: bool, message: Option<String>) -> String {
     let mut text = match (linux, message) {
         (_, Some(m)) => format!("{m:?}"),
         (true, None) => "no panic, Oops or BUG message in the kernel's log".to_owned(),
@@ -470,12 +462,12 @@ fn kernel_panic(
         }
     };
     if let Some(s) = stops.first() {
-        text.push_str(&format!("; CPU {} stopped at {:#x}", s.id, s.rip));
-        if let Some(name) = session.image.as_ref().and_then(|i| describe(i, s.rip)) {
+        text.push_str(&format!("; CPU {} stopped at {:#x}", s.id, s.rip.0));
+        if let Some(name) = &s.rip_symbol {
             text.push_str(&format!(" ({name})"));
         }
-        if let Some(cr2) = s.cr2.filter(|&c| c != 0) {
-            text.push_str(&format!(", last page fault at {cr2:#x} (cr2)"));
+        if let Some(cr2) = s.cr2.filter(|&c| c.0 != 0) {
+            text.push_str(&format!(", last page fault at {:#x} (cr2)", cr2.0));
         }
     }
     text

@@ -13,6 +13,7 @@ use crate::expr::json::to_json as value_json;
 use crate::expr::text::Writer;
 use crate::expr::value::{Options, Reader};
 use crate::expr::{parse_expr, parse_type, Evaluator, Ty, Value};
+use crate::report;
 
 pub const WHATIS_HELP: &str = "\
 whatis [--json] EXPR|TYPE — the type of an expression, or what a type name names (one typedef unrolled)
@@ -98,11 +99,7 @@ pub fn whatis(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         _ => ty.clone(),
     };
     if json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::json!({ "type": ev.type_name(&shown)? })
-        )?;
+        report::json_line(&serde_json::json!({ "type": ev.type_name(&shown)? }), out)?;
     } else {
         writeln!(out, "type = {}", ev.type_name(&shown)?)?;
     }
@@ -120,7 +117,7 @@ pub fn ptype(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
     let ev = Evaluator::new(image, session);
     let (ty, _) = type_of(&ev, &text)?;
     if json {
-        writeln!(out, "{}", decl::layout_json(&ev, &ty)?)?;
+        report::json_line(&decl::layout_json(&ev, &ty)?, out)?;
     } else {
         writeln!(out, "type = {}", expanded(&ev, &ty, Offsets::None)?)?;
     }
@@ -176,7 +173,7 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
         return Ok(Flow::Continue);
     }
     if addr.is_empty() && json {
-        writeln!(out, "{}", decl::layout_json(&ev, &ty)?)?;
+        report::json_line(&decl::layout_json(&ev, &ty)?, out)?;
         return Ok(Flow::Continue);
     }
     if addr.is_empty() {
@@ -199,7 +196,7 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
     };
     let node = Reader { ev: &ev, opts }.read(&value)?;
     if json {
-        writeln!(out, "{}", value_json(&ev, &node))?;
+        report::json_line(&value_json(&ev, &node), out)?;
         return Ok(Flow::Continue);
     }
     let shown = match ty {

@@ -9,6 +9,7 @@ use serde_json::{json, Value as Json};
 use symbols::{Image, Member, Qualifier, TypeId, TypeKind};
 
 use super::eval::{c_spelling, EvalError, Evaluator, Shape, Ty};
+use crate::report::Dec;
 
 /// How members are introduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,14 +343,18 @@ pub fn layout_json(ev: &Evaluator<'_>, ty: &Ty) -> Result<Json, EvalError> {
             o["members"] = members_json(ev, members, 0, 0)?;
         }
         TypeKind::Enum(e) => {
+            // As p's integers: numbers up to 32 bits, decimal strings when wider.
+            let narrow = t.byte_size.is_some_and(|s| s <= 4);
             o["kind"] = json!("enum");
             o["enumerators"] = e
                 .enumerators
                 .iter()
                 .map(|en| {
-                    // JSON numbers here are 64-bit; a wider value goes as its decimal text.
-                    let value = i64::try_from(en.value)
-                        .map_or_else(|_| json!(en.value.to_string()), |v| json!(v));
+                    let value = if narrow {
+                        json!(en.value)
+                    } else {
+                        json!(Dec(en.value))
+                    };
                     json!({ "name": en.name, "value": value })
                 })
                 .collect();

@@ -2,9 +2,10 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use super::eval::{cannot_access, extend, IntStyle};
+use super::eval::{cannot_access, extend, IntStyle, IntTy};
 use super::value::{CString, Field, Kind, Node};
 use super::Evaluator;
+use crate::report::{Dec, Hex};
 
 /// The node as JSON: `{"type", "address", ...}` with `value`, `fields` or `elements`.
 pub fn to_json(ev: &Evaluator<'_>, n: &Node) -> Json {
@@ -13,15 +14,14 @@ pub fn to_json(ev: &Evaluator<'_>, n: &Node) -> Json {
         "type".into(),
         json!(ev.type_name(&n.ty).unwrap_or_else(|e| format!("<{e}>"))),
     );
-    o.insert("address".into(), json!(n.addr));
+    o.insert("address".into(), json!(n.addr.map(Hex)));
     match &n.kind {
         Kind::Int { bits, int, style } => {
-            let v = extend(*bits, u64::from(int.size) * 8, int.signed);
-            match style {
-                IntStyle::Bool if *bits <= 1 => o.insert("value".into(), json!(*bits == 1)),
-                _ if int.signed => o.insert("value".into(), json!(v as i64)),
-                _ => o.insert("value".into(), json!(v)),
+            let value = match style {
+                IntStyle::Bool if *bits <= 1 => json!(*bits == 1),
+                _ => int_json(*bits, *int),
             };
+            o.insert("value".into(), value);
         }
         Kind::Float { bits, size } => {
             let v = if *size == 4 {
@@ -32,15 +32,7 @@ pub fn to_json(ev: &Evaluator<'_>, n: &Node) -> Json {
             o.insert("value".into(), json!(v));
         }
         Kind::Enum { bits, int, name } => {
-            let v = extend(*bits, u64::from(int.size) * 8, int.signed);
-            o.insert(
-                "value".into(),
-                if int.signed {
-                    json!(v as i64)
-                } else {
-                    json!(v)
-                },
-            );
+            o.insert("value".into(), int_json(*bits, *int));
             o.insert("enumerator".into(), json!(name));
         }
         Kind::Pointer {
@@ -48,7 +40,7 @@ pub fn to_json(ev: &Evaluator<'_>, n: &Node) -> Json {
             symbol,
             string,
         } => {
-            o.insert("value".into(), json!(addr));
+            o.insert("value".into(), json!(Hex(*addr)));
             if let Some(s) = symbol {
                 o.insert("symbol".into(), json!(s));
             }
@@ -64,7 +56,7 @@ pub fn to_json(ev: &Evaluator<'_>, n: &Node) -> Json {
             }
         }
         Kind::Function { addr, symbol } => {
-            o.insert("value".into(), json!(addr));
+            o.insert("value".into(), json!(Hex(*addr)));
             o.insert("symbol".into(), json!(symbol));
         }
         Kind::Fields(fields) => {
@@ -101,6 +93,22 @@ pub fn to_json(ev: &Evaluator<'_>, n: &Node) -> Json {
         }
     }
     Json::Object(o)
+}
+
+/// An integer of type `int`: a JSON number up to 32 bits, a decimal string when wider (a JSON
+/// number loses digits past 2^53).
+pub fn int_json(bits: u64, int: IntTy) -> Json {
+    let v = extend(bits, u64::from(int.size) * 8, int.signed);
+    let v = if int.signed {
+        i128::from(v as i64)
+    } else {
+        i128::from(v)
+    };
+    if int.size <= 4 {
+        json!(v as i64)
+    } else {
+        json!(Dec(v))
+    }
 }
 
 fn fields_json(ev: &Evaluator<'_>, fields: &[Field]) -> Json {

@@ -11,6 +11,7 @@ use klog_runtime::split_proc_dom;
 
 use super::ring::Record;
 use crate::memory::{Memory, Unreadable};
+use crate::report::JSON_VERSION;
 
 /// Longest format string or `%s` argument read from the dump.
 pub const STRING_MAX: usize = 4096;
@@ -397,6 +398,7 @@ impl<'a> Printer<'a> {
         };
         let mut scratch = std::mem::take(&mut self.scratch);
         for (name, v) in [
+            ("kcrash_json", u64::from(JSON_VERSION)),
             ("ring", rec.ring as u64),
             ("slot", rec.slot),
             ("seq", rec.seq),
@@ -413,17 +415,20 @@ impl<'a> Printer<'a> {
         }
         field(b, "subsystem_name");
         json_str(b, sub.as_bytes(), &mut scratch);
-        for (name, v) in [
-            ("header", rec.header()),
-            ("id", rec.id()),
-            ("processor", processor as u64),
-            ("domain", domain as u64),
-            ("clock", rec.clock()),
-            ("desc", rec.desc()),
-        ] {
+        for (name, v) in [("header", rec.header()), ("id", rec.id())] {
+            field(b, name);
+            push_hex_str(b, v);
+        }
+        for (name, v) in [("processor", processor as u64), ("domain", domain as u64)] {
             field(b, name);
             push_dec_padded(b, v, 0, b' ');
         }
+        field(b, "clock");
+        b.push(b'"');
+        push_dec_padded(b, rec.clock(), 0, b' ');
+        b.push(b'"');
+        field(b, "desc");
+        push_hex_str(b, rec.desc());
         field(b, "time_s");
         match self.clock.seconds(rec.clock()) {
             // Writing to a Vec cannot fail.
@@ -436,7 +441,7 @@ impl<'a> Printer<'a> {
             None => b.extend_from_slice(b"null"),
         }
         field(b, "args");
-        push_u64_array(b, &rec.data());
+        push_hex_array(b, &rec.data());
         field(b, "args_used");
         match outcome {
             Some(o) => push_dec_padded(b, o.args_used as u64, 0, b' '),
@@ -470,7 +475,7 @@ impl<'a> Printer<'a> {
             None => b.extend_from_slice(b"null"),
         }
         field(b, "words");
-        push_u64_array(b, &rec.words);
+        push_hex_array(b, &rec.words);
         b.extend_from_slice(b"}\n");
         drop(sub);
         self.scratch = scratch;
@@ -494,13 +499,20 @@ fn json_str(out: &mut Vec<u8>, raw: &[u8], scratch: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-fn push_u64_array(out: &mut Vec<u8>, values: &[u64]) {
+/// `"0x…"`, as [`crate::report::Hex`] writes a 64-bit word.
+fn push_hex_str(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(b"\"0x");
+    push_hex(out, v);
+    out.push(b'"');
+}
+
+fn push_hex_array(out: &mut Vec<u8>, values: &[u64]) {
     out.push(b'[');
     for (i, &v) in values.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        push_dec_padded(out, v, 0, b' ');
+        push_hex_str(out, v);
     }
     out.push(b']');
 }
