@@ -8,7 +8,7 @@ use crate::error::{Error, FileRef, MissingReason};
 use crate::range_map::{RangeMap, RangeMapBuilder};
 use crate::storage::Storage;
 
-const ET_CORE: u16 = 4;
+pub(crate) const ET_CORE: u16 = 4;
 /// QEMU writes EM_386 (still ELF64) when the first vCPU was not in long mode.
 const EM_386: u16 = 3;
 pub(crate) const EM_X86_64: u16 = 62;

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use memmap2::Mmap;
 
 use crate::bytes::{u16_le, u32_le, u64_le};
+use crate::detect::{detect, FileKind};
 use crate::error::{Error, FileRef};
 
 pub(crate) enum Storage {
@@ -39,13 +40,11 @@ pub(crate) enum Storage {
 /// bigger claim is not a header.
 const LIVE_HEADERS_MAX: u64 = 16 << 20;
 
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-
 impl Storage {
     pub fn open(file_ref: &FileRef) -> Result<Storage, Error> {
         let file = File::open(&file_ref.0).map_err(|e| file_ref.io("cannot open", e))?;
         let map = map_file(&file).map_err(|e| file_ref.io("cannot memory-map", e))?;
-        if let Some(compressed) = map.as_deref().filter(|m| m.starts_with(&GZIP_MAGIC)) {
+        if let Some(compressed) = map.as_deref().filter(|m| detect(m) == Some(FileKind::Gzip)) {
             return Self::gunzip(file_ref, compressed);
         }
         Ok(Storage::Mapped {

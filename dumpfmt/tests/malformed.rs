@@ -131,6 +131,13 @@ fn not_a_dump() {
     open_fails(b"", 0, "not a recognised dump");
     open_fails(b"hello, world", 0, "not a recognised dump");
     open_fails(b"DISKDUMP\0\0\0\0", 0, "old diskdump");
+    open_fails(&gzip(&gzip(&elf(&[], &[]))), 0, "gzip inside gzip");
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
 }
 
 #[test]
