@@ -9,6 +9,8 @@
 //! module before opening it. [`Dump::linux_info`] and [`AddressSpace::from_dump`] give a Linux x86_64
 //! kernel's view from VMCOREINFO.
 //!
+//! [`Dump::open`] maps a file; [`Dump::from_bytes`] reads bytes already in memory the same way.
+//!
 //! ```no_run
 //! use dumpfmt::{AddressSpace, Dump};
 //!
@@ -110,6 +112,18 @@ impl Dump {
     pub fn open(path: impl AsRef<Path>) -> Result<Dump, Error> {
         let file = FileRef(Arc::from(path.as_ref()));
         let storage = Storage::open(&file)?;
+        Self::identify(file, storage)
+    }
+
+    /// A dump already in memory: `bytes` are read as [`Dump::open`] reads a file's (a gzipped
+    /// dump is inflated to a temporary file likewise). `name` stands for the file in errors and
+    /// [`Dump::path`].
+    pub fn from_bytes(
+        name: impl AsRef<Path>,
+        bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+    ) -> Result<Dump, Error> {
+        let file = FileRef(Arc::from(name.as_ref()));
+        let storage = Storage::whole(&file, bytes)?;
         Self::identify(file, storage)
     }
 
