@@ -1,15 +1,19 @@
-//! What a file is, from its first bytes: the one place that knows each format's signature.
+//! What a file is, from its first bytes: the one place that knows each format's signature (the
+//! readers take theirs from here, so this module imports none of them).
 //! [`crate::Dump::open`] chooses its reader by it; callers that sort files (a dump from a kernel
 //! image or a module) call [`detect`] on a file's first [`DETECT_LEN`] bytes.
 
 use crate::bytes::u16_le;
-use crate::{elf, flat, kdump};
 
 /// Bytes of a file's start that [`detect`] looks at; fewer can only make it less sure (an ELF
 /// file too short to hold its type is [`FileKind::ElfOther`]). ELF's `e_type`, at 16..18, is the
 /// furthest byte read today; callers reading this many need not change if a check grows.
 pub const DETECT_LEN: usize = 20;
 
+const ELF_MAGIC: &[u8; 4] = b"\x7fELF";
+pub(crate) const KDUMP_SIGNATURE: &[u8; 8] = b"KDUMP   ";
+/// The signature field is NUL-padded: "makedumpfile" alone could begin a text file.
+const FLAT_SIGNATURE: &[u8; 13] = b"makedumpfile\0";
 const GZIP_MAGIC: &[u8; 2] = b"\x1f\x8b";
 /// The format kdump-compressed files replaced; recognised so that opening one can say so.
 const DISKDUMP_SIGNATURE: &[u8; 8] = b"DISKDUMP";
@@ -17,6 +21,7 @@ const DISKDUMP_SIGNATURE: &[u8; 8] = b"DISKDUMP";
 const ET_REL: u16 = 1;
 const ET_EXEC: u16 = 2;
 const ET_DYN: u16 = 3;
+pub(crate) const ET_CORE: u16 = 4;
 
 /// What [`detect`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,17 +61,17 @@ impl FileKind {
 /// more, or the whole file if shorter). `None` when no signature matches. Only the signature
 /// and the ELF type are looked at: a file detected as a dump can still fail to open.
 pub fn detect(head: &[u8]) -> Option<FileKind> {
-    if head.starts_with(elf::MAGIC) {
+    if head.starts_with(ELF_MAGIC) {
         return Some(match u16_le(head, 16) {
-            Some(elf::ET_CORE) => FileKind::ElfCore,
+            Some(ET_CORE) => FileKind::ElfCore,
             Some(ET_REL) => FileKind::ElfRelocatable,
             Some(ET_EXEC | ET_DYN) => FileKind::ElfExecutable,
             _ => FileKind::ElfOther,
         });
     }
     let signatures: [(&[u8], FileKind); 4] = [
-        (kdump::SIGNATURE, FileKind::Kdump),
-        (flat::SIGNATURE, FileKind::KdumpFlattened),
+        (KDUMP_SIGNATURE, FileKind::Kdump),
+        (FLAT_SIGNATURE, FileKind::KdumpFlattened),
         (DISKDUMP_SIGNATURE, FileKind::Diskdump),
         (GZIP_MAGIC, FileKind::Gzip),
     ];

@@ -6,8 +6,6 @@ use crate::bytes::{i64_be, slice};
 use crate::error::{Error, FileRef};
 use crate::range_map::{RangeMap, RangeMapBuilder};
 
-/// The signature field is NUL-padded: "makedumpfile" alone could begin a text file.
-pub(crate) const SIGNATURE: &[u8; 13] = b"makedumpfile\0";
 const HEADER_SIZE: u64 = 4096;
 const RECORD_HEADER: u64 = 16;
 
