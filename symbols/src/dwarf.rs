@@ -12,9 +12,11 @@ use gimli::{AttributeValue, SectionId};
 use crate::bytes::{raw, Reader};
 use crate::debug_names::{DebugNames, Target};
 use crate::error::{Error, Result};
-use crate::index::{in_unit, last_segment, string, Candidate, Kind, NameIndex};
+use crate::index::{in_unit, Candidate, NameIndex};
 use crate::index_cache::{self, CacheFile, Key, Rejected};
+use crate::name_key::{last_segment, Kind};
 use crate::sections::Sections;
+use crate::strings::string;
 use crate::types::{
     Array, BitField, Encoding, Enum, Enumerator, Member, Qualifier, Type, TypeId, TypeKind,
     Variant, Variants,

@@ -41,7 +41,7 @@ use std::time::UNIX_EPOCH;
 
 use memmap2::Mmap;
 
-use crate::index::{Kind, NameHash};
+use crate::name_key::{Kind, NameHash};
 
 const MAGIC: &[u8; 8] = b"KCRSHIDX";
 /// Bumped whenever the layout or what the scan indexes (hence the entries) changes.
