@@ -4,11 +4,11 @@
 //! reads the live /proc/kcore.
 
 use crate::bytes::{slice, u16_le, u32_le, u64_le};
+use crate::detect::ET_CORE;
 use crate::error::{Error, FileRef, MissingReason};
 use crate::range_map::{RangeMap, RangeMapBuilder};
 use crate::storage::Storage;
 
-const ET_CORE: u16 = 4;
 /// QEMU writes EM_386 (still ELF64) when the first vCPU was not in long mode.
 const EM_386: u16 = 3;
 pub(crate) const EM_X86_64: u16 = 62;
@@ -20,8 +20,6 @@ const PN_XNUM: u16 = 0xffff;
 const PHDR_SIZE: u64 = 56;
 /// makedumpfile's DUMP_ELF_INCOMPLETE.
 const EF_INCOMPLETE: u32 = 0x1;
-
-pub(crate) const MAGIC: &[u8; 4] = b"\x7fELF";
 
 /// One PT_LOAD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

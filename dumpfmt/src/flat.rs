@@ -6,7 +6,6 @@ use crate::bytes::{i64_be, slice};
 use crate::error::{Error, FileRef};
 use crate::range_map::{RangeMap, RangeMapBuilder};
 
-pub(crate) const SIGNATURE: &[u8; 12] = b"makedumpfile";
 const HEADER_SIZE: u64 = 4096;
 const RECORD_HEADER: u64 = 16;
 

@@ -9,11 +9,11 @@ use std::sync::{Mutex, OnceLock};
 use crate::bytes::{array, c_string, i32_le, i64_le, slice, u32_le, u64_le};
 use crate::cache::PageCache;
 use crate::codec::{Codec, Decoders};
+use crate::detect::KDUMP_SIGNATURE;
 use crate::error::{Error, FileRef, MissingReason};
 use crate::flat::FlatMap;
 use crate::KdumpHeader;
 
-pub(crate) const SIGNATURE: &[u8; 8] = b"KDUMP   ";
 const HEADER_SIZE: usize = 464;
 const SUB_HEADER_SIZE: usize = 104;
 const DESC_SIZE: u64 = 24;
@@ -163,7 +163,7 @@ struct Pages {
 impl Kdump {
     pub fn parse(data: &[u8], image: Image, file: &FileRef) -> Result<Kdump, Error> {
         let h: [u8; HEADER_SIZE] = image.header(data, 0, file, "disk_dump_header")?;
-        if array::<8>(&h, 0) != Some(*SIGNATURE) {
+        if array::<8>(&h, 0) != Some(*KDUMP_SIGNATURE) {
             return Err(file.malformed(0, "kdump signature \"KDUMP   \" not found"));
         }
         let header_version = i32_le(&h, 8).unwrap_or_default();

@@ -4,8 +4,12 @@
 //! Formats, detected by content: ELF64 cores (QEMU `dump-guest-memory`, /proc/vmcore copies,
 //! Linux and gdb process cores, makedumpfile `-E`), kdump-compressed files (plain and
 //! makedumpfile-flattened; raw, zlib, lzo, snappy and zstd pages), and either of those compressed
-//! whole with gzip. [`Dump::linux_info`] and [`AddressSpace::from_dump`] give a Linux x86_64
+//! whole with gzip. [`detect`] names a file's kind from its first [`DETECT_LEN`] bytes, by the
+//! same signatures [`Dump::open`] goes by, so a caller can tell a dump from a kernel image or a
+//! module before opening it. [`Dump::linux_info`] and [`AddressSpace::from_dump`] give a Linux x86_64
 //! kernel's view from VMCOREINFO.
+//!
+//! [`Dump::open`] maps a file; [`Dump::from_bytes`] reads bytes already in memory the same way.
 //!
 //! ```no_run
 //! use dumpfmt::{AddressSpace, Dump};
@@ -24,6 +28,7 @@
 mod bytes;
 mod cache;
 mod codec;
+mod detect;
 mod elf;
 mod error;
 mod flat;
@@ -39,6 +44,7 @@ mod vmcoreinfo;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use detect::{detect, FileKind, DETECT_LEN};
 pub use elf::Segment;
 pub use error::{Error, MissingReason, VirtReason};
 pub use linux::LinuxInfo;
@@ -109,6 +115,18 @@ impl Dump {
         Self::identify(file, storage)
     }
 
+    /// A dump already in memory: `bytes` are read as [`Dump::open`] reads a file's (a gzipped
+    /// dump is inflated to a temporary file likewise). `name` stands for the file in errors and
+    /// [`Dump::path`].
+    pub fn from_bytes(
+        name: impl AsRef<Path>,
+        bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+    ) -> Result<Dump, Error> {
+        let file = FileRef(Arc::from(name.as_ref()));
+        let storage = Storage::whole(&file, bytes)?;
+        Self::identify(file, storage)
+    }
+
     /// Open a running kernel's memory: /proc/kcore, an ELF core that cannot be mapped and whose
     /// contents change as it is read. Nothing is cached: every read is a `pread` of the file, so
     /// each read sees memory as it is then. Needs root (CAP_SYS_RAWIO), and a kernel not in
@@ -116,7 +134,7 @@ impl Dump {
     pub fn open_live(path: impl AsRef<Path>) -> Result<Dump, Error> {
         let file = FileRef(Arc::from(path.as_ref()));
         let storage = Storage::open_live(&file)?;
-        if !storage.bytes().starts_with(elf::MAGIC) {
+        if !detect(storage.bytes()).is_some_and(FileKind::is_elf) {
             return Err(file.malformed(0, "a live kernel's memory is an ELF core; this is not ELF"));
         }
         Self::identify(file, storage)
@@ -124,24 +142,37 @@ impl Dump {
 
     fn identify(file: FileRef, storage: Storage) -> Result<Dump, Error> {
         let data = storage.bytes();
-        let (format, inner) = if data.starts_with(elf::MAGIC) {
-            let core = ElfCore::parse(data, &file, storage.is_live())?;
-            (Format::Elf, Inner::Elf(core))
-        } else if data.starts_with(kdump::SIGNATURE) {
-            let k = Kdump::parse(data, Image::Plain, &file)?;
-            (Format::Kdump, Inner::Kdump(Box::new(k)))
-        } else if data.starts_with(flat::SIGNATURE) && data.get(12) == Some(&0) {
-            let map = FlatMap::scan(data, &file)?;
-            let k = Kdump::parse(data, Image::Flat(map), &file)?;
-            (Format::KdumpFlattened, Inner::Kdump(Box::new(k)))
-        } else if data.starts_with(b"DISKDUMP") {
-            return Err(file.malformed(0, "old diskdump format (\"DISKDUMP\") is not supported"));
-        } else {
-            let head = &data[..data.len().min(8)];
-            return Err(file.malformed(
-                0,
-                format!("not a recognised dump: first bytes {head:02x?} are no ELF, kdump, flattened or gzip signature"),
-            ));
+        let (format, inner) = match detect(data) {
+            // Any ELF: the core reader says what is wrong with one that is not a core.
+            Some(kind) if kind.is_elf() => {
+                let core = ElfCore::parse(data, &file, storage.is_live())?;
+                (Format::Elf, Inner::Elf(core))
+            }
+            Some(FileKind::Kdump) => {
+                let k = Kdump::parse(data, Image::Plain, &file)?;
+                (Format::Kdump, Inner::Kdump(Box::new(k)))
+            }
+            Some(FileKind::KdumpFlattened) => {
+                let map = FlatMap::scan(data, &file)?;
+                let k = Kdump::parse(data, Image::Flat(map), &file)?;
+                (Format::KdumpFlattened, Inner::Kdump(Box::new(k)))
+            }
+            Some(FileKind::Diskdump) => {
+                return Err(
+                    file.malformed(0, "old diskdump format (\"DISKDUMP\") is not supported")
+                );
+            }
+            // Storage inflated the outer layer (a live file never gets here: it must be ELF).
+            Some(FileKind::Gzip) => {
+                return Err(file.malformed(0, "gzip inside gzip: decompress the outer layer first"));
+            }
+            _ => {
+                let head = &data[..data.len().min(8)];
+                return Err(file.malformed(
+                    0,
+                    format!("not a recognised dump: first bytes {head:02x?} are no ELF, kdump, flattened or gzip signature"),
+                ));
+            }
         };
         Ok(Dump {
             file,

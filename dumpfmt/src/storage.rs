@@ -1,6 +1,6 @@
-//! The bytes of a dump: the file memory-mapped read-only; for a gzip-compressed dump, an
-//! unlinked temporary file it was decompressed into once; or, for a running kernel's
-//! /proc/kcore, the file itself read with `pread` on every access.
+//! The bytes of a dump: the file memory-mapped read-only; bytes a caller already holds; for a
+//! gzip-compressed dump, an unlinked temporary file it was decompressed into once; or, for a
+//! running kernel's /proc/kcore, the file itself read with `pread` on every access.
 //!
 //! The ELF reader parses headers from [`Storage::bytes`] and reads memory only through
 //! [`Storage::read_at`], caching nothing, so it reads a live file and a dump alike.
@@ -13,12 +13,15 @@ use std::sync::Mutex;
 use memmap2::Mmap;
 
 use crate::bytes::{u16_le, u32_le, u64_le};
+use crate::detect::{detect, FileKind};
 use crate::error::{Error, FileRef};
 
+/// A whole dump's bytes: a memory map, or a caller's buffer.
+type Bytes = Box<dyn AsRef<[u8]> + Send + Sync>;
+
 pub(crate) enum Storage {
-    Mapped {
-        /// `None` for an empty file, which cannot be mapped.
-        map: Option<Mmap>,
+    Whole {
+        bytes: Bytes,
         gunzipped: bool,
     },
     /// A file whose contents change as it is read (/proc/kcore): it cannot be mapped and its
@@ -39,17 +42,23 @@ pub(crate) enum Storage {
 /// bigger claim is not a header.
 const LIVE_HEADERS_MAX: u64 = 16 << 20;
 
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-
 impl Storage {
     pub fn open(file_ref: &FileRef) -> Result<Storage, Error> {
         let file = File::open(&file_ref.0).map_err(|e| file_ref.io("cannot open", e))?;
         let map = map_file(&file).map_err(|e| file_ref.io("cannot memory-map", e))?;
-        if let Some(compressed) = map.as_deref().filter(|m| m.starts_with(&GZIP_MAGIC)) {
-            return Self::gunzip(file_ref, compressed);
+        Self::whole(file_ref, map)
+    }
+
+    /// A dump already in memory (or mapped); gzip is inflated as for a file.
+    pub fn whole(
+        file_ref: &FileRef,
+        bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+    ) -> Result<Storage, Error> {
+        if detect(bytes.as_ref()) == Some(FileKind::Gzip) {
+            return Self::gunzip(file_ref, bytes.as_ref());
         }
-        Ok(Storage::Mapped {
-            map,
+        Ok(Storage::Whole {
+            bytes: Box::new(bytes),
             gunzipped: false,
         })
     }
@@ -114,17 +123,18 @@ impl Storage {
             tempfile::tempfile().map_err(|e| file_ref.io("cannot create a temporary file", e))?;
         let mut decoder = flate2::read::MultiGzDecoder::new(compressed);
         io::copy(&mut decoder, &mut out).map_err(|e| file_ref.io("cannot decompress gzip", e))?;
-        let map = map_file(&out).map_err(|e| file_ref.io("cannot map the decompressed dump", e))?;
-        Ok(Storage::Mapped {
-            map,
+        let bytes =
+            map_file(&out).map_err(|e| file_ref.io("cannot map the decompressed dump", e))?;
+        Ok(Storage::Whole {
+            bytes: Box::new(bytes),
             gunzipped: true,
         })
     }
 
-    /// The whole file when mapped; a live file's headers only.
+    /// The whole dump; a live file's headers only.
     pub fn bytes(&self) -> &[u8] {
         match self {
-            Storage::Mapped { map, .. } => map.as_deref().unwrap_or_default(),
+            Storage::Whole { bytes, .. } => (**bytes).as_ref(),
             Storage::Live { headers, .. } => headers,
         }
     }
@@ -137,7 +147,7 @@ impl Storage {
                 let _one = reads.lock().unwrap_or_else(|p| p.into_inner());
                 return read_full(file, offset, buf);
             }
-            Storage::Mapped { .. } => self.bytes(),
+            Storage::Whole { .. } => self.bytes(),
         };
         let Some(start) = usize::try_from(offset).ok().filter(|&o| o <= data.len()) else {
             return Ok(0);
@@ -150,7 +160,7 @@ impl Storage {
     pub fn gunzipped(&self) -> bool {
         matches!(
             self,
-            Storage::Mapped {
+            Storage::Whole {
                 gunzipped: true,
                 ..
             }
@@ -176,12 +186,24 @@ fn read_full(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
     Ok(done)
 }
 
-fn map_file(file: &File) -> io::Result<Option<Mmap>> {
+/// A file's bytes, memory-mapped.
+struct MappedFile(
+    /// `None` for an empty file, which cannot be mapped.
+    Option<Mmap>,
+);
+
+impl AsRef<[u8]> for MappedFile {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_deref().unwrap_or_default()
+    }
+}
+
+fn map_file(file: &File) -> io::Result<MappedFile> {
     if file.metadata()?.len() == 0 {
-        return Ok(None);
+        return Ok(MappedFile(None));
     }
     // SAFETY: the map is read-only and private to this process. If another process truncates
     // the file while we read it, accesses past the new end fault (SIGBUS); this is the
     // documented contract of every mmap-based dump reader and is stated in the README.
-    unsafe { Mmap::map(file) }.map(Some)
+    unsafe { Mmap::map(file) }.map(|map| MappedFile(Some(map)))
 }

@@ -1,13 +1,13 @@
 //! `d_klogprintf`: an event echoed on the kernel's console as well as logged (feature `klog-debug`).
 
 use crate::printf::{self, FixedBuf, Sink, Strings};
-use crate::ring::Platform;
 
 /// Longest console line; longer ones are cut, since the kernel has no allocator to grow into.
 const LINE: usize = 256;
 
-/// Formats the event as `[SUBSYS] message` and hands it to the platform's console.
-pub(crate) fn echo<P: Platform>(subsystem: &str, desc: &'static [u8], data: &[u64; 3]) {
+/// Formats the event as `[SUBSYS] message` and hands it to `console` (the platform's; taken as
+/// a function so that this module need not know the ring's `Platform`).
+pub(crate) fn echo(console: fn(&str), subsystem: &str, desc: &'static [u8], data: &[u64; 3]) {
     let mut line = FixedBuf::<LINE>::new();
     let _ = line.put(b"[");
     let _ = line.put(subsystem.as_bytes());
@@ -20,7 +20,7 @@ pub(crate) fn echo<P: Platform>(subsystem: &str, desc: &'static [u8], data: &[u6
         *t = if b.is_ascii() { b } else { b'?' };
     }
     if let Ok(s) = core::str::from_utf8(&text[..bytes.len()]) {
-        P::console(s);
+        console(s);
     }
 }
 

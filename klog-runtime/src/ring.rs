@@ -295,7 +295,8 @@ impl<C: Config> Subsys<C> {
             data,
         );
         if crate::RUNTIME_CHECKS && self.registry.echo_to_console(self.id, level) {
-            crate::console::echo::<C::Platform>(self.name(), desc, &data);
+            let console = <C::Platform as Platform>::console;
+            crate::console::echo(console, self.name(), desc, &data);
         }
         Some(seq)
     }

@@ -11,7 +11,7 @@ use gimli::Reader as _;
 
 use crate::bytes::{raw, Reader};
 use crate::error::{Error, Result};
-use crate::index::{Kind, NameHash};
+use crate::name_key::{Kind, NameHash};
 
 /// Where `.debug_names` says a name is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::bytes::{Buffer, Bytes};
 use crate::debug_file;
-use crate::dwarf::{DebugInfo, MAX_CHAIN};
+use crate::dwarf::{DwarfFile, MAX_CHAIN};
 use crate::elf::{ElfFile, LoadSegment};
 use crate::error::{Error, Result};
 use crate::index_cache;
@@ -66,7 +66,7 @@ pub struct Image {
     /// The file the DWARF comes from: the image, or its separate debug file.
     debug_file: Option<Arc<ElfFile>>,
     bias: u64,
-    debug: OnceLock<Result<DebugInfo>>,
+    debug: OnceLock<Result<DwarfFile>>,
     lines: Lines,
     index_cache: Option<PathBuf>,
 }
@@ -259,7 +259,7 @@ impl Image {
             .containing(address.wrapping_sub(self.bias), self.bias)
     }
 
-    fn debug(&self) -> Result<&DebugInfo> {
+    fn debug(&self) -> Result<&DwarfFile> {
         self.debug
             .get_or_init(|| match &self.debug_file {
                 Some(file) if file.relocatable && file.placement.is_none() => Err(Error::Elf {
@@ -269,7 +269,7 @@ impl Image {
                         .into(),
                 }),
                 Some(file) => {
-                    DebugInfo::new(Sections::new(Arc::clone(file)), self.index_cache.clone())
+                    DwarfFile::new(Sections::new(Arc::clone(file)), self.index_cache.clone())
                 }
                 None => Err(Error::NoDebugInfo {
                     path: self.file.path.clone(),

@@ -19,7 +19,9 @@ use rayon::prelude::*;
 use crate::bytes::{raw, Reader};
 use crate::error::{Error, Result};
 use crate::index_cache::CacheFile;
+use crate::name_key::{Kind, NameHash};
 use crate::skim::Skim;
+use crate::strings::raw_string;
 use crate::units::{ParsedUnit, Units};
 
 /// A DIE that may be what a name lookup wants.
@@ -29,92 +31,6 @@ pub(crate) struct Candidate {
     pub(crate) die: u64,
     /// A definition (a variable with a location, a complete type) rather than a declaration.
     pub(crate) defined: bool,
-}
-
-/// A 64-bit hash of a name, built a `::`-separated segment at a time so that a path can be
-/// hashed as its namespaces open, without building the string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct NameHash(u64);
-
-const K: u64 = 0x517c_c1b7_2722_0a95;
-
-impl NameHash {
-    /// The hash of a looked-up name: its segments split at `::` outside angle brackets, as
-    /// the index hashed the namespaces and the name of each DIE.
-    pub(crate) fn of(name: &str) -> NameHash {
-        if let Some(name) = name.strip_prefix("struct ") {
-            return NameHash::keyword(b"struct ", name.as_bytes());
-        }
-        if let Some(name) = name.strip_prefix("union ") {
-            return NameHash::keyword(b"union ", name.as_bytes());
-        }
-        if let Some(name) = name.strip_prefix("enum ") {
-            return NameHash::keyword(b"enum ", name.as_bytes());
-        }
-        let mut hash = None;
-        let mut rest = name;
-        while let Some(end) = path_separator(rest) {
-            hash = Some(NameHash::child(hash, &rest.as_bytes()[..end]));
-            rest = &rest[end + 2..];
-        }
-        NameHash::child(hash, rest.as_bytes())
-    }
-
-    /// The hash itself, as a cache file stores it.
-    pub(crate) fn value(self) -> u64 {
-        self.0
-    }
-
-    /// `prefix::name`, or `name` at the top level.
-    fn child(prefix: Option<NameHash>, name: &[u8]) -> NameHash {
-        let segment = segment(name);
-        NameHash(match prefix {
-            Some(prefix) => mix(prefix.0, segment),
-            None => segment,
-        })
-    }
-
-    /// C's `struct NAME` and the like.
-    fn keyword(keyword: &[u8], name: &[u8]) -> NameHash {
-        NameHash(mix(segment(keyword), segment(name)))
-    }
-}
-
-/// The first `::` outside angle brackets in `name`.
-fn path_separator(name: &str) -> Option<usize> {
-    let bytes = name.as_bytes();
-    let mut depth = 0i32;
-    for (i, &byte) in bytes.iter().enumerate() {
-        match byte {
-            b'<' => depth += 1,
-            b'>' => depth -= 1,
-            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => return Some(i),
-            _ => {}
-        }
-    }
-    None
-}
-
-fn mix(hash: u64, word: u64) -> u64 {
-    (hash.rotate_left(5) ^ word).wrapping_mul(K)
-}
-
-/// Hash of one segment, eight bytes at a step.
-fn segment(bytes: &[u8]) -> u64 {
-    let mut hash = (bytes.len() as u64).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        hash = mix(hash, u64::from_le_bytes(word));
-    }
-    let tail = chunks.remainder();
-    if !tail.is_empty() {
-        let mut word = [0u8; 8];
-        word[..tail.len()].copy_from_slice(tail);
-        hash = mix(hash, u64::from_le_bytes(word));
-    }
-    hash
 }
 
 impl Candidate {
@@ -129,16 +45,6 @@ impl Candidate {
             defined: word >> 63 == 1,
         }
     }
-}
-
-/// Which names an index holds. Each is built by its own scan on the first lookup of its kind,
-/// so finding a variable never pays for indexing every type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// Global variables (outside any function or type).
-    Variables,
-    /// Named structs, classes, unions, enums, typedefs and base types.
-    Types,
 }
 
 /// Name hashes of one kind of name, to the DIEs that carry them.
@@ -215,7 +121,7 @@ impl NameIndex {
     #[cfg(test)]
     pub(crate) fn words(&self) -> std::result::Result<Vec<(u64, u64)>, String> {
         match &self.entries {
-            Entries::Scanned(entries) => Ok(entries.iter().map(|&(h, c)| (h.0, c)).collect()),
+            Entries::Scanned(entries) => Ok(entries.iter().map(|&(h, c)| (h.value(), c)).collect()),
             Entries::Cached(file, kind) => {
                 (0..file.len(*kind)).map(|i| file.entry(*kind, i)).collect()
             }
@@ -241,7 +147,7 @@ impl NameIndex {
                 let (mut low, mut high) = (0, file.len(*kind));
                 while low < high {
                     let middle = low + (high - low) / 2;
-                    if file.entry(*kind, middle)?.0 < hash.0 {
+                    if file.entry(*kind, middle)?.0 < hash.value() {
                         low = middle + 1;
                     } else {
                         high = middle;
@@ -250,7 +156,7 @@ impl NameIndex {
                 let mut found = Vec::new();
                 for i in low..file.len(*kind) {
                     let (h, candidate) = file.entry(*kind, i)?;
-                    if h != hash.0 {
+                    if h != hash.value() {
                         break;
                     }
                     found.push(Candidate::unpack(candidate));
@@ -300,19 +206,6 @@ pub(crate) fn in_unit(
         .filter(|(h, _)| *h == hash)
         .map(|(_, candidate)| Candidate::unpack(candidate))
         .collect())
-}
-
-/// The part of a looked-up name the DIE itself must carry: after the last `::` outside angle
-/// brackets, without a C `struct `/`union `/`enum ` keyword.
-pub(crate) fn last_segment(name: &str) -> &str {
-    let mut rest = ["struct ", "union ", "enum "]
-        .iter()
-        .find_map(|keyword| name.strip_prefix(keyword))
-        .unwrap_or(name);
-    while let Some(end) = path_separator(rest) {
-        rest = &rest[end + 2..];
-    }
-    rest
 }
 
 /// What an open DIE with children makes of the DIEs under it.
@@ -493,36 +386,4 @@ fn specification_name(
 ) -> Option<Reader> {
     let entry = unit.entry(target).ok()?;
     raw_string(dwarf, unit, entry.attr_value(dw::DW_AT_name).ok()??)
-}
-
-/// A string attribute's bytes. The common `DW_FORM_strp` is found with `memchr` (through
-/// `CStr`) rather than gimli's byte-at-a-time search: the scan reads a great many names.
-fn raw_string(
-    dwarf: &gimli::Dwarf<Reader>,
-    unit: &gimli::Unit<Reader>,
-    value: gimli::AttributeValue<Reader>,
-) -> Option<Reader> {
-    use gimli::{Reader as _, Section};
-    if let gimli::AttributeValue::DebugStrRef(offset) = value {
-        let mut string = dwarf.debug_str.reader().clone();
-        let tail = raw(&string).get(offset.0..)?;
-        let len = std::ffi::CStr::from_bytes_until_nul(tail)
-            .ok()?
-            .count_bytes();
-        string.skip(offset.0).ok()?;
-        string.truncate(len).ok()?;
-        return Some(string);
-    }
-    dwarf.attr_string(unit, value).ok()
-}
-
-/// A string attribute's value; `None` when it is not a string or points outside its section.
-pub(crate) fn string(
-    dwarf: &gimli::Dwarf<Reader>,
-    unit: &gimli::Unit<Reader>,
-    value: gimli::AttributeValue<Reader>,
-) -> Option<Box<str>> {
-    use gimli::Reader as _;
-    let raw = dwarf.attr_string(unit, value).ok()?;
-    Some(raw.to_string_lossy().ok()?.into())
 }

@@ -41,7 +41,7 @@ use std::time::UNIX_EPOCH;
 
 use memmap2::Mmap;
 
-use crate::index::{Kind, NameHash};
+use crate::name_key::{Kind, NameHash};
 
 const MAGIC: &[u8; 8] = b"KCRSHIDX";
 /// Bumped whenever the layout or what the scan indexes (hence the entries) changes.
@@ -438,7 +438,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::dwarf::DebugInfo;
+    use crate::dwarf::DwarfFile;
     use crate::elf::ElfFile;
     use crate::index::NameIndex;
     use crate::sections::Sections;
@@ -467,10 +467,10 @@ mod tests {
         built.then_some(program)
     }
 
-    fn debug_info(path: &Path) -> (DebugInfo, Key) {
+    fn debug_info(path: &Path) -> (DwarfFile, Key) {
         let file = ElfFile::open(path).unwrap();
         let build_id = file.build_id.clone().expect("the image has a build-id");
-        let debug = DebugInfo::new(Sections::new(Arc::new(file)), None).unwrap();
+        let debug = DwarfFile::new(Sections::new(Arc::new(file)), None).unwrap();
         let key = Key::of(path, &build_id, debug.debug_info_len()).unwrap();
         (debug, key)
     }
@@ -537,7 +537,7 @@ mod tests {
     struct Valid {
         _dir: tempfile::TempDir,
         cache: PathBuf,
-        debug: DebugInfo,
+        debug: DwarfFile,
         key: Key,
         bytes: Vec<u8>,
     }
@@ -705,7 +705,7 @@ mod tests {
         );
     }
 
-    /// Sessions racing to write one cache file (each its own `DebugInfo`, as separate
+    /// Sessions racing to write one cache file (each its own `DwarfFile`, as separate
     /// processes would have): every reader sees no file or a whole valid one, and no
     /// temporary file is left behind.
     #[test]

@@ -1,16 +1,16 @@
 //! Types written out the way C (or Rust, for Rust types) spells them: `struct _KLog`,
 //! `int64_t *`, `KLog [5]`, `const char *`.
 
-use crate::dwarf::{DebugInfo, MAX_CHAIN};
+use crate::dwarf::{DwarfFile, MAX_CHAIN};
 use crate::error::Result;
 use crate::types::{Qualifier, TypeId, TypeKind};
 
 /// The name of type `id`, or of `void` for `None`.
-pub(crate) fn type_name(debug: &DebugInfo, id: Option<TypeId>) -> Result<String> {
+pub(crate) fn type_name(debug: &DwarfFile, id: Option<TypeId>) -> Result<String> {
     name(debug, id, MAX_CHAIN)
 }
 
-fn name(debug: &DebugInfo, id: Option<TypeId>, budget: usize) -> Result<String> {
+fn name(debug: &DwarfFile, id: Option<TypeId>, budget: usize) -> Result<String> {
     let Some(id) = id else {
         return Ok("void".into());
     };
@@ -84,7 +84,7 @@ fn name(debug: &DebugInfo, id: Option<TypeId>, budget: usize) -> Result<String> 
 }
 
 /// Whether `id`, under any further qualifiers, is an array.
-fn qualifies_array(debug: &DebugInfo, mut id: Option<TypeId>, budget: usize) -> Result<bool> {
+fn qualifies_array(debug: &DwarfFile, mut id: Option<TypeId>, budget: usize) -> Result<bool> {
     for _ in 0..budget {
         let Some(current) = id else {
             return Ok(false);

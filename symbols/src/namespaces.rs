@@ -51,7 +51,7 @@ impl Namespaces {
                 for spec in abbrev.attributes() {
                     let attr = entries.read_attribute(*spec)?;
                     if attr.name() == dw::DW_AT_name {
-                        name = crate::index::string(dwarf, unit, attr.value());
+                        name = crate::strings::string(dwarf, unit, attr.value());
                     }
                 }
                 let parent = open.iter().rev().find_map(|&(_, namespace)| namespace);

@@ -7,16 +7,10 @@
 #[path = "../../tests/common/exercise.rs"]
 mod exercise;
 
-use std::io::Write;
-
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let mut file = tempfile::NamedTempFile::new_in("/dev/shm")
-        .or_else(|_| tempfile::NamedTempFile::new())
-        .expect("temporary file");
-    file.as_file_mut().write_all(data).expect("write input");
-    if let Ok(dump) = dumpfmt::Dump::open(file.path()) {
+    if let Ok(dump) = dumpfmt::Dump::from_bytes("fuzz-input", data.to_vec()) {
         exercise::exercise(&dump, data);
     }
 });
