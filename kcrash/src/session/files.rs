@@ -16,44 +16,50 @@ pub enum FileKind {
     Module,
 }
 
-/// Whether `path` is gzip-compressed (dumpfmt then decompresses it whole before reading it).
+/// What dumpfmt's detector makes of `path`'s first bytes.
+fn detect(path: &Path) -> Result<Option<dumpfmt::FileKind>, OpenError> {
+    let mut head = [0u8; dumpfmt::DETECT_LEN];
+    let mut file = File::open(path).map_err(|e| open_err(format!("{}: {e}", path.display())))?;
+    let mut n = 0;
+    // A short read is not the end of the file: read until the head is full or the file ends.
+    while n < head.len() {
+        match file.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(got) => n += got,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(open_err(format!("{}: {e}", path.display()))),
+        }
+    }
+    Ok(dumpfmt::detect(&head[..n]))
+}
+
+/// Whether `path` is gzip-compressed (dumpfmt then decompresses it before reading it).
 pub fn is_gzip(path: &Path) -> bool {
-    let mut magic = [0u8; 2];
-    File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|()| magic == *b"\x1f\x8b")
+    matches!(detect(path), Ok(Some(dumpfmt::FileKind::Gzip)))
 }
 
 /// Reads the first bytes of `path` and says whether it is a dump or an image.
 pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
-    let mut head = [0u8; 20];
-    let n = File::open(path)
-        .and_then(|mut f| f.read(&mut head))
-        .map_err(|e| open_err(format!("{}: {e}", path.display())))?;
-    let head = &head[..n];
-    if head.starts_with(b"\x7fELF") {
-        // e_type: 4 is ET_CORE; executables, shared objects and relocatables are images.
-        return match head.get(16..18).map(|b| u16::from_le_bytes([b[0], b[1]])) {
-            Some(4) => Ok(FileKind::Dump),
-            Some(1) => Ok(FileKind::Module),
-            Some(2..=3) => Ok(FileKind::Image),
-            _ => Err(open_err(format!(
-                "{}: an ELF file that is neither a core dump nor an image",
-                path.display()
-            ))),
-        };
+    use dumpfmt::FileKind as Detected;
+    match detect(path)? {
+        Some(
+            Detected::ElfCore
+            | Detected::Kdump
+            | Detected::KdumpFlattened
+            | Detected::Diskdump
+            | Detected::Gzip,
+        ) => Ok(FileKind::Dump),
+        Some(Detected::ElfRelocatable) => Ok(FileKind::Module),
+        Some(Detected::ElfExecutable) => Ok(FileKind::Image),
+        Some(Detected::ElfOther) => Err(open_err(format!(
+            "{}: an ELF file that is neither a core dump nor an image",
+            path.display()
+        ))),
+        None => Err(open_err(format!(
+            "{}: neither a dump (ELF core, kdump, flattened, gzip) nor an ELF image",
+            path.display()
+        ))),
     }
-    if head.starts_with(b"KDUMP   ")
-        || head.starts_with(b"DISKDUMP")
-        || head.starts_with(b"makedumpfile")
-        || head.starts_with(b"\x1f\x8b")
-    {
-        return Ok(FileKind::Dump);
-    }
-    Err(open_err(format!(
-        "{}: neither a dump (ELF core, kdump, flattened, gzip) nor an ELF image",
-        path.display()
-    )))
 }
 
 /// The command line's files sorted by kind, given in any order.
