@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::{open_err, OpenError};
+use crate::error::{Error, Result};
 use crate::linux;
 
 /// What a file given on the command line is, told by its content.
@@ -25,11 +25,14 @@ pub fn is_gzip(path: &Path) -> bool {
 }
 
 /// Reads the first bytes of `path` and says whether it is a dump or an image.
-pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
+pub fn file_kind(path: &Path) -> Result<FileKind> {
     let mut head = [0u8; 20];
     let n = File::open(path)
         .and_then(|mut f| f.read(&mut head))
-        .map_err(|e| open_err(format!("{}: {e}", path.display())))?;
+        .map_err(|source| Error::Io {
+            what: path.display().to_string(),
+            source,
+        })?;
     let head = &head[..n];
     if head.starts_with(b"\x7fELF") {
         // e_type: 4 is ET_CORE; executables, shared objects and relocatables are images.
@@ -37,7 +40,7 @@ pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
             Some(4) => Ok(FileKind::Dump),
             Some(1) => Ok(FileKind::Module),
             Some(2..=3) => Ok(FileKind::Image),
-            _ => Err(open_err(format!(
+            _ => Err(Error::Usage(format!(
                 "{}: an ELF file that is neither a core dump nor an image",
                 path.display()
             ))),
@@ -50,7 +53,7 @@ pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
     {
         return Ok(FileKind::Dump);
     }
-    Err(open_err(format!(
+    Err(Error::Usage(format!(
         "{}: neither a dump (ELF core, kdump, flattened, gzip) nor an ELF image",
         path.display()
     )))
@@ -68,7 +71,7 @@ pub struct Files {
 /// Sorts the command line's files into dump, image and modules, in any order. Without a dump,
 /// the dump is the running kernel's memory (/proc/kcore); a file under /proc is taken as live
 /// memory without being read here (opening it says why it cannot be read, if it cannot).
-pub fn sort_files(files: &[PathBuf]) -> Result<Files, OpenError> {
+pub fn sort_files(files: &[PathBuf]) -> Result<Files> {
     let kinds = files
         .iter()
         .map(|f| {
@@ -95,8 +98,8 @@ pub fn sort_files(files: &[PathBuf]) -> Result<Files, OpenError> {
         ([d], [i]) => (d.clone(), Some(i.clone())),
         ([], []) => (live(), None),
         ([], [i]) => (live(), Some(i.clone())),
-        (_, [_, _, ..]) => return Err(open_err(format!("more than one image given: {usage}"))),
-        _ => return Err(open_err(format!("more than one dump given: {usage}"))),
+        (_, [_, _, ..]) => return Err(Error::Usage(format!("more than one image given: {usage}"))),
+        _ => return Err(Error::Usage(format!("more than one dump given: {usage}"))),
     };
     Ok(Files {
         dump,
