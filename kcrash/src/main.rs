@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use kcrash::commands::{Flow, Settings};
-use kcrash::error::one_line;
+use kcrash::error::{one_line, report, Error};
 use kcrash::linux::ko::{find_ko, module_name};
 use kcrash::linux::live::{self, is_live_path};
 use kcrash::paint::{ColorChoice, Paint};
@@ -153,10 +153,13 @@ fn main() -> ExitCode {
     for ko in &files.modules {
         let loaded = match module_name(ko) {
             Some(name) => session.load_module(&name, ko),
-            None => Err(format!("{}: a module's file is NAME.ko", ko.display())),
+            None => Err(Error::Usage(format!(
+                "{}: a module's file is NAME.ko",
+                ko.display()
+            ))),
         };
         if let Err(e) = loaded {
-            return fail_open(errors, &e);
+            return fail_open(errors, &e.to_string());
         }
     }
     if live && files.modules.is_empty() {
@@ -255,7 +258,7 @@ fn script(
             Ok(Flow::Quit) => break,
             Ok(Flow::Continue) => {}
             Err(e) => {
-                eprintln!("{} {}", errors.bad("kcrash:"), one_line(&format!("{e:#}")));
+                eprintln!("{} {}", errors.bad("kcrash:"), report(e.as_ref()));
                 failed = true;
                 // Ctrl-C ends a script even with --keep-going.
                 if !keep_going || kcrash::interrupt::requested() {
@@ -307,7 +310,7 @@ fn prompt(shell: &mut Shell<'_, '_>, silent: bool, color: ColorChoice) -> ExitCo
             Ok(line) => match shell.run_line(&line, &mut io::stderr()) {
                 Ok(Flow::Quit) => break ExitCode::SUCCESS,
                 Ok(Flow::Continue) => {}
-                Err(e) => eprintln!("{} {}", errors.bad("kcrash:"), one_line(&format!("{e:#}"))),
+                Err(e) => eprintln!("{} {}", errors.bad("kcrash:"), report(e.as_ref())),
             },
             // Ctrl-C at the prompt drops the line, as in a shell.
             Err(ReadlineError::Interrupted) => {}

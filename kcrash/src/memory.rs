@@ -1,22 +1,13 @@
 //! The crashed system's memory as kcrash's commands see it: kernel virtual addresses that either
 //! read or say why they cannot.
 
-use std::fmt;
-
 /// Why a range of memory could not be read, with the first address that failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{addr:#x}: {reason}")]
 pub struct Unreadable {
     pub addr: u64,
     pub reason: String,
 }
-
-impl fmt::Display for Unreadable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#x}: {}", self.addr, self.reason)
-    }
-}
-
-impl std::error::Error for Unreadable {}
 
 /// Memory of the crashed (or live) system by virtual address.
 pub trait Memory {

@@ -152,7 +152,7 @@ fn parse(argv: &[String]) -> Result<Args> {
 }
 
 pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
-    let klog = cx.session.klog().map_err(anyhow::Error::msg)?;
+    let klog = cx.session.klog()?;
     if cx.session.dump.is_live() {
         run_live(argv, cx.session, &klog.layout, cx.out, cx.err)?;
     } else {
@@ -265,7 +265,7 @@ fn show(
         "terse" => Style::Terse,
         other => bail!("{other:?} is neither full nor terse"),
     };
-    let sel = klog.select(&args.subsys).map_err(anyhow::Error::msg)?;
+    let sel = klog.select(&args.subsys)?;
     let order = if args.oldest_first {
         Order::OldestFirst
     } else {

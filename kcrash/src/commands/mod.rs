@@ -28,7 +28,7 @@ use std::io::{self, Write};
 use anyhow::{anyhow, bail, Result};
 use clap::CommandFactory;
 
-use crate::error::one_line;
+use crate::error::report;
 use crate::paint::{ColorChoice, Paint};
 use crate::session::Session;
 
@@ -257,7 +257,7 @@ fn explain(cmd: &Command, e: anyhow::Error) -> Result<Flow> {
         let first = first.strip_prefix("error: ").unwrap_or(first);
         bail!("{}: {first} (help {})", cmd.name, cmd.name);
     }
-    Err(anyhow!("{}: {}", cmd.name, one_line(&format!("{e:#}"))))
+    Err(anyhow!("{}: {}", cmd.name, report(e.as_ref())))
 }
 
 /// Whether `e` is a write to a reader that went away (`| head`, the pager quit).

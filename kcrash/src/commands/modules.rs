@@ -49,11 +49,7 @@ fn default_dir(session: &Session<'_>) -> Result<PathBuf> {
     let info = session.dump.vmcoreinfo()?;
     let release = match info.as_ref().and_then(|i| i.osrelease()) {
         Some(r) => r.to_owned(),
-        None => {
-            crate::linux::facts::Utsname::read(session.kernel(), None)
-                .map_err(anyhow::Error::msg)?
-                .release
-        }
+        None => crate::linux::facts::Utsname::read(session.kernel(), None)?.release,
     };
     Ok(PathBuf::from("/lib/modules").join(release))
 }
@@ -76,9 +72,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
                     .ok_or_else(|| anyhow!("{name}.ko is not under {}", dir.display()))?
             }
         };
-        let m = session
-            .load_module(name, &file)
-            .map_err(anyhow::Error::msg)?;
+        let m = session.load_module(name, &file)?;
         writeln!(
             cx.out,
             "{}: symbols and DWARF from {}",
@@ -94,7 +88,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         };
         let mut found = Vec::new();
         find_kos(&dir, &mut found);
-        for m in modules(session.kernel()).map_err(anyhow::Error::msg)? {
+        for m in modules(session.kernel())? {
             match found.iter().find(|(n, _)| *n == m.name) {
                 Some((_, file)) => match session.load_module(&m.name, file) {
                     Ok(_) => writeln!(cx.out, "{}: {}", m.name, file.display())?,
@@ -152,8 +146,7 @@ impl Report for Modules {
 fn list(cx: &mut Context<'_, '_>, json: bool) -> Result<Flow> {
     let session = cx.session;
     let loaded = session.loaded_modules();
-    let modules = modules(session.kernel())
-        .map_err(anyhow::Error::msg)?
+    let modules = modules(session.kernel())?
         .into_iter()
         .map(|m| Row {
             module: Hex(m.addr),

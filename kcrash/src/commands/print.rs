@@ -5,6 +5,7 @@
 use anyhow::{anyhow, bail, Result};
 
 use super::{Context, Flow};
+use crate::error::Error;
 use crate::expr::json::to_json;
 use crate::expr::text::Writer;
 use crate::expr::value::{Options, Reader, FORMATS};
@@ -80,7 +81,7 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         let ev = Evaluator::new(image.image(), session);
         let value = match ev.eval(&expr) {
             Ok(v) => v,
-            Err(e) if e.0.starts_with("No symbol") => {
+            Err(e @ Error::NoSymbol { .. }) => {
                 failure.get_or_insert(e);
                 continue;
             }

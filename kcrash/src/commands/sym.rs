@@ -117,7 +117,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
 /// `sym` on a running kernel without a vmlinux: names and addresses from /proc/kallsyms, read
 /// afresh (no size, section or line: kallsyms has none).
 fn run_kallsyms(cx: &mut Context<'_, '_>, args: &Args) -> Result<Flow> {
-    let kallsyms = Kallsyms::read().map_err(anyhow::Error::msg)?;
+    let kallsyms = Kallsyms::read()?;
     let emit = |cx: &mut Context<'_, '_>, s: &Kallsym, off: u64| -> Result<()> {
         let found = Found {
             address: Hex(s.address.wrapping_add(off)),

@@ -439,7 +439,7 @@ fn linux_facts(
     let ring = session
         .dump
         .vmcoreinfo()
-        .map_err(|e| printk::Error(e.to_string()))
+        .map_err(crate::error::Error::from)
         .and_then(|info| printk::find(info.as_ref(), session.image.as_ref(), session, false));
     match ring {
         Ok(ring) => facts::panic_message(&ring),

@@ -8,7 +8,9 @@ use serde_json::{json, Value as Json};
 
 use symbols::{Image, Member, Qualifier, TypeId, TypeKind};
 
-use super::eval::{c_spelling, EvalError, Evaluator, Shape, Ty};
+use crate::error::{Error, Result};
+
+use super::eval::{c_spelling, Evaluator, Shape, Ty};
 use crate::report::Dec;
 
 /// How members are introduced.
@@ -21,7 +23,7 @@ pub enum Offsets {
 
 /// `ptype`'s text for `ty`, without the `type = `: the type with its struct, union or enum
 /// expanded, and what is put on it (`} *`, `} [5]`).
-pub fn expanded(ev: &Evaluator<'_>, ty: &Ty, offsets: Offsets) -> Result<String, EvalError> {
+pub fn expanded(ev: &Evaluator<'_>, ty: &Ty, offsets: Offsets) -> Result<String> {
     // Rust's arrays and pointers are named, as gdb's Rust ptype does, not expanded.
     if ev.is_rust(ty)
         && !matches!(
@@ -92,7 +94,7 @@ pub fn expanded(ev: &Evaluator<'_>, ty: &Ty, offsets: Offsets) -> Result<String,
     Ok(out)
 }
 
-fn is_aggregate(ev: &Evaluator<'_>, id: TypeId) -> Result<bool, EvalError> {
+fn is_aggregate(ev: &Evaluator<'_>, id: TypeId) -> Result<bool> {
     Ok(matches!(
         ev.image.type_(id)?.kind,
         TypeKind::Struct(_) | TypeKind::Union(_) | TypeKind::Enum(_) | TypeKind::Variants(_)
@@ -112,7 +114,7 @@ fn wrap_array(declarator: &mut String, dims: &[Option<u64>]) {
 }
 
 /// The type `id` itself: a struct, union or enum with its members, else its name.
-fn body(image: &Image, id: TypeId, offsets: Offsets, indent: usize) -> Result<String, EvalError> {
+fn body(image: &Image, id: TypeId, offsets: Offsets, indent: usize) -> Result<String> {
     let t = image.type_(id)?;
     let name = image.type_name(id)?;
     let header = if t.name.is_some() {
@@ -209,7 +211,7 @@ fn c_members(
     offsets: Offsets,
     indent: usize,
     out: &mut String,
-) -> Result<(), EvalError> {
+) -> Result<()> {
     for m in members {
         let pad = " ".repeat(indent);
         let off = offset_column(m, base, offsets);
@@ -232,7 +234,7 @@ fn c_members(
             };
             writeln!(out, "{off}{pad}{keyword} {{").ok();
             if indent > 4 * MAX_ANONYMOUS_NESTING {
-                return Err(EvalError(
+                return Err(Error::Damaged(
                     "anonymous members nested too deeply (a type cycle in the DWARF?)".into(),
                 ));
             }
@@ -303,7 +305,7 @@ pub fn declaration(ty: &str, name: &str) -> String {
 }
 
 /// A member's type name, spelt as gdb spells C's base types.
-fn name_of(image: &Image, id: Option<TypeId>) -> Result<String, EvalError> {
+fn name_of(image: &Image, id: Option<TypeId>) -> Result<String> {
     let Some(id) = id else {
         return Ok("void".into());
     };
@@ -319,7 +321,7 @@ fn name_of(image: &Image, id: Option<TypeId>) -> Result<String, EvalError> {
 /// qualifiers) `kind` and `members` (`name`, `type`, `offset`, `size`, `bit_offset` and
 /// `bit_size` for a bit-field, nested `members` for an anonymous one), for an enum
 /// `enumerators`.
-pub fn layout_json(ev: &Evaluator<'_>, ty: &Ty) -> Result<Json, EvalError> {
+pub fn layout_json(ev: &Evaluator<'_>, ty: &Ty) -> Result<Json> {
     let mut o = json!({ "type": ev.type_name(ty)?, "size": ev.size_of(ty)? });
     let mut id = match ty {
         Ty::Dwarf(id) => *id,
@@ -364,14 +366,9 @@ pub fn layout_json(ev: &Evaluator<'_>, ty: &Ty) -> Result<Json, EvalError> {
     Ok(o)
 }
 
-fn members_json(
-    ev: &Evaluator<'_>,
-    members: &[Member],
-    base: u64,
-    depth: usize,
-) -> Result<Json, EvalError> {
+fn members_json(ev: &Evaluator<'_>, members: &[Member], base: u64, depth: usize) -> Result<Json> {
     if depth > MAX_ANONYMOUS_NESTING {
-        return Err(EvalError(
+        return Err(Error::Damaged(
             "anonymous members nested too deeply (a type cycle in the DWARF?)".into(),
         ));
     }

@@ -4,12 +4,12 @@
 //! A value is kept where it lives ([`Place::Memory`]) and read only when an operator needs its
 //! bits, so `&KLogs[3]` reads nothing and printing a struct reads it member by member.
 
-use std::fmt;
 use std::sync::Arc;
 
 use symbols::{Encoding, Image, Member, SymbolKind, Type, TypeId, TypeKind};
 
 use super::parse::{BinOp, Expr, TypeName, UnOp};
+use crate::error::{Error, Result};
 use crate::memory::Memory;
 
 /// Pointers are 8 bytes: every target kcrash reads is 64-bit.
@@ -85,28 +85,9 @@ pub struct Value {
     pub place: Place,
 }
 
-/// Why an expression could not be evaluated: one line, in gdb's words where gdb has them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EvalError(pub String);
-
-impl fmt::Display for EvalError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for EvalError {}
-
-pub type Result<T> = std::result::Result<T, EvalError>;
-
+/// An expression that cannot be evaluated, in gdb's words where gdb has them.
 fn err<T>(msg: impl Into<String>) -> Result<T> {
-    Err(EvalError(msg.into()))
-}
-
-impl From<symbols::Error> for EvalError {
-    fn from(e: symbols::Error) -> EvalError {
-        EvalError(e.to_string())
-    }
+    Err(Error::Usage(msg.into()))
 }
 
 /// What a type is, after typedefs, qualifiers and Rust's transparent wrappers.
@@ -146,7 +127,7 @@ pub struct Evaluator<'a> {
 
 /// "Cannot access memory at address 0x…", gdb's words for a failed read.
 pub fn cannot_access(addr: u64) -> String {
-    format!("Cannot access memory at address {addr:#x}")
+    Error::CannotAccess { addr }.to_string()
 }
 
 impl<'a> Evaluator<'a> {
@@ -296,7 +277,11 @@ impl<'a> Evaluator<'a> {
             Some(id) => Ty::Dwarf(id),
             None => match builtin(&t.base) {
                 Some(b) => b,
-                None => return err(format!("No symbol \"{}\" in current context.", t.base)),
+                None => {
+                    return Err(Error::NoSymbol {
+                        name: t.base.clone(),
+                    })
+                }
             },
         };
         Ok((0..t.pointers).fold(base, |ty, _| Ty::Pointer(Box::new(ty))))
@@ -377,7 +362,9 @@ impl<'a> Evaluator<'a> {
                 },
                 place: Place::Memory(sym.address),
             }),
-            None => err(format!("No symbol \"{name}\" in current context.")),
+            None => Err(Error::NoSymbol {
+                name: name.to_owned(),
+            }),
         }
     }
 
@@ -388,7 +375,7 @@ impl<'a> Evaluator<'a> {
             Place::Memory(addr) => self
                 .mem
                 .read_uint(addr, size)
-                .map_err(|u| EvalError(cannot_access(u.addr))),
+                .map_err(|u| Error::CannotAccess { addr: u.addr }),
             Place::Bits {
                 addr,
                 bit_offset,
@@ -400,7 +387,7 @@ impl<'a> Evaluator<'a> {
                 let mut b = [0u8; 16];
                 self.mem
                     .read(first, &mut b[..len])
-                    .map_err(|u| EvalError(cannot_access(u.addr)))?;
+                    .map_err(|u| Error::CannotAccess { addr: u.addr })?;
                 let all = u128::from_le_bytes(b) >> shift;
                 let mask = if bit_size >= 64 {
                     u64::MAX

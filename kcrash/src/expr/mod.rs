@@ -10,5 +10,5 @@ pub mod parse;
 pub mod text;
 pub mod value;
 
-pub use eval::{EvalError, Evaluator, Place, Ty, Value};
+pub use eval::{Evaluator, Place, Ty, Value};
 pub use parse::{parse_expr, parse_type, Expr, ParseError, TypeName};

@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 
 use symbols::TypeKind;
 
-use super::eval::{cannot_access, extend, EvalError, IntStyle, IntTy, Ty};
+use crate::error::Result;
+
+use super::eval::{cannot_access, extend, IntStyle, IntTy, Ty};
 use super::value::{symbol_at, CString, Field, Kind, Node, Options};
 use super::Evaluator;
 
@@ -18,7 +20,7 @@ pub struct Writer<'e, 'a> {
 impl Writer<'_, '_> {
     /// The whole value, as after gdb's `$1 = `: pointers get their type in front, as gdb does for
     /// a value printed on its own.
-    pub fn top(&self, n: &Node) -> Result<String, EvalError> {
+    pub fn top(&self, n: &Node) -> Result<String> {
         let mut out = String::new();
         if let Kind::Pointer { .. } = n.kind {
             let ty = self.ev.unwrapped(&n.ty)?;
@@ -34,7 +36,7 @@ impl Writer<'_, '_> {
     }
 
     /// gdb leaves the type off an unnamed pointer to plain `char`: the string says it.
-    fn is_plain_char_pointer(&self, ty: &Ty) -> Result<bool, EvalError> {
+    fn is_plain_char_pointer(&self, ty: &Ty) -> Result<bool> {
         let target = match ty {
             Ty::Pointer(t) => (**t).clone(),
             Ty::Dwarf(id) => {

@@ -8,7 +8,9 @@
 
 use symbols::{Type, TypeKind};
 
-use super::eval::{cannot_access, EvalError, Evaluator, IntStyle, IntTy, Place, Shape, Ty, Value};
+use crate::error::{Error, Result};
+
+use super::eval::{Evaluator, IntStyle, IntTy, Place, Shape, Ty, Value};
 
 /// gdb's `print` settings that kcrash honours.
 #[derive(Debug, Clone, Copy)]
@@ -130,11 +132,11 @@ pub struct Reader<'e, 'a> {
 impl Reader<'_, '_> {
     /// Reads `v`. Fails only when nothing of it can be read; parts that cannot be read are
     /// [`Kind::Unreadable`] nodes.
-    pub fn read(&self, v: &Value) -> Result<Node, EvalError> {
+    pub fn read(&self, v: &Value) -> Result<Node> {
         if let Place::Memory(addr) = v.place {
             match self.ev.shape(&v.ty)? {
                 Shape::NoDebug => {
-                    return Err(EvalError(
+                    return Err(Error::Usage(
                         "the symbol has no debug info: cast it to its declared type".into(),
                     ))
                 }
@@ -142,7 +144,7 @@ impl Reader<'_, '_> {
                 _ => {
                     let mut probe = [0u8; 1];
                     if self.ev.mem.read(addr, &mut probe).is_err() {
-                        return Err(EvalError(cannot_access(addr)));
+                        return Err(Error::CannotAccess { addr });
                     }
                 }
             }
@@ -164,7 +166,7 @@ impl Reader<'_, '_> {
             })
     }
 
-    fn node_or_error(&self, ty: &Ty, place: Place, depth: usize) -> Result<Node, EvalError> {
+    fn node_or_error(&self, ty: &Ty, place: Place, depth: usize) -> Result<Node> {
         let addr = match place {
             Place::Memory(a) => Some(a),
             _ => None,
@@ -286,7 +288,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn pointer(&self, target: &Ty, addr: u64) -> Result<Kind, EvalError> {
+    fn pointer(&self, target: &Ty, addr: u64) -> Result<Kind> {
         let chars = match self.ev.shape(target)? {
             Shape::Int(IntTy { size: 1, .. }, IntStyle::Char) => true,
             // Rust spells C's `char *` `*const i8` (`c_char`): shown as a string too. A `u8`
@@ -336,7 +338,7 @@ impl Reader<'_, '_> {
         })
     }
 
-    fn fields(&self, t: &Type, addr: u64, depth: usize) -> Result<Vec<Field>, EvalError> {
+    fn fields(&self, t: &Type, addr: u64, depth: usize) -> Result<Vec<Field>> {
         let (TypeKind::Struct(members) | TypeKind::Union(members)) = &t.kind else {
             return Ok(Vec::new());
         };
@@ -360,7 +362,7 @@ impl Reader<'_, '_> {
     }
 
     /// A Rust enum: the variant its discriminant selects, with that variant's fields.
-    fn variant(&self, t: &Type, addr: u64, depth: usize) -> Result<Kind, EvalError> {
+    fn variant(&self, t: &Type, addr: u64, depth: usize) -> Result<Kind> {
         let TypeKind::Variants(vs) = &t.kind else {
             return Ok(Kind::Opaque("<not an enum>".into()));
         };
@@ -389,13 +391,7 @@ impl Reader<'_, '_> {
         Ok(Kind::Variant { name, fields })
     }
 
-    fn array(
-        &self,
-        elem: &Ty,
-        dims: &[Option<u64>],
-        addr: u64,
-        depth: usize,
-    ) -> Result<Kind, EvalError> {
+    fn array(&self, elem: &Ty, dims: &[Option<u64>], addr: u64, depth: usize) -> Result<Kind> {
         let Some(len) = dims.first().copied().flatten() else {
             // A flexible array member (`int data[]`) has no length to print by: gdb shows where
             // it starts, as a pointer to its first element (with the string, for characters).

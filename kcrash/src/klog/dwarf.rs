@@ -5,15 +5,10 @@ use symbols::{Image, TypeId, TypeKind};
 
 use super::layout::{ArrayAt, Field, KLogFields, KLogLayout, LayoutError, ScalarAt};
 
-fn sym_err(e: symbols::Error) -> LayoutError {
-    LayoutError::Symbols(e.to_string())
-}
-
 /// A global with its address and type.
 fn variable(image: &Image, name: &'static str) -> Result<Option<(u64, TypeId)>, LayoutError> {
     Ok(image
-        .variable(name)
-        .map_err(sym_err)?
+        .variable(name)?
         .and_then(|v| Some((v.address?, v.ty?))))
 }
 
@@ -26,25 +21,22 @@ fn array(
     ty: TypeId,
 ) -> Result<(ArrayAt, TypeId), LayoutError> {
     let mut addr = addr;
-    let mut ty = image.value_type(ty).map_err(sym_err)?;
-    let t = image.type_(ty).map_err(sym_err)?;
+    let mut ty = image.value_type(ty)?;
+    let t = image.type_(ty)?;
     if let TypeKind::Struct(members) = &t.kind {
         if let [only] = members.as_slice() {
             addr += only.offset;
-            ty = image
-                .value_type(only.ty.ok_or(LayoutError::NotAnArray(name))?)
-                .map_err(sym_err)?;
+            ty = image.value_type(only.ty.ok_or(LayoutError::NotAnArray(name))?)?;
         }
     }
-    let TypeKind::Array(a) = &image.type_(ty).map_err(sym_err)?.kind else {
+    let TypeKind::Array(a) = &image.type_(ty)?.kind else {
         return Err(LayoutError::NotAnArray(name));
     };
     let (Some(element), Some(Some(len))) = (a.element, a.dims.first()) else {
         return Err(LayoutError::NotAnArray(name));
     };
     let stride = image
-        .size_of(element)
-        .map_err(sym_err)?
+        .size_of(element)?
         .ok_or(LayoutError::NotAnArray(name))?;
     Ok((
         ArrayAt {
@@ -60,10 +52,7 @@ fn scalar(image: &Image, name: &'static str) -> Result<Option<ScalarAt>, LayoutE
     let Some((addr, ty)) = variable(image, name)? else {
         return Ok(None);
     };
-    Ok(image
-        .size_of(ty)
-        .map_err(sym_err)?
-        .map(|size| ScalarAt { addr, size }))
+    Ok(image.size_of(ty)?.map(|size| ScalarAt { addr, size }))
 }
 
 impl KLogLayout {
@@ -71,9 +60,7 @@ impl KLogLayout {
     pub fn from_image(image: &Image) -> Result<KLogLayout, LayoutError> {
         let (addr, ty) = variable(image, "KLogs")?.ok_or(LayoutError::MissingVariable("KLogs"))?;
         let (klogs, element) = array(image, "KLogs", addr, ty)?;
-        let klog = image
-            .type_(image.value_type(element).map_err(sym_err)?)
-            .map_err(sym_err)?;
+        let klog = image.type_(image.value_type(element)?)?;
         let fields = KLogFields::from_lookup(|name| {
             let m = klog.member(name)?;
             let size = image.size_of(m.ty?).ok()??;

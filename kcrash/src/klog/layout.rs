@@ -2,8 +2,6 @@
 //! Nothing here is hard-coded: a rustc kernel and a gcc kernel lay `KLog` out as their compilers
 //! chose, and kcrash reads each field at its DWARF member offset with its DWARF size.
 
-use std::fmt;
-
 /// One member of a struct: byte offset and size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Field {
@@ -82,25 +80,14 @@ impl KLogLayout {
 }
 
 /// Why the image does not describe a usable KLog.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
+    #[error("the image has no variable `{0}` in its DWARF")]
     MissingVariable(&'static str),
+    #[error("`{0}` is not an array with a known length")]
     NotAnArray(&'static str),
+    #[error("the KLog type has no member `{0}`")]
     MissingMember(&'static str),
-    Symbols(String),
+    #[error(transparent)]
+    Symbols(#[from] symbols::Error),
 }
-
-impl fmt::Display for LayoutError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LayoutError::MissingVariable(v) => {
-                write!(f, "the image has no variable `{v}` in its DWARF")
-            }
-            LayoutError::NotAnArray(v) => write!(f, "`{v}` is not an array with a known length"),
-            LayoutError::MissingMember(m) => write!(f, "the KLog type has no member `{m}`"),
-            LayoutError::Symbols(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for LayoutError {}

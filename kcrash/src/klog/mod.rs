@@ -11,6 +11,7 @@ pub mod ring;
 
 use klog_runtime::{decode_header, Header, REC_WORDS};
 
+use crate::error::{Error, Result};
 use crate::memory::{Memory, Unreadable};
 use layout::KLogLayout;
 use merge::Merge;
@@ -67,15 +68,15 @@ impl Klog {
     }
 
     /// `0`, a subsystem number, or a subsystem name (case-insensitive, `DBG_` optional).
-    pub fn select(&self, spec: &str) -> Result<Selection, String> {
+    pub fn select(&self, spec: &str) -> Result<Selection> {
         if let Ok(n) = spec.parse::<u64>() {
             return match n {
                 0 => Ok(Selection::All),
                 n if (n as usize) < self.rings.len() => Ok(Selection::Subsystem(n as u16)),
-                n => Err(format!(
+                n => Err(Error::Usage(format!(
                     "no subsystem {n}: this kernel has {} (0 means all)",
                     self.rings.len()
-                )),
+                ))),
             };
         }
         let want = spec
@@ -87,10 +88,10 @@ impl Klog {
             .position(|r| r.label().eq_ignore_ascii_case(want))
             .map(|i| Selection::Subsystem(i as u16))
             .ok_or_else(|| {
-                format!(
+                Error::Usage(format!(
                     "no subsystem named {spec:?}; this kernel has {}",
                     self.names().join(", ")
-                )
+                ))
             })
     }
 

@@ -3,6 +3,7 @@
 
 use dumpfmt::VmcoreInfo;
 
+use crate::error::{Context, Error, Result};
 use crate::expr::{parse_expr, Evaluator};
 use crate::linux::printk::Ring;
 use crate::linux::{kaslr, Kernel};
@@ -24,7 +25,7 @@ pub struct Utsname {
 }
 
 impl Utsname {
-    pub fn read(kernel: Kernel<'_>, info: Option<&VmcoreInfo<'_>>) -> Result<Utsname, String> {
+    pub fn read(kernel: Kernel<'_>, info: Option<&VmcoreInfo<'_>>) -> Result<Utsname> {
         let from_info = info.and_then(|i| {
             Some(i.symbol("init_uts_ns").ok()?? + i.offset("uts_namespace.name").ok()??)
         });
@@ -32,18 +33,16 @@ impl Utsname {
             Some(name) => name,
             None => {
                 let ev = evaluator(kernel)?;
-                let e = parse_expr("&init_uts_ns.name").map_err(|e| e.to_string())?;
-                ev.scalar(&ev.eval(&e).map_err(|e| e.to_string())?)
-                    .map_err(|e| e.to_string())?
-                    .0
+                let e = parse_expr("&init_uts_ns.name").map_err(|e| Error::Usage(e.to_string()))?;
+                ev.scalar(&ev.eval(&e)?)?.0
             }
         };
-        let field = |n: u64| -> Result<String, String> {
+        let field = |n: u64| -> Result<String> {
             let mut out = Vec::new();
             kernel
                 .mem
                 .read_cstring(name + n * UTS_LEN, UTS_LEN as usize, &mut out)
-                .map_err(|e| format!("init_uts_ns: {e}"))?;
+                .context("init_uts_ns")?;
             Ok(String::from_utf8_lossy(&out).into_owned())
         };
         Ok(Utsname {
@@ -55,22 +54,24 @@ impl Utsname {
     }
 }
 
-fn evaluator<'a>(kernel: Kernel<'a>) -> Result<Evaluator<'a>, String> {
-    let image = kernel.image.ok_or("needs the vmlinux with DWARF")?;
+fn evaluator<'a>(kernel: Kernel<'a>) -> Result<Evaluator<'a>> {
+    let image = kernel
+        .image
+        .ok_or_else(|| Error::Missing("needs the vmlinux with DWARF".into()))?;
     Ok(Evaluator::new(image, kernel.mem))
 }
 
 /// The integer value of a C expression over the kernel's variables.
-pub fn int(kernel: Kernel<'_>, expr: &str) -> Result<i64, String> {
+pub fn int(kernel: Kernel<'_>, expr: &str) -> Result<i64> {
     let ev = evaluator(kernel)?;
-    let e = parse_expr(expr).map_err(|e| e.show(expr))?;
-    let v = ev.eval(&e).map_err(|e| format!("{expr}: {e}"))?;
-    Ok(ev.scalar(&v).map_err(|e| format!("{expr}: {e}"))?.0 as i64)
+    let e = parse_expr(expr).map_err(|e| Error::Usage(e.show(expr)))?;
+    let v = ev.eval(&e).context(expr)?;
+    Ok(ev.scalar(&v).context(expr)?.0 as i64)
 }
 
 /// CPUs online at the crash (`__num_online_cpus`; a panic takes the others offline) and
 /// possible (`nr_cpu_ids`).
-pub fn cpus(kernel: Kernel<'_>) -> Result<(i64, i64), String> {
+pub fn cpus(kernel: Kernel<'_>) -> Result<(i64, i64)> {
     Ok((
         int(kernel, "__num_online_cpus.counter")?,
         int(kernel, "nr_cpu_ids")?,
@@ -78,7 +79,7 @@ pub fn cpus(kernel: Kernel<'_>) -> Result<(i64, i64), String> {
 }
 
 /// Bytes of RAM: every online node's `node_present_pages`, as crash counts it.
-pub fn memory(kernel: Kernel<'_>, page_size: u64) -> Result<u64, String> {
+pub fn memory(kernel: Kernel<'_>, page_size: u64) -> Result<u64> {
     let nodes = int(kernel, "sizeof(node_data) / sizeof(node_data[0])")?;
     let mut pages = 0u64;
     for i in 0..nodes.clamp(0, 1 << 10) {
@@ -90,33 +91,31 @@ pub fn memory(kernel: Kernel<'_>, page_size: u64) -> Result<u64, String> {
 }
 
 /// Seconds since the epoch at the timekeeper's last tick (`xtime_sec`).
-pub fn crash_time(kernel: Kernel<'_>) -> Result<i64, String> {
+pub fn crash_time(kernel: Kernel<'_>) -> Result<i64> {
     int(kernel, "tk_core.timekeeper.xtime_sec")
 }
 
 /// Nanoseconds since boot, as crash counts them: jiffies since INITIAL_JIFFIES over HZ. HZ
 /// comes from INITIAL_JIFFIES itself, which is `(u32)(-300 * HZ)` and is jiffies_64's
 /// initial value in the image file.
-pub fn uptime_nsec(kernel: Kernel<'_>) -> Result<i64, String> {
-    let image = kernel.image.ok_or("needs the vmlinux")?;
+pub fn uptime_nsec(kernel: Kernel<'_>) -> Result<i64> {
+    let missing = |what: &str| Error::Missing(what.into());
+    let image = kernel.image.ok_or_else(|| missing("needs the vmlinux"))?;
     let sym = image
         .symbol("jiffies_64")
-        .ok_or("the image has no jiffies_64")?;
+        .ok_or_else(|| missing("the image has no jiffies_64"))?;
     let link = sym.address.wrapping_sub(image.load_bias());
     let initial = kaslr::image_bytes(image, link, 8)
         .and_then(|b| b.try_into().ok())
         .map(u64::from_le_bytes)
-        .ok_or("jiffies_64 is not in the image file")?;
+        .ok_or_else(|| missing("jiffies_64 is not in the image file"))?;
     let hz = (1u64 << 32).wrapping_sub(initial) / 300;
     if !(1..=100_000).contains(&hz) || (1u64 << 32).wrapping_sub(initial) % 300 != 0 {
-        return Err(format!(
+        return Err(Error::Damaged(format!(
             "jiffies_64 starts at {initial:#x}, not INITIAL_JIFFIES: HZ unknown"
-        ));
+        )));
     }
-    let now = kernel
-        .mem
-        .read_u64(sym.address)
-        .map_err(|e| format!("jiffies_64: {e}"))?;
+    let now = kernel.mem.read_u64(sym.address).context("jiffies_64")?;
     let ticks = now.wrapping_sub(initial);
     Ok((u128::from(ticks) * 1_000_000_000 / u128::from(hz)).min(i64::MAX as u128) as i64)
 }

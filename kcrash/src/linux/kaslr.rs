@@ -14,6 +14,8 @@ use dumpfmt::translate::{AddressSpace, Source};
 use dumpfmt::{Dump, VmcoreInfo};
 use symbols::Image;
 
+use crate::error::{Error, Result};
+
 /// KASLR places the kernel at a multiple of CONFIG_PHYSICAL_ALIGN (2 MiB on x86_64), both
 /// virtually and physically.
 const ALIGN: u64 = 0x20_0000;
@@ -98,16 +100,12 @@ pub fn banner_at(space: &AddressSpace<'_>, image: &Image, offset: u64) -> Option
 /// Looks for the banner at each possible slide through the page tables `space` already has, or,
 /// when it has none, through `init_top_pgt` found by looking for the banner in physical memory
 /// (which then joins `space`).
-pub fn search(
-    dump: &Dump,
-    space: &mut AddressSpace<'_>,
-    image: &Image,
-) -> Result<(u64, Found), String> {
+pub fn search(dump: &Dump, space: &mut AddressSpace<'_>, image: &Image) -> Result<(u64, Found)> {
     if banner(image).is_none() {
-        return Err(format!(
+        return Err(Error::Missing(format!(
             "{} has no linux_banner symbol in its file: cannot find the kernel in the dump",
             image.path().display()
-        ));
+        )));
     }
     let mut tables = "the CPUs' page tables (CR3)";
     if !space
@@ -127,26 +125,27 @@ pub fn search(
         .find(|&offset| banner_at(space, image, offset) == Some(true))
         .map(|offset| (offset, Found::Banner(tables)))
         .ok_or_else(|| {
-            format!(
+            Error::Missing(format!(
                 "the banner of {} is nowhere the kernel could be mapped: not this dump's kernel?",
                 image.path().display()
-            )
+            ))
         })
 }
 
 /// The physical address of `init_top_pgt`: the banner's physical place gives the physical slide,
 /// which moves every kernel-image symbol alike.
-fn init_top_pgt_by_banner(dump: &Dump, image: &Image) -> Result<u64, String> {
-    let (addr, want) = banner(image).ok_or("no linux_banner")?;
+fn init_top_pgt_by_banner(dump: &Dump, image: &Image) -> Result<u64> {
+    let missing = |what: &str| Error::Missing(what.into());
+    let (addr, want) = banner(image).ok_or_else(|| missing("no linux_banner"))?;
     let pgt = image
         .symbol("init_top_pgt")
         .or_else(|| image.symbol("init_level4_pgt"))
-        .ok_or("the image has no init_top_pgt symbol")?
+        .ok_or_else(|| missing("the image has no init_top_pgt symbol"))?
         .address
         .wrapping_sub(image.load_bias());
     let phys_of = |va: u64| image_phys(image, va);
     let (Some(banner_phys), Some(pgt_phys)) = (phys_of(addr), phys_of(pgt)) else {
-        return Err("the image does not say where its banner is loaded".into());
+        return Err(missing("the image does not say where its banner is loaded"));
     };
     let mut got = vec![0u8; want.len()];
     (0..MAX_PHYSICAL)
@@ -154,7 +153,7 @@ fn init_top_pgt_by_banner(dump: &Dump, image: &Image) -> Result<u64, String> {
         .find(|&slide| dump.read_phys(banner_phys + slide, &mut got).is_ok() && got == want)
         .map(|slide| pgt_phys + slide)
         .ok_or_else(|| {
-            "no page tables in the dump, and the banner is not in its physical memory".into()
+            missing("no page tables in the dump, and the banner is not in its physical memory")
         })
 }
 

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use symbols::SectionAddresses;
 
+use crate::error::{Error, Result};
+
 /// The running kernel's memory.
 pub const KCORE: &str = "/proc/kcore";
 
@@ -69,40 +71,49 @@ fn kptr_restrict() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-fn hidden_addresses(what: &str) -> String {
-    format!(
+fn hidden_addresses(what: &str) -> Error {
+    Error::Missing(format!(
         "{what} shows every address as 0: kernel.kptr_restrict is {} (or kcrash lacks \
          CAP_SYSLOG); as root, `sysctl kernel.kptr_restrict=1` shows them to root",
         kptr_restrict()
-    )
+    ))
 }
 
 /// Where module `name`'s sections are loaded, from /sys/module/NAME/sections (one file per
 /// section, its address in hex).
-pub fn module_sections(name: &str) -> Result<SectionAddresses, String> {
+pub fn module_sections(name: &str) -> Result<SectionAddresses> {
     let dir = PathBuf::from("/sys/module").join(name).join("sections");
+    let io_err = |path: &Path, source| Error::Io {
+        what: path.display().to_string(),
+        source,
+    };
     let entries = fs::read_dir(&dir).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => format!(
+        io::ErrorKind::NotFound => Error::Missing(format!(
             "{name}: not loaded in the running kernel ({} is missing)",
             dir.display()
-        ),
-        _ => format!("{}: {e}", dir.display()),
+        )),
+        _ => io_err(&dir, e),
     })?;
     let mut out = SectionAddresses::new();
     let mut nonzero = false;
     for entry in entries {
-        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let entry = entry.map_err(|e| io_err(&dir, e))?;
         let path = entry.path();
         let text = fs::read_to_string(&path).map_err(|e| match e.kind() {
-            io::ErrorKind::PermissionDenied => format!(
+            io::ErrorKind::PermissionDenied => Error::Missing(format!(
                 "{}: permission denied: module section addresses are readable by root only; run kcrash as root",
                 path.display()
-            ),
-            _ => format!("{}: {e}", path.display()),
+            )),
+            _ => io_err(&path, e),
         })?;
         let hex = text.trim().trim_start_matches("0x");
-        let addr = u64::from_str_radix(hex, 16)
-            .map_err(|_| format!("{}: {:?} is not an address", path.display(), text.trim()))?;
+        let addr = u64::from_str_radix(hex, 16).map_err(|_| {
+            Error::Damaged(format!(
+                "{}: {:?} is not an address",
+                path.display(),
+                text.trim()
+            ))
+        })?;
         nonzero |= addr != 0;
         out.insert(entry.file_name().to_string_lossy().into_owned(), addr);
     }
@@ -133,9 +144,12 @@ pub struct Kallsyms {
 impl Kallsyms {
     /// Reads /proc/kallsyms. An error when it cannot be read, or shows every address as 0
     /// (per-CPU symbols are at 0 even when shown, so one address is not enough to tell).
-    pub fn read() -> Result<Kallsyms, String> {
+    pub fn read() -> Result<Kallsyms> {
         let path = "/proc/kallsyms";
-        let text = fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+        let text = fs::read_to_string(path).map_err(|source| Error::Io {
+            what: path.into(),
+            source,
+        })?;
         Self::parse(&text).ok_or_else(|| hidden_addresses(path))
     }
 
@@ -189,7 +203,7 @@ impl Kallsyms {
 }
 
 /// The module that defines `symbol`, from /proc/kallsyms.
-pub fn module_defining(symbol: &str) -> Result<Option<String>, String> {
+pub fn module_defining(symbol: &str) -> Result<Option<String>> {
     Ok(Kallsyms::read()?
         .by_name(symbol)
         .and_then(|s| s.module.clone()))

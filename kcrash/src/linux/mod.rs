@@ -14,6 +14,7 @@ use dumpfmt::translate::AddressSpace;
 use dumpfmt::{Dump, VmcoreInfo};
 use symbols::Image;
 
+use crate::error::{Error, Result};
 use crate::memory::Memory;
 
 use kaslr::Found;
@@ -59,13 +60,11 @@ pub fn open(
     mut image: Image,
     info: Option<&VmcoreInfo<'_>>,
     path: &Path,
-) -> Result<(Image, Linux), String> {
-    let belongs = |why: String| {
-        format!(
-            "{} does not belong to {}: {why}",
-            path.display(),
-            dump.path().display()
-        )
+) -> Result<(Image, Linux)> {
+    let belongs = |why: String| Error::NotBelonging {
+        image: path.to_owned(),
+        dump: dump.path().to_owned(),
+        why,
     };
     let dump_id = info.and_then(|i| i.get("BUILD-ID"));
     if let (Some(dump_id), Some(own)) = (dump_id, image.build_id()) {
@@ -78,7 +77,7 @@ pub fn open(
         }
     }
     let from_info = match info {
-        Some(info) => kaslr::from_vmcoreinfo(info, &image).map_err(|e| e.to_string())?,
+        Some(info) => kaslr::from_vmcoreinfo(info, &image)?,
         None => None,
     };
     let (offset, found) = match from_info {

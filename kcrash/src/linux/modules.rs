@@ -4,6 +4,7 @@
 
 use symbols::SectionAddresses;
 
+use crate::error::{Context, Error, Result};
 use crate::linux::facts::int;
 use crate::linux::Kernel;
 
@@ -40,7 +41,7 @@ impl Module {
             .collect()
     }
 
-    fn field(&self, kernel: Kernel<'_>, path: &str) -> Result<i64, String> {
+    fn field(&self, kernel: Kernel<'_>, path: &str) -> Result<i64> {
         int(
             kernel,
             &format!("((struct module *){:#x})->{path}", self.addr),
@@ -50,7 +51,7 @@ impl Module {
     /// Where each of its sections was loaded, from `sect_attrs` (what /sys/module/NAME/sections
     /// shows and crash's `mod -s` reads). `struct module_sect_attrs` is complete only in the
     /// unit that defines it, so the pointer is cast to the type found by name.
-    pub fn sections(&self, kernel: Kernel<'_>) -> Result<SectionAddresses, String> {
+    pub fn sections(&self, kernel: Kernel<'_>) -> Result<SectionAddresses> {
         let attrs = self.field(kernel, "sect_attrs")? as u64;
         let field = |path: &str| {
             int(
@@ -60,7 +61,10 @@ impl Module {
         };
         let n = field("nsections")?;
         if !(0..=MAX_SECTIONS).contains(&n) {
-            return Err(format!("{}: sect_attrs says {n} sections", self.name));
+            return Err(Error::Damaged(format!(
+                "{}: sect_attrs says {n} sections",
+                self.name
+            )));
         }
         let mut out = SectionAddresses::new();
         let mut name = Vec::new();
@@ -70,7 +74,7 @@ impl Module {
             kernel
                 .mem
                 .read_cstring(name_at, 256, &mut name)
-                .map_err(|e| format!("{}: section {i}'s name: {e}", self.name))?;
+                .with_context(|| format!("{}: section {i}'s name", self.name))?;
             let address = field(&format!("{attr}.address"))? as u64;
             out.insert(String::from_utf8_lossy(&name).into_owned(), address);
         }
@@ -79,7 +83,7 @@ impl Module {
 }
 
 /// Every module on the kernel's `modules` list, in list order (newest first).
-pub fn modules(kernel: Kernel<'_>) -> Result<Vec<Module>, String> {
+pub fn modules(kernel: Kernel<'_>) -> Result<Vec<Module>> {
     let head = int(kernel, "&modules")? as u64;
     let list = int(kernel, "&((struct module *)0)->list")? as u64;
     let name_off = int(kernel, "&((struct module *)0)->name")? as u64;
@@ -90,20 +94,19 @@ pub fn modules(kernel: Kernel<'_>) -> Result<Vec<Module>, String> {
     )
     .ok();
     let mut out = Vec::new();
-    let mut next = kernel
-        .mem
-        .read_u64(head)
-        .map_err(|e| format!("modules: {e}"))?;
+    let mut next = kernel.mem.read_u64(head).context("modules")?;
     while next != head {
         if out.len() == MAX_MODULES {
-            return Err(format!("the modules list does not come back to {head:#x}"));
+            return Err(Error::Damaged(format!(
+                "the modules list does not come back to {head:#x}"
+            )));
         }
         let addr = next.wrapping_sub(list);
         let mut name = Vec::new();
         kernel
             .mem
             .read_cstring(addr + name_off, NAME_MAX, &mut name)
-            .map_err(|e| format!("module at {addr:#x}: name: {e}"))?;
+            .with_context(|| format!("module at {addr:#x}: name"))?;
         let mut m = Module {
             addr,
             name: String::from_utf8_lossy(&name).into_owned(),
@@ -128,7 +131,7 @@ pub fn modules(kernel: Kernel<'_>) -> Result<Vec<Module>, String> {
         next = kernel
             .mem
             .read_u64(next)
-            .map_err(|e| format!("modules list at {next:#x}: {e}"))?;
+            .with_context(|| format!("modules list at {next:#x}"))?;
     }
     Ok(out)
 }

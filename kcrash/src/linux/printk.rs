@@ -6,11 +6,10 @@
 //! `--dump-dmesg`) or, when it has none, from the image's DWARF. The level is a bit-field
 //! VMCOREINFO does not describe: it comes from DWARF when there is DWARF.
 
-use std::fmt;
-
 use dumpfmt::VmcoreInfo;
 use symbols::Image;
 
+use crate::error::{Context, Error, Result};
 use crate::memory::Memory;
 
 /// The state in a descriptor's top two bits (`enum desc_state`).
@@ -116,7 +115,7 @@ impl Layout {
 
     /// The level's place from the image's DWARF (which VMCOREINFO does not give). Costs the
     /// DWARF type index, so only done when levels are wanted.
-    pub fn with_level(mut self, image: &Image) -> Result<Layout, String> {
+    pub fn with_level(mut self, image: &Image) -> Result<Layout> {
         if self.level.is_none() {
             self.level = level_from_dwarf(image)?;
         }
@@ -125,7 +124,7 @@ impl Layout {
 
     /// Struct sizes a kernel could have and members inside them: the sizes multiply into
     /// what is read, and they come from the dump (VMCOREINFO) or its image.
-    fn check(&self) -> Result<(), Error> {
+    fn check(&self) -> Result<()> {
         const MAX_STRUCT: u64 = 4096;
         let inside = |offset: u64, size: u64, width: u64| {
             (1..=MAX_STRUCT).contains(&size) && offset.saturating_add(width) <= size
@@ -144,7 +143,7 @@ impl Layout {
         if ok {
             Ok(())
         } else {
-            Err(Error(format!(
+            Err(Error::Damaged(format!(
                 "the printk ring's layout is not a kernel's: prb_desc {} bytes, printk_info {} \
                  bytes, with members outside them",
                 self.desc_size, self.info_size
@@ -153,19 +152,18 @@ impl Layout {
     }
 
     /// From the image's DWARF.
-    pub fn from_dwarf(image: &Image) -> Result<Layout, String> {
+    pub fn from_dwarf(image: &Image) -> Result<Layout> {
         let mut v = [0u64; 19];
         for (slot, (st, member)) in v.iter_mut().zip(FIELDS) {
             let ty = struct_type(image, st)?;
             *slot = if member.is_empty() {
                 image
-                    .size_of(ty)
-                    .map_err(|e| e.to_string())?
-                    .ok_or_else(|| format!("struct {st} has no size"))?
+                    .size_of(ty)?
+                    .ok_or_else(|| Error::Missing(format!("struct {st} has no size")))?
             } else {
-                let t = image.type_(ty).map_err(|e| e.to_string())?;
+                let t = image.type_(ty)?;
                 t.member(member)
-                    .ok_or_else(|| format!("struct {st} has no member {member}"))?
+                    .ok_or_else(|| Error::Missing(format!("struct {st} has no member {member}")))?
                     .offset
             };
         }
@@ -173,20 +171,23 @@ impl Layout {
     }
 }
 
-fn struct_type(image: &Image, name: &str) -> Result<symbols::TypeId, String> {
+fn struct_type(image: &Image, name: &str) -> Result<symbols::TypeId> {
     image
-        .type_by_name(&format!("struct {name}"))
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("the image's DWARF has no struct {name} (a kernel before 5.10?)"))
+        .type_by_name(&format!("struct {name}"))?
+        .ok_or_else(|| {
+            Error::Missing(format!(
+                "the image's DWARF has no struct {name} (a kernel before 5.10?)"
+            ))
+        })
 }
 
 /// `printk_info.level`'s bits.
-fn level_from_dwarf(image: &Image) -> Result<Option<(u64, u64)>, String> {
+fn level_from_dwarf(image: &Image) -> Result<Option<(u64, u64)>> {
     if image.debug_path().is_none() {
         return Ok(None);
     }
     let ty = struct_type(image, "printk_info")?;
-    let t = image.type_(ty).map_err(|e| e.to_string())?;
+    let t = image.type_(ty)?;
     Ok(t.member("level").map(|m| match m.bit_field {
         Some(b) => (b.bit_offset, b.bit_size),
         None => (m.offset * 8, 8),
@@ -206,18 +207,6 @@ pub struct Record {
     pub text: Vec<u8>,
 }
 
-/// Why the ring could not be read.
-#[derive(Debug)]
-pub struct Error(pub String);
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
-
 /// The ring, read whole: its three arrays copied out of the dump once.
 pub struct Ring {
     layout: Layout,
@@ -229,10 +218,10 @@ pub struct Ring {
     head_id: u64,
 }
 
-fn read_vec(mem: &dyn Memory, addr: u64, len: u64, what: &str) -> Result<Vec<u8>, Error> {
+fn read_vec(mem: &dyn Memory, addr: u64, len: u64, what: &str) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; len as usize];
     mem.read(addr, &mut buf)
-        .map_err(|e| Error(format!("the printk ring's {what}: {e}")))?;
+        .with_context(|| format!("the printk ring's {what}"))?;
     Ok(buf)
 }
 
@@ -252,15 +241,12 @@ pub fn find(
     image: Option<&Image>,
     mem: &dyn Memory,
     levels: bool,
-) -> Result<Ring, Error> {
-    let from_info = match info.map(|i| i.symbol("prb")).transpose() {
-        Ok(prb) => prb.flatten(),
-        Err(e) => return Err(Error(e.to_string())),
-    };
+) -> Result<Ring> {
+    let from_info = info.map(|i| i.symbol("prb")).transpose()?.flatten();
     let prb = match from_info.or_else(|| Some(image?.symbol("prb")?.address)) {
         Some(prb) => prb,
         None => {
-            return Err(Error(
+            return Err(Error::Missing(
                 "no printk ring: neither VMCOREINFO nor the image has the symbol prb \
                  (Linux 5.10 or later, and its vmlinux, are needed)"
                     .into(),
@@ -269,38 +255,38 @@ pub fn find(
     };
     let layout = match info.and_then(Layout::from_vmcoreinfo) {
         Some(layout) if levels => {
-            let image = image.ok_or_else(|| Error("-m needs the vmlinux with DWARF".into()))?;
-            layout.with_level(image).map_err(Error)?
+            let image =
+                image.ok_or_else(|| Error::Missing("-m needs the vmlinux with DWARF".into()))?;
+            layout.with_level(image)?
         }
         Some(layout) => layout,
         None => Layout::from_dwarf(image.ok_or_else(|| {
-            Error(
+            Error::Missing(
                 "VMCOREINFO does not describe the printk ring: give the vmlinux with DWARF".into(),
             )
-        })?)
-        .map_err(Error)?,
+        })?)?,
     };
     Ring::read(mem, prb, layout)
 }
 
 impl Ring {
     /// Reads the ring `prb` points to.
-    pub fn read(mem: &dyn Memory, prb: u64, layout: Layout) -> Result<Ring, Error> {
+    pub fn read(mem: &dyn Memory, prb: u64, layout: Layout) -> Result<Ring> {
         layout.check()?;
         let rb = mem
             .read_u64(prb)
-            .map_err(|e| Error(format!("prb (the printk ring's pointer): {e}")))?;
+            .context("prb (the printk ring's pointer)")?;
         let l = &layout;
         let field = |addr: u64, what: &str| {
             mem.read_u64(addr)
-                .map_err(|e| Error(format!("the printk ring's {what}: {e}")))
+                .with_context(|| format!("the printk ring's {what}"))
         };
         let desc_ring = rb.wrapping_add(l.desc_ring);
         let count_bits = field(desc_ring.wrapping_add(l.count_bits), "count_bits")? & 0xffff_ffff;
         let text_ring = rb.wrapping_add(l.text_data_ring);
         let size_bits = field(text_ring.wrapping_add(l.size_bits), "size_bits")? & 0xffff_ffff;
         if count_bits > MAX_COUNT_BITS || size_bits > MAX_SIZE_BITS {
-            return Err(Error(format!(
+            return Err(Error::Damaged(format!(
                 "the printk ring at {rb:#x} claims 2^{count_bits} descriptors and 2^{size_bits} \
                  text bytes: not a printk ring"
             )));
@@ -420,7 +406,7 @@ mod tests {
         let mut outside = linux_6_1();
         outside[18] = 88; // OFFSET(printk_info.caller_id) at the struct's end
         let e = Layout::from_values(outside, None).check().unwrap_err();
-        assert!(e.0.contains("printk_info 88 bytes"), "{e}");
+        assert!(e.to_string().contains("printk_info 88 bytes"), "{e}");
         let wide_level = Layout::from_values(linux_6_1(), Some((157, 40)));
         assert!(wide_level.check().is_err());
     }

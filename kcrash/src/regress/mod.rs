@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use regex::Regex;
 
 use crate::commands::Settings;
-use crate::error::one_line;
+use crate::error::report;
 use crate::paint::ColorChoice;
 use crate::redirect;
 use crate::session::Session;
@@ -343,7 +343,7 @@ fn run_dump(path: &Path, image: &Path, checks: &[Check]) -> Result<Vec<(Output, 
             let output = Output {
                 stdout: String::from_utf8_lossy(&stdout).into_owned(),
                 stderr: String::from_utf8_lossy(&stderr).into_owned(),
-                error: result.err().map(|e| one_line(&format!("{e:#}"))),
+                error: result.err().map(|e| report(e.as_ref())),
             }
             .replaced(&check.replace);
             (output, started.elapsed().as_secs_f64())

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::{open_err, OpenError};
+use crate::error::{Error, Result};
 use crate::linux;
 
 /// What a file given on the command line is, told by its content.
@@ -17,9 +17,13 @@ pub enum FileKind {
 }
 
 /// What dumpfmt's detector makes of `path`'s first bytes.
-fn detect(path: &Path) -> Result<Option<dumpfmt::FileKind>, OpenError> {
+fn detect(path: &Path) -> Result<Option<dumpfmt::FileKind>> {
+    let io = |source| Error::Io {
+        what: path.display().to_string(),
+        source,
+    };
     let mut head = [0u8; dumpfmt::DETECT_LEN];
-    let mut file = File::open(path).map_err(|e| open_err(format!("{}: {e}", path.display())))?;
+    let mut file = File::open(path).map_err(io)?;
     let mut n = 0;
     // A short read is not the end of the file: read until the head is full or the file ends.
     while n < head.len() {
@@ -27,7 +31,7 @@ fn detect(path: &Path) -> Result<Option<dumpfmt::FileKind>, OpenError> {
             Ok(0) => break,
             Ok(got) => n += got,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(open_err(format!("{}: {e}", path.display()))),
+            Err(e) => return Err(io(e)),
         }
     }
     Ok(dumpfmt::detect(&head[..n]))
@@ -39,7 +43,7 @@ pub fn is_gzip(path: &Path) -> bool {
 }
 
 /// Reads the first bytes of `path` and says whether it is a dump or an image.
-pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
+pub fn file_kind(path: &Path) -> Result<FileKind> {
     use dumpfmt::FileKind as Detected;
     match detect(path)? {
         Some(
@@ -51,11 +55,11 @@ pub fn file_kind(path: &Path) -> Result<FileKind, OpenError> {
         ) => Ok(FileKind::Dump),
         Some(Detected::ElfRelocatable) => Ok(FileKind::Module),
         Some(Detected::ElfExecutable) => Ok(FileKind::Image),
-        Some(Detected::ElfOther) => Err(open_err(format!(
+        Some(Detected::ElfOther) => Err(Error::Usage(format!(
             "{}: an ELF file that is neither a core dump nor an image",
             path.display()
         ))),
-        None => Err(open_err(format!(
+        None => Err(Error::Usage(format!(
             "{}: neither a dump (ELF core, kdump, flattened, gzip) nor an ELF image",
             path.display()
         ))),
@@ -74,7 +78,7 @@ pub struct Files {
 /// Sorts the command line's files into dump, image and modules, in any order. Without a dump,
 /// the dump is the running kernel's memory (/proc/kcore); a file under /proc is taken as live
 /// memory without being read here (opening it says why it cannot be read, if it cannot).
-pub fn sort_files(files: &[PathBuf]) -> Result<Files, OpenError> {
+pub fn sort_files(files: &[PathBuf]) -> Result<Files> {
     let kinds = files
         .iter()
         .map(|f| {
@@ -101,8 +105,8 @@ pub fn sort_files(files: &[PathBuf]) -> Result<Files, OpenError> {
         ([d], [i]) => (d.clone(), Some(i.clone())),
         ([], []) => (live(), None),
         ([], [i]) => (live(), Some(i.clone())),
-        (_, [_, _, ..]) => return Err(open_err(format!("more than one image given: {usage}"))),
-        _ => return Err(open_err(format!("more than one dump given: {usage}"))),
+        (_, [_, _, ..]) => return Err(Error::Usage(format!("more than one image given: {usage}"))),
+        _ => return Err(Error::Usage(format!("more than one dump given: {usage}"))),
     };
     Ok(Files {
         dump,

@@ -4,7 +4,6 @@
 mod files;
 mod process;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -12,6 +11,7 @@ use dumpfmt::translate::{AddressSpace, LinearMap, Source};
 use dumpfmt::Dump;
 use symbols::Image;
 
+use crate::error::{Context, Error, Result};
 use crate::klog::layout::{KLogLayout, LayoutError};
 use crate::klog::Klog;
 use crate::linux::{self, Linux};
@@ -19,22 +19,6 @@ use crate::memory::{Memory, Unreadable};
 
 pub use files::{is_gzip, sort_files, Files};
 pub use process::{FileBacked, FileRange};
-
-/// Why a session could not be opened: one line for the user.
-#[derive(Debug)]
-pub struct OpenError(pub String);
-
-impl fmt::Display for OpenError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for OpenError {}
-
-fn open_err(msg: impl Into<String>) -> OpenError {
-    OpenError(msg.into())
-}
 
 /// An open dump with its image.
 pub struct Session<'d> {
@@ -65,8 +49,8 @@ const AT_ENTRY: u64 = 9;
 impl<'d> Session<'d> {
     /// Opens a session on `dump` with `image` (or, for a process core, the executable the core
     /// names, when it is present).
-    pub fn open(dump: &'d Dump, image: Option<PathBuf>) -> Result<Session<'d>, OpenError> {
-        let space = AddressSpace::from_dump(dump).map_err(|e| open_err(e.to_string()))?;
+    pub fn open(dump: &'d Dump, image: Option<PathBuf>) -> Result<Session<'d>> {
+        let space = AddressSpace::from_dump(dump)?;
         let mut s = Session {
             dump,
             image: None,
@@ -85,24 +69,24 @@ impl<'d> Session<'d> {
         Ok(s)
     }
 
-    fn open_image(path: &Path) -> Result<Image, OpenError> {
+    fn open_image(path: &Path) -> Result<Image> {
         let options = symbols::Options {
             index_cache: symbols::default_index_cache(),
             ..symbols::Options::default()
         };
-        Image::open_with(path, &options).map_err(|e| open_err(e.to_string()))
+        Ok(Image::open_with(path, &options)?)
     }
 
     /// A process core: the executable (given, or named by NT_FILE), its load bias from AT_ENTRY,
     /// and the files whose read-only pages the core left out.
-    fn open_process(&mut self, given: Option<PathBuf>) -> Result<(), OpenError> {
+    fn open_process(&mut self, given: Option<PathBuf>) -> Result<()> {
         let dump = self.dump;
         let mut mappings = Vec::new();
         let mut entry = None;
         for note in dump.notes() {
-            let note = note.map_err(|e| open_err(e.to_string()))?;
+            let note = note?;
             if note.is("CORE", 0x4649_4c45) {
-                mappings = note.file_mappings().map_err(|e| open_err(e.to_string()))?;
+                mappings = note.file_mappings()?;
             }
             if note.is("CORE", 6) {
                 entry = note.auxv().find(|&(t, _)| t == AT_ENTRY).map(|(_, v)| v);
@@ -133,12 +117,14 @@ impl<'d> Session<'d> {
                     image.load_bias()
                 ));
             } else if entry != image.entry() {
-                return Err(open_err(format!(
-                    "{} does not belong to {}: the process started at {entry:#x}, the image's entry is {:#x}",
-                    path.display(),
-                    dump.path().display(),
-                    image.entry()
-                )));
+                return Err(Error::NotBelonging {
+                    image: path,
+                    dump: dump.path().to_owned(),
+                    why: format!(
+                        "the process started at {entry:#x}, the image's entry is {:#x}",
+                        image.entry()
+                    ),
+                });
             }
         }
         let exe = exe_path.as_deref().map(|name| (name, path.clone()));
@@ -150,16 +136,12 @@ impl<'d> Session<'d> {
     /// A kernel dump. Linux: see [`linux::open`]. Another kernel (the test kernels): the image's
     /// program headers give a linear map (virtual = physical + offset) after the dump's own
     /// mappings and page tables; the image must match the dump.
-    fn open_kernel(&mut self, path: PathBuf) -> Result<(), OpenError> {
+    fn open_kernel(&mut self, path: PathBuf) -> Result<()> {
         let image = Self::open_image(&path)?;
-        let info = self
-            .dump
-            .vmcoreinfo()
-            .map_err(|e| open_err(e.to_string()))?;
+        let info = self.dump.vmcoreinfo()?;
         if linux::is_linux(info.as_ref(), &image) {
             let (image, linux) =
-                linux::open(self.dump, &mut self.space, image, info.as_ref(), &path)
-                    .map_err(open_err)?;
+                linux::open(self.dump, &mut self.space, image, info.as_ref(), &path)?;
             self.notes.push(linux.note());
             self.linux = Some(linux);
             self.image = Some(image);
@@ -179,7 +161,7 @@ impl<'d> Session<'d> {
     }
 
     /// The image's code at its entry point must be what the dump holds there.
-    fn check_kernel_image(&mut self, path: &Path) -> Result<(), OpenError> {
+    fn check_kernel_image(&mut self, path: &Path) -> Result<()> {
         let Some(image) = &self.image else {
             return Ok(());
         };
@@ -201,11 +183,11 @@ impl<'d> Session<'d> {
             .read_virt(entry.wrapping_add(image.load_bias()), &mut got)
         {
             Ok(()) if got == want => Ok(()),
-            Ok(()) => Err(open_err(format!(
-                "{} does not belong to {}: the code at the entry point {entry:#x} differs",
-                path.display(),
-                self.dump.path().display()
-            ))),
+            Ok(()) => Err(Error::NotBelonging {
+                image: path.to_owned(),
+                dump: self.dump.path().to_owned(),
+                why: format!("the code at the entry point {entry:#x} differs"),
+            }),
             Err(e) => {
                 self.notes
                     .push(format!("could not check the image against the dump: {e}"));
@@ -241,19 +223,20 @@ impl<'d> Session<'d> {
     /// Loads module `name`'s `.ko` from `file` at the addresses its sections have in the dump
     /// (replacing one loaded before). On a live kernel the addresses come from
     /// /sys/module/NAME/sections, which needs no vmlinux.
-    pub fn load_module(&self, name: &str, file: &Path) -> Result<Arc<LoadedModule>, String> {
+    pub fn load_module(&self, name: &str, file: &Path) -> Result<Arc<LoadedModule>> {
         let sections = if self.dump.is_live() {
             linux::live::module_sections(name)?
         } else {
             let modules = crate::linux::modules::modules(self.kernel())?;
-            let module = modules
-                .iter()
-                .find(|m| m.name == name)
-                .ok_or_else(|| format!("{name}: no such module in the dump (mod lists them)"))?;
+            let module = modules.iter().find(|m| m.name == name).ok_or_else(|| {
+                Error::Missing(format!(
+                    "{name}: no such module in the dump (mod lists them)"
+                ))
+            })?;
             module.sections(self.kernel())?
         };
-        let image = Image::open_relocatable(file, &sections)
-            .map_err(|e| format!("{}: {e}", file.display()))?;
+        let image =
+            Image::open_relocatable(file, &sections).with_context(|| file.display().to_string())?;
         let loaded = Arc::new(LoadedModule {
             name: name.to_owned(),
             image,
@@ -266,7 +249,7 @@ impl<'d> Session<'d> {
 
     /// The KLog state, found through DWARF on first use: in the image, or in the first loaded
     /// module that has `KLogs`. A failure is not kept: loading a module may cure it.
-    pub fn klog(&self) -> Result<&Klog, String> {
+    pub fn klog(&self) -> Result<&Klog> {
         if let Some(klog) = self.klog.get() {
             return Ok(klog);
         }
@@ -275,23 +258,27 @@ impl<'d> Session<'d> {
             .iter()
             .find(|i| i.image().symbol("KLogs").is_some())
             .or(images.first())
-            .ok_or(if self.dump.is_live() {
-                "no KLogs: give the .ko of the module that holds it (kcrash klogtest.ko), or the \
-                 kernel's vmlinux with DWARF"
-            } else {
-                "no image: give the kernel image (vmlinux) with DWARF to read the KLog"
+            .ok_or_else(|| {
+                Error::Missing(if self.dump.is_live() {
+                    "no KLogs: give the .ko of the module that holds it (kcrash klogtest.ko), or \
+                     the kernel's vmlinux with DWARF"
+                        .into()
+                } else {
+                    "no image: give the kernel image (vmlinux) with DWARF to read the KLog".into()
+                })
             })?
             .image();
         if image.debug_path().is_none() {
-            return Err(format!(
+            return Err(Error::Missing(format!(
                 "{} has no DWARF debug information, which klog needs to lay out KLogs; \
                  sym and rd still work from its ELF symbols",
                 image.path().display()
-            ));
+            )));
         }
+        // symbols' errors name the file themselves.
         let layout = KLogLayout::from_image(image).map_err(|e| match e {
-            LayoutError::Symbols(e) => e,
-            other => format!("{}: {other}", image.path().display()),
+            LayoutError::Symbols(e) => Error::from(e),
+            other => Error::from(other).context(image.path().display().to_string()),
         })?;
         Ok(self.klog.get_or_init(|| Klog::read(self, layout)))
     }
