@@ -1,0 +1,202 @@
+//! Every command's `--json` output, on real dumps, against the schema checked in for it
+//! (kcrash/schemas/): the contract scripts rely on. Corpus dumps cover klog, sym, rd, p, whatis,
+//! ptype, struct and sys; the Linux guest's dumps (when there) add mod and log.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("schemas/{name}.schema.json"));
+    let text = std::fs::read_to_string(&path).expect("schema file");
+    let value: Value = serde_json::from_str(&text).expect("schema is JSON");
+    jsonschema::validator_for(&value).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// kcrash's standard output for `command` on `files`; the command must succeed.
+fn run(files: &[PathBuf], command: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_kcrash"))
+        .arg("-s")
+        .arg("-c")
+        .arg(command)
+        .args(files)
+        .env(
+            "KCRASH_INDEX_CACHE",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("index-cache"),
+        )
+        .output()
+        .expect("run kcrash");
+    common::stdout(&out, command)
+}
+
+/// Whether the output is one document (pretty-printed) or JSON Lines.
+#[derive(Clone, Copy)]
+enum Shape {
+    Document,
+    Lines,
+}
+
+/// Runs `command` and checks each document it prints against `schema`; returns them.
+fn check(files: &[PathBuf], command: &str, schema_name: &str, shape: Shape) -> Vec<Value> {
+    let validator = schema(schema_name);
+    let text = run(files, command);
+    let docs: Vec<Value> = match shape {
+        Shape::Document => vec![serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{command}: not one JSON document: {e}\n{text}"))],
+        Shape::Lines => text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{command}: {e}: {l}")))
+            .collect(),
+    };
+    assert!(!docs.is_empty(), "{command}: printed nothing");
+    for doc in &docs {
+        let errors: Vec<String> = validator
+            .iter_errors(doc)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{command}: does not match {schema_name}.schema.json: {errors:?}\n{doc}"
+        );
+    }
+    docs
+}
+
+fn corpus(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../corpus")
+        .join(path)
+}
+
+/// The commands that read any dump with its image, and the schema each answers to.
+fn common_commands(files: &[PathBuf], string_at: u64) {
+    use Shape::*;
+    check(files, "klog 0 --json", "klog", Lines);
+    check(files, "klog --salvage --json", "klog", Lines);
+    check(files, "klog -s --json", "klog-summary", Document);
+    check(files, "sym --json KLogs KLogBuffer", "sym", Lines);
+    check(files, "sym -l --json KLog", "sym", Lines);
+    check(files, "rd --json KLogs 16", "rd", Lines);
+    check(files, "rd -s --json KLogs 4", "rd", Lines);
+    check(files, "rd -32 --json KLogs 4", "rd", Lines);
+    check(files, &format!("rd -a --json {string_at:#x}"), "rd", Lines);
+    // Unreadable memory: a run of it, and single units at the edge of the readable.
+    check(files, "rd --json 0x10 4", "rd", Lines);
+    check(files, "p --json KLogs", "print", Lines);
+    check(files, "p --json KLogs[1].name", "print", Lines);
+    check(files, "p --json &KLogs[2]", "print", Lines);
+    check(files, "p --json DebugFlags", "print", Lines);
+    check(files, "whatis --json KLogs", "whatis", Lines);
+    check(files, "ptype --json KLog", "ptype", Lines);
+    check(files, "struct --json KLog", "ptype", Lines);
+    check(files, "struct --json KLog &KLogs[1]", "print", Lines);
+    check(files, "sys --json", "sys", Document);
+}
+
+/// The first format string a ring's record points to: an address `rd -a` reads as a string.
+fn a_format_string(files: &[PathBuf]) -> u64 {
+    let line = run(files, "klog 0 --json -n 1");
+    let record: Value = serde_json::from_str(line.lines().next().expect("a record")).unwrap();
+    let desc = record["desc"].as_str().expect("desc is a hex string");
+    u64::from_str_radix(desc.trim_start_matches("0x"), 16).expect("hex")
+}
+
+#[test]
+fn corpus_outputs_match_their_schemas() {
+    for (dump, image) in [
+        ("bare/rings/vmcore.kdump", "bare/vmlinux"),
+        ("bare/scribbled/vmcore.elf.gz", "bare/vmlinux"),
+        ("hosted/rings/core.gz", "hosted/hosted"),
+        ("hosted-c/rings/core.gz", "hosted-c/hosted-c"),
+        ("hosted-c/torn/core.gz", "hosted-c/hosted-c"),
+    ] {
+        let files = [corpus(dump), corpus(image)];
+        assert!(
+            files[0].exists(),
+            "{} is not in the corpus",
+            files[0].display()
+        );
+        common_commands(&files, a_format_string(&files));
+    }
+}
+
+/// A JSON address is a string that gives back exactly the address the text shows, through jq
+/// as a user would pipe it (jq reads JSON numbers as doubles: an address there lost digits).
+#[test]
+fn addresses_survive_jq() {
+    if !common::have_tool("addresses_survive_jq", "jq") {
+        return;
+    }
+    let files = [corpus("bare/rings/vmcore.kdump"), corpus("bare/vmlinux")];
+    for name in ["KLogs", "KLogBuffer", "klogLevel"] {
+        let text = run(&files, &format!("sym {name}"));
+        let shown = text.split_whitespace().next().expect("an address");
+        let json = run(&files, &format!("sym --json {name}"));
+        let mut jq = Command::new("jq")
+            .args(["-r", ".address"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("jq");
+        std::io::Write::write_all(&mut jq.stdin.take().unwrap(), json.as_bytes()).unwrap();
+        let out = jq.wait_with_output().expect("jq output");
+        let from_jq = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(
+            u64::from_str_radix(from_jq.trim().trim_start_matches("0x"), 16),
+            u64::from_str_radix(shown, 16),
+            "sym {name}: jq gave {from_jq:?}, the text {shown}"
+        );
+    }
+}
+
+/// mod and log read Linux's own structures: the guest's dumps, when `.ci/run` made them.
+#[test]
+fn linux_outputs_match_their_schemas() {
+    let dir = std::env::var_os("KCRASH_LINUX_GUEST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/kcrash-ci/linux-guest/6.1.0-56-amd64"));
+    let need = ["vmcore.kdump", "vmlinux", "klogtest.ko"];
+    if let Some(missing) = need.iter().find(|f| !dir.join(f).exists()) {
+        common::not_run(
+            "linux_outputs_match_their_schemas",
+            &format!("{} not there", dir.join(missing).display()),
+        );
+        return;
+    }
+    let files: Vec<PathBuf> = need.iter().map(|f| dir.join(f)).collect();
+    use Shape::*;
+    let modules = check(&files, "mod --json", "mod", Document);
+    assert!(modules[0]["modules"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["name"] == "klogtest")));
+    let records = check(&files, "log --json", "log", Lines);
+    assert!(records.iter().any(|r| r["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("Kernel panic"))));
+    check(&files, "log -m -T --json", "log", Lines);
+    check(&files, "sys --json", "sys", Document);
+    common_commands(&files, a_format_string(&files));
+}
+
+/// The schemas hold what they promise: a real record passes, and the same record with an
+/// address as a number, without its version, or with a field the schema does not know fails.
+#[test]
+fn schemas_reject_what_breaks_the_conventions() {
+    let files = [corpus("bare/rings/vmcore.kdump"), corpus("bare/vmlinux")];
+    let line = run(&files, "klog 0 --json -n 1");
+    let record: Value = serde_json::from_str(line.trim()).unwrap();
+    let klog = schema("klog");
+    assert!(klog.is_valid(&record));
+    let mut number = record.clone();
+    number["desc"] = serde_json::json!(18446744071563171211u64);
+    assert!(!klog.is_valid(&number), "an address as a JSON number");
+    let mut unversioned = record.clone();
+    unversioned.as_object_mut().unwrap().remove("kcrash_json");
+    assert!(!klog.is_valid(&unversioned), "no kcrash_json");
+    let mut extra = record;
+    extra["surprise"] = serde_json::json!(1);
+    assert!(!klog.is_valid(&extra), "an undocumented field");
+}
