@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 /// debug vmlinux (`linux-dbg`) and the default output (`linux-guest/<release>`).
 pub const CACHE: &str = "/var/cache/kcrash-ci";
 
-/// The guest's size, as issue 9 fixes it.
+/// The Linux guest's size, the same for every run.
 pub const CPUS: u32 = 2;
 pub const MEMORY_MIB: u32 = 512;
 
