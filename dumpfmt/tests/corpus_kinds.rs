@@ -2,13 +2,7 @@
 //! paging=true dump of a kernel that maps everything from physical address 0 (so every PT_LOAD
 //! has p_paddr 0, as a process core's do).
 
-use std::path::{Path, PathBuf};
-
-fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../corpus")
-        .join(rel)
-}
+use kcrash_harness::corpus::file as corpus;
 
 #[test]
 fn qemu_dumps_are_kernel_dumps_and_cores_are_process_cores() {

@@ -22,6 +22,7 @@ use std::sync::OnceLock;
 use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::translate::PageTableWalker;
 use dumpfmt::{AddressSpace, Dump, Format, MissingReason, Source};
+use kcrash_harness::{makedumpfile, tools};
 
 const PANIC_TEXT: &str = "Kernel panic - not syncing: ";
 
@@ -58,17 +59,17 @@ const MAKEDUMPFILE_KDUMPS: [&str; 4] = ["-c -d 31", "-l -d 31", "-c -d 0", "-l -
 
 fn derive(dir: &std::path::Path, plain: &std::path::Path, kdump: &std::path::Path) -> Derived {
     let input = dir.join("for-makedumpfile.elf");
-    common::panicked_kernel::elf_for_makedumpfile(plain, &input);
+    makedumpfile::elf_for_makedumpfile(plain, &input).unwrap();
     let kdumps = MAKEDUMPFILE_KDUMPS
         .iter()
         .map(|&args| {
             let out = dir.join(format!("makedumpfile{}.kdump", args.replace(' ', "")));
-            common::makedumpfile(&args.split(' ').collect::<Vec<_>>(), &input, &out);
+            makedumpfile::run(&args.split(' ').collect::<Vec<_>>(), &input, &out).unwrap();
             (args, out)
         })
         .collect();
     let elf_d31 = dir.join("makedumpfile-E-d31.elf");
-    common::makedumpfile(&["-E", "-d", "31"], &input, &elf_d31);
+    makedumpfile::run(&["-E", "-d", "31"], &input, &elf_d31).unwrap();
     let (snappy, zstd) = (dir.join("snappy.kdump"), dir.join("zstd.kdump"));
     common::panicked_kernel::reencode(kdump, &snappy, 0x4, |page| {
         snap::raw::Encoder::new().compress_vec(page).unwrap()
@@ -112,7 +113,7 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
         guest.dump(&plain, "elf", false);
         guest.dump(&flat, "kdump-zlib", false);
         drop(guest);
-        common::makedumpfile_reassemble(&flat, &kdump);
+        makedumpfile::unflatten(&flat, &kdump).unwrap();
         let derived = vmcoreinfo.then(|| derive(p, &plain, &kdump));
         Some(Dumps {
             _dir: dir,
@@ -316,7 +317,7 @@ fn vmcoreinfo_matches_the_console_and_locates_the_kernel_page_tables() {
     let test = "vmcoreinfo_matches_the_console_and_locates_the_kernel_page_tables";
     let Some(d) = dumps(test) else { return };
     if !d.vmcoreinfo {
-        common::say_skipped(
+        tools::not_run_here(
             test,
             "the guest could not load qemu_fw_cfg, so there is no VMCOREINFO",
         );
@@ -407,7 +408,7 @@ fn qemu_7_2_elf_reads_as_written() {
         // headers behind them at 192.
         assert_eq!((phoff, shoff, field16(52)), (192, 64, 8));
     } else {
-        common::say_skipped(test, "not QEMU 7.2: its ELF layout quirk was not checked");
+        tools::not_run_here(test, "not QEMU 7.2: its ELF layout quirk was not checked");
     }
     let dump = Dump::open(&d.plain).unwrap();
     assert_eq!(dump.format(), Format::Elf);
@@ -424,7 +425,7 @@ fn makedumpfile_and_reencoded_pages_equal_the_elf() {
     let test = "makedumpfile_and_reencoded_pages_equal_the_elf";
     let Some(d) = dumps(test) else { return };
     let Some(derived) = &d.derived else {
-        common::say_skipped(
+        tools::not_run_here(
             test,
             "no VMCOREINFO in the guest, so makedumpfile cannot run",
         );
@@ -524,7 +525,7 @@ fn vmcoreinfo_address_space_translates_like_qemu_and_cr3() {
     let test = "vmcoreinfo_address_space_translates_like_qemu_and_cr3";
     let Some(d) = dumps(test) else { return };
     let Some(derived) = &d.derived else {
-        common::say_skipped(test, "no VMCOREINFO in the guest");
+        tools::not_run_here(test, "no VMCOREINFO in the guest");
         return;
     };
     let paging = Dump::open(&d.paging).unwrap();
@@ -640,7 +641,7 @@ fn vmcoreinfo_address_space_translates_like_qemu_and_cr3() {
     // The vmlinux with symbols (Debian's System.map is a stub pointing at the -dbg package):
     // its link-time init_top_pgt and _stext plus KERNELOFFSET are what VMCOREINFO says.
     let Some(vmlinux) = debug_vmlinux(&d.release) else {
-        common::say_skipped(
+        tools::not_run_here(
             test,
             "no debug vmlinux (set KCRASH_TEST_VMLINUX or install linux-image-*-dbg); \
              init_top_pgt not checked against its symbols",

@@ -1,7 +1,7 @@
 //! A real Linux kernel booted under QEMU until it panics (a static /init loads qemu_fw_cfg so
 //! that the kernel hands QEMU its VMCOREINFO, then crashes the kernel with sysrq-c), and the
-//! conversions its dumps need: makedumpfile's view of QEMU 7.2's ELF, and kdump files whose zlib
-//! pages are re-encoded with another compression.
+//! conversion its dumps need: kdump files whose zlib pages are re-encoded with another
+//! compression.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::QemuGuest;
 // The harness's initramfs writer, which also boots its Linux guest.
 use kcrash_harness::initramfs::{newc_cpio, CpioEntry};
+use kcrash_harness::tools;
 
 const INIT: &str = r#"
 #include <fcntl.h>
@@ -43,7 +44,7 @@ fn fw_cfg_module(kernel: &Path) -> Option<PathBuf> {
 fn crash_initramfs(dir: &Path, kernel: &Path) -> Option<PathBuf> {
     let test = "kernel panic dump tests (VMCOREINFO part)";
     let Some(module) = fw_cfg_module(kernel) else {
-        super::say_skipped(
+        tools::not_run_here(
             test,
             "no qemu_fw_cfg.ko beside the kernel image or in /lib/modules",
         );
@@ -58,7 +59,7 @@ fn crash_initramfs(dir: &Path, kernel: &Path) -> Option<PathBuf> {
         .status()
         .ok()?;
     if !built.success() {
-        super::say_skipped(test, "gcc -static failed (is libc6-dev installed?)");
+        tools::not_run_here(test, "gcc -static failed (is libc6-dev installed?)");
         return None;
     }
     let init = std::fs::read(dir.join("init")).ok()?;
@@ -128,37 +129,13 @@ pub fn boot_until_panic(dir: &Path, kernel: &Path) -> Panicked {
             "the test init could not load qemu_fw_cfg:\n{console}"
         );
     }
-    guest.execute(serde_json::json!({"execute": "stop"}));
+    guest.execute("stop", serde_json::json!({}));
     Panicked {
         guest,
         kernel_offset,
         release,
         vmcoreinfo,
     }
-}
-
-/// makedumpfile 1.7.2 reads program headers right after the ELF header whatever `e_phoff` says,
-/// and QEMU 7.2 puts them at 192, behind its section headers ("Can't get the number of
-/// PT_LOAD"). Its own kdump files are no input either: QEMU writes the kernel's decimal
-/// phys_base into the kdump sub-header as if it were hex. So makedumpfile gets a copy of the ELF
-/// with the program headers also at offset 64 (only the header changes; our reader reads the
-/// original).
-pub fn elf_for_makedumpfile(elf: &Path, out: &Path) {
-    let mut bytes = std::fs::read(elf).unwrap();
-    let phoff = u64::from_le_bytes(bytes[32..40].try_into().unwrap()) as usize;
-    let phnum = u16::from_le_bytes(bytes[56..58].try_into().unwrap()) as usize;
-    // A copy at 64 ends before the original does, so it cannot reach the notes behind them.
-    assert!(
-        phnum < 0xffff && phoff >= 64,
-        "e_phnum {phnum}, e_phoff {phoff}"
-    );
-    let headers = bytes[phoff..phoff + phnum * 56].to_vec();
-    bytes[64..64 + headers.len()].copy_from_slice(&headers);
-    bytes[32..40].copy_from_slice(&64u64.to_le_bytes());
-    bytes[40..48].fill(0); // e_shoff
-    bytes[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
-    bytes[60..64].fill(0); // e_shnum, e_shstrndx
-    std::fs::write(out, bytes).unwrap();
 }
 
 /// A copy of a kdump-zlib file whose zlib pages are inflated (flate2, not dumpfmt) and stored

@@ -48,6 +48,11 @@ pub fn default_dir() -> PathBuf {
     repo_root().join("corpus")
 }
 
+/// A file of the committed corpus, `rel` to its directory.
+pub fn file(rel: &str) -> PathBuf {
+    default_dir().join(rel)
+}
+
 /// A kernel of the corpus: the bare QEMU kernel or a hosted program, in one of its builds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
