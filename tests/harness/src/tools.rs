@@ -91,3 +91,17 @@ pub fn version_line(program: &Path) -> String {
         .and_then(|s| s.lines().next().map(str::to_string))
         .unwrap_or_else(|| program.display().to_string())
 }
+
+/// For tests: runs `command` (an oracle such as nm or readelf) to success and returns its
+/// stdout; panics with its stderr otherwise.
+pub fn output(command: &mut Command) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("tool output is UTF-8")
+}
