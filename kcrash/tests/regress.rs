@@ -4,26 +4,18 @@
 //! JUnit report and the exit status. The copies' manifests are written by the harness's own
 //! manifest code, not by kcrash's reader.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
+mod common;
+
+use common::{kcrash, text};
+use kcrash_harness::corpus::default_dir as corpus;
 use kcrash_harness::manifest::{Check, Manifest};
 use serde_json::Value;
 
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus")
-}
-
 fn regress(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kcrash"))
-        .arg("regress")
-        .args(args)
-        .output()
-        .expect("kcrash runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("UTF-8")
+    kcrash().run(["regress"].iter().chain(args))
 }
 
 const ENTRY: &str = "bare/wrap";

@@ -4,6 +4,8 @@
 // Each test binary uses its own part of this module.
 #![allow(dead_code)]
 
+pub mod gdb;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
