@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod gdb;
+pub mod linux;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
