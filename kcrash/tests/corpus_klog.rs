@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 mod common;
 
 use common::{check_records, json_records, kcrash};
+use kcrash::regress::manifest::Manifest;
 use kcrash_harness::corpus;
 use kcrash_harness::expected::{message_matches, Expected, Fnv1a, Ring};
-use kcrash_harness::manifest::Manifest;
 use kcrash_harness::run::stdout;
 use serde_json::Value;
 

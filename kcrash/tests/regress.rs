@@ -1,8 +1,8 @@
 //! `kcrash regress` through the real binary: the committed corpus passes, and a copy of one
 //! entry broken on purpose (a wrong expected line, a missing dump, a corrupted dump, a truncated
 //! gzip dump) gives the failure or error it should, in the text report, the JSON report, the
-//! JUnit report and the exit status. The copies' manifests are written by the harness's own
-//! manifest code, not by kcrash's reader.
+//! JUnit report and the exit status. The copies' manifests are written with
+//! `kcrash::regress::manifest`, the writer the harness uses for the corpus.
 
 use std::path::Path;
 use std::process::Output;
@@ -10,8 +10,8 @@ use std::process::Output;
 mod common;
 
 use common::{kcrash, text};
+use kcrash::regress::manifest::{Check, Compare, Manifest};
 use kcrash_harness::corpus::default_dir as corpus;
-use kcrash_harness::manifest::{Check, Manifest};
 use serde_json::Value;
 
 fn regress(args: &[&str]) -> Output {
@@ -232,14 +232,14 @@ fn update_rewrites_expected_output_and_says_what_changed() {
     let failing = Check {
         command: "klog NOSUCH".into(),
         expect: format!("{ENTRY}/regress/klog-nosuch.txt"),
-        compare: "text".into(),
+        compare: Compare::Text,
         replace: Vec::new(),
     };
     // A pipeline's output is captured, not printed.
     let piped = Check {
         command: "klog 0 full | grep -c 'of chore shell'".into(),
         expect: format!("{ENTRY}/regress/shell-count.txt"),
-        compare: "text".into(),
+        compare: Compare::Text,
         replace: Vec::new(),
     };
     let dir = fixture(&[failing.clone(), piped.clone()]);

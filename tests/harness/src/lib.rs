@@ -15,7 +15,6 @@ pub mod initramfs;
 pub mod kernel;
 pub mod linux;
 pub mod makedumpfile;
-pub mod manifest;
 pub mod oracle;
 pub mod programs;
 pub mod qemu;
