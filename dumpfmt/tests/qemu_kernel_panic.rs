@@ -12,122 +12,23 @@
 //!
 //! Oracles: QEMU's own page-table walk (the paging=true PT_LOADs) for our x86_64 walker; the
 //! serial console (the panic text must be in memory, the release and KASLR offset in
-//! VMCOREINFO); and the formats against each other.
+//! VMCOREINFO); and the formats against each other. The guest and its dumps, made once for all
+//! these tests: tests/common/panicked_kernel.rs.
 
 mod common;
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
+use common::panicked_kernel::dumps;
 use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::translate::PageTableWalker;
 use dumpfmt::{AddressSpace, Dump, Format, MissingReason, Source};
-use kcrash_harness::{makedumpfile, tools};
+use kcrash_harness::tools;
 
 const PANIC_TEXT: &str = "Kernel panic - not syncing: ";
 
 const KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
 const KERNEL_MAP_END: u64 = 0xffff_ffff_c000_0000;
-
-struct Dumps {
-    _dir: tempfile::TempDir,
-    paging: PathBuf,
-    plain: PathBuf,
-    flat: PathBuf,
-    kdump: PathBuf,
-    /// From the console's "Kernel Offset: 0x... from 0xffffffff81000000".
-    kernel_offset: u64,
-    /// From the console's "Linux version ..." line.
-    release: String,
-    /// The guest loaded qemu_fw_cfg, so the dumps must carry VMCOREINFO.
-    vmcoreinfo: bool,
-    /// makedumpfile's outputs (it needs VMCOREINFO), and the re-encoded kdump files.
-    derived: Option<Derived>,
-}
-
-struct Derived {
-    /// (makedumpfile arguments, output): kdump files.
-    kdumps: Vec<(&'static str, PathBuf)>,
-    /// `-E -d 31`.
-    elf_d31: PathBuf,
-    /// QEMU's kdump-zlib with its zlib pages re-encoded as snappy and as zstd.
-    snappy: PathBuf,
-    zstd: PathBuf,
-}
-
-const MAKEDUMPFILE_KDUMPS: [&str; 4] = ["-c -d 31", "-l -d 31", "-c -d 0", "-l -d 0"];
-
-fn derive(dir: &std::path::Path, plain: &std::path::Path, kdump: &std::path::Path) -> Derived {
-    let input = dir.join("for-makedumpfile.elf");
-    makedumpfile::elf_for_makedumpfile(plain, &input).unwrap();
-    let kdumps = MAKEDUMPFILE_KDUMPS
-        .iter()
-        .map(|&args| {
-            let out = dir.join(format!("makedumpfile{}.kdump", args.replace(' ', "")));
-            makedumpfile::run(&args.split(' ').collect::<Vec<_>>(), &input, &out).unwrap();
-            (args, out)
-        })
-        .collect();
-    let elf_d31 = dir.join("makedumpfile-E-d31.elf");
-    makedumpfile::run(&["-E", "-d", "31"], &input, &elf_d31).unwrap();
-    let (snappy, zstd) = (dir.join("snappy.kdump"), dir.join("zstd.kdump"));
-    common::panicked_kernel::reencode(kdump, &snappy, 0x4, |page| {
-        snap::raw::Encoder::new().compress_vec(page).unwrap()
-    });
-    common::panicked_kernel::reencode(kdump, &zstd, 0x20, |page| {
-        zstd::bulk::compress(page, 1).unwrap()
-    });
-    Derived {
-        kdumps,
-        elf_d31,
-        snappy,
-        zstd,
-    }
-}
-
-fn dumps(test: &str) -> Option<&'static Dumps> {
-    static DUMPS: OnceLock<Option<Dumps>> = OnceLock::new();
-    common::shared_fixture(&DUMPS, test, || {
-        common::tool(
-            "qemu-system-x86_64",
-            "qemu-system-x86",
-            "kernel panic dump tests",
-        )?;
-        common::tool("makedumpfile", "makedumpfile", "kernel panic dump tests")?;
-        let kernel = common::kernel_image("kernel panic dump tests")?;
-        let dir = tempfile::tempdir().unwrap();
-        let common::panicked_kernel::Panicked {
-            mut guest,
-            kernel_offset,
-            release,
-            vmcoreinfo,
-        } = common::panicked_kernel::boot_until_panic(dir.path(), &kernel);
-        let p = dir.path();
-        let (paging, plain, flat, kdump) = (
-            p.join("paging.elf"),
-            p.join("plain.elf"),
-            p.join("flat"),
-            p.join("kdump"),
-        );
-        guest.dump(&paging, "elf", true);
-        guest.dump(&plain, "elf", false);
-        guest.dump(&flat, "kdump-zlib", false);
-        drop(guest);
-        makedumpfile::unflatten(&flat, &kdump).unwrap();
-        let derived = vmcoreinfo.then(|| derive(p, &plain, &kdump));
-        Some(Dumps {
-            _dir: dir,
-            paging,
-            plain,
-            flat,
-            kdump,
-            kernel_offset,
-            release,
-            vmcoreinfo,
-            derived,
-        })
-    })
-}
 
 #[test]
 fn x86_64_walk_agrees_with_qemus_own_walk() {

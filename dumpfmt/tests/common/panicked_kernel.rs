@@ -1,15 +1,16 @@
 //! A real Linux kernel booted under QEMU until it panics (a static /init loads qemu_fw_cfg so
-//! that the kernel hands QEMU its VMCOREINFO, then crashes the kernel with sysrq-c), and the
-//! conversion its dumps need: kdump files whose zlib pages are re-encoded with another
-//! compression.
+//! that the kernel hands QEMU its VMCOREINFO, then crashes the kernel with sysrq-c), and its
+//! dumps, made once per test binary: QEMU's, makedumpfile's from QEMU's ELF, and kdump files
+//! whose zlib pages are re-encoded with another compression.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::QemuGuest;
 // The harness's initramfs writer, which also boots its Linux guest.
 use kcrash_harness::initramfs::{newc_cpio, CpioEntry};
-use kcrash_harness::tools;
+use kcrash_harness::{makedumpfile, tools};
 
 const INIT: &str = r#"
 #include <fcntl.h>
@@ -191,4 +192,104 @@ pub fn reencode(src: &Path, out: &Path, flag: u32, encode: impl Fn(&[u8]) -> Vec
         descs.extend_from_slice(&0u64.to_le_bytes());
     }
     std::fs::write(out, [head, descs, data].concat()).unwrap();
+}
+
+pub struct Dumps {
+    pub _dir: tempfile::TempDir,
+    pub paging: PathBuf,
+    pub plain: PathBuf,
+    pub flat: PathBuf,
+    pub kdump: PathBuf,
+    /// From the console's "Kernel Offset: 0x... from 0xffffffff81000000".
+    pub kernel_offset: u64,
+    /// From the console's "Linux version ..." line.
+    pub release: String,
+    /// The guest loaded qemu_fw_cfg, so the dumps must carry VMCOREINFO.
+    pub vmcoreinfo: bool,
+    /// makedumpfile's outputs (it needs VMCOREINFO), and the re-encoded kdump files.
+    pub derived: Option<Derived>,
+}
+
+pub struct Derived {
+    /// (makedumpfile arguments, output): kdump files.
+    pub kdumps: Vec<(&'static str, PathBuf)>,
+    /// `-E -d 31`.
+    pub elf_d31: PathBuf,
+    /// QEMU's kdump-zlib with its zlib pages re-encoded as snappy and as zstd.
+    pub snappy: PathBuf,
+    pub zstd: PathBuf,
+}
+
+pub const MAKEDUMPFILE_KDUMPS: [&str; 4] = ["-c -d 31", "-l -d 31", "-c -d 0", "-l -d 0"];
+
+pub fn derive(dir: &Path, plain: &Path, kdump: &Path) -> Derived {
+    let input = dir.join("for-makedumpfile.elf");
+    makedumpfile::elf_for_makedumpfile(plain, &input).unwrap();
+    let kdumps = MAKEDUMPFILE_KDUMPS
+        .iter()
+        .map(|&args| {
+            let out = dir.join(format!("makedumpfile{}.kdump", args.replace(' ', "")));
+            makedumpfile::run(&args.split(' ').collect::<Vec<_>>(), &input, &out).unwrap();
+            (args, out)
+        })
+        .collect();
+    let elf_d31 = dir.join("makedumpfile-E-d31.elf");
+    makedumpfile::run(&["-E", "-d", "31"], &input, &elf_d31).unwrap();
+    let (snappy, zstd) = (dir.join("snappy.kdump"), dir.join("zstd.kdump"));
+    reencode(kdump, &snappy, 0x4, |page| {
+        snap::raw::Encoder::new().compress_vec(page).unwrap()
+    });
+    reencode(kdump, &zstd, 0x20, |page| {
+        zstd::bulk::compress(page, 1).unwrap()
+    });
+    Derived {
+        kdumps,
+        elf_d31,
+        snappy,
+        zstd,
+    }
+}
+
+pub fn dumps(test: &str) -> Option<&'static Dumps> {
+    static DUMPS: OnceLock<Option<Dumps>> = OnceLock::new();
+    super::shared_fixture(&DUMPS, test, || {
+        super::tool(
+            "qemu-system-x86_64",
+            "qemu-system-x86",
+            "kernel panic dump tests",
+        )?;
+        super::tool("makedumpfile", "makedumpfile", "kernel panic dump tests")?;
+        let kernel = super::kernel_image("kernel panic dump tests")?;
+        let dir = tempfile::tempdir().unwrap();
+        let Panicked {
+            mut guest,
+            kernel_offset,
+            release,
+            vmcoreinfo,
+        } = boot_until_panic(dir.path(), &kernel);
+        let p = dir.path();
+        let (paging, plain, flat, kdump) = (
+            p.join("paging.elf"),
+            p.join("plain.elf"),
+            p.join("flat"),
+            p.join("kdump"),
+        );
+        guest.dump(&paging, "elf", true);
+        guest.dump(&plain, "elf", false);
+        guest.dump(&flat, "kdump-zlib", false);
+        drop(guest);
+        makedumpfile::unflatten(&flat, &kdump).unwrap();
+        let derived = vmcoreinfo.then(|| derive(p, &plain, &kdump));
+        Some(Dumps {
+            _dir: dir,
+            paging,
+            plain,
+            flat,
+            kdump,
+            kernel_offset,
+            release,
+            vmcoreinfo,
+            derived,
+        })
+    })
 }
