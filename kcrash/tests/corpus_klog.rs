@@ -96,7 +96,7 @@ fn every_corpus_dump_reads_as_its_kernel_logged_it() {
 
 fn check_json(what: &str, dump: &Path, image: &Path, expected: &Expected) {
     let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
-    let out = kcrash().run(&["-s", "-c", "klog 0 full --json", d, i]);
+    let out = kcrash().run(["-s", "-c", "klog 0 full --json", d, i]);
     let text = stdout(&out, what);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let got = json_records(text.lines(), what);
@@ -129,7 +129,7 @@ fn check_digests(what: &str, dump: &Path, image: &Path, expected: &Expected) {
     }
     let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
     let text = stdout(
-        &kcrash().run(&["-s", "-c", "klog 0 --json --oldest-first", d, i]),
+        &kcrash().run(["-s", "-c", "klog 0 --json --oldest-first", d, i]),
         what,
     );
     // kcrash prints clock order; the digest is over sequence order. Records come back to sequence
@@ -223,7 +223,7 @@ fn check_untrusted(what: &str, dump: &str, image: &str, ring: &Ring, stderr: &st
             u.field
         );
     }
-    let out = kcrash().run(&[
+    let out = kcrash().run([
         "-s",
         "-c",
         &format!("klog {} --salvage --json", ring.ring),
@@ -258,9 +258,9 @@ fn check_untrusted(what: &str, dump: &str, image: &str, ring: &Ring, stderr: &st
 /// formats.
 fn check_text(what: &str, dump: &Path, image: &Path, expected: &Expected) {
     let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
-    let json = stdout(&kcrash().run(&["-s", "-c", "klog 0 --json", d, i]), what);
-    let full = stdout(&kcrash().run(&["-s", "-c", "klog 0 full", d, i]), what);
-    let terse = stdout(&kcrash().run(&["-s", "-c", "klog 0 terse", d, i]), what);
+    let json = stdout(&kcrash().run(["-s", "-c", "klog 0 --json", d, i]), what);
+    let full = stdout(&kcrash().run(["-s", "-c", "klog 0 full", d, i]), what);
+    let terse = stdout(&kcrash().run(["-s", "-c", "klog 0 terse", d, i]), what);
     let by_key: HashMap<(u64, u64), (&Ring, &kcrash_harness::expected::Record)> = expected
         .rings
         .iter()
@@ -324,7 +324,7 @@ fn check_text(what: &str, dump: &Path, image: &Path, expected: &Expected) {
 fn check_summary(what: &str, dump: &Path, image: &Path, expected: &Expected) {
     let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
     let doc: Value = serde_json::from_str(&stdout(
-        &kcrash().run(&["-s", "-c", "klog -s --json", d, i]),
+        &kcrash().run(["-s", "-c", "klog -s --json", d, i]),
         what,
     ))
     .unwrap();
@@ -380,7 +380,7 @@ fn grep_keeps_exactly_the_matching_messages() {
         .count();
     assert!(want > 10, "the scenario logs such messages");
     let out = stdout(
-        &kcrash().run(&[
+        &kcrash().run([
             "-s",
             "-c",
             &format!("klog 0 --json -g '{}'", re.as_str()),
@@ -398,7 +398,7 @@ fn grep_keeps_exactly_the_matching_messages() {
         .iter()
         .all(|v| re.is_match(v["message"].as_str().unwrap())));
     let out = stdout(
-        &kcrash().run(&[
+        &kcrash().run([
             "-s",
             "-c",
             &format!("klog 0 -n 3 -g '{}'", re.as_str()),

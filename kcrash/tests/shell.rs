@@ -27,7 +27,7 @@ fn exit_codes_and_one_line_errors() {
         "kcrash: nosuch: no such command (try help)\n"
     );
     // --keep-going runs the rest; the status is still 1.
-    let o = kcrash().run(&[
+    let o = kcrash().run([
         "-s",
         "--keep-going",
         "-c",
@@ -77,7 +77,7 @@ fn exit_codes_and_one_line_errors() {
         kdump().display().to_string(),
         vmlinux().display().to_string(),
     ]);
-    let o = kcrash().run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let o = kcrash().run(args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
     let lines: Vec<&str> = err.lines().collect();
@@ -93,10 +93,10 @@ fn exit_codes_and_one_line_errors() {
         bad.len()
     );
     // Cannot open: status 2, one line.
-    let o = kcrash().run(&["-c", "sys", "/nonexistent/vmcore"]);
+    let o = kcrash().run(["-c", "sys", "/nonexistent/vmcore"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(text(&o.stderr).lines().count(), 1);
-    let o = kcrash().run(&["--bogus", kdump().to_str().unwrap()]);
+    let o = kcrash().run(["--bogus", kdump().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stdout).is_empty());
 }
@@ -110,7 +110,7 @@ fn command_file_and_standard_input() {
         "# triage\nsym KLogs\n\n  # indented comment\nsym KLogBuffer\n",
     )
     .unwrap();
-    let o = kcrash().run(&[
+    let o = kcrash().run([
         "-s",
         "-i",
         script.to_str().unwrap(),
@@ -202,7 +202,7 @@ fn help_and_json_everywhere() {
         "kcrash",
     );
     assert!(!plain.contains('\x1b'));
-    let o = kcrash().run(&[
+    let o = kcrash().run([
         "-s",
         "--color=always",
         "-c",
@@ -218,7 +218,6 @@ fn help_and_json_everywhere() {
 #[test]
 fn interactive_session_under_a_terminal() {
     if !tools::runs("interactive_session_under_a_terminal", "python3") {
-        eprintln!("python3 not found: the terminal session is not tested");
         return;
     }
     let home = tempfile::tempdir().unwrap();
