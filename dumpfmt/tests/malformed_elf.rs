@@ -1,6 +1,6 @@
-//! Broken ELF cores, built small by hand: headers, program headers, segments and notes. Each must give an error
-//! naming the file, the offset and what is wrong — never a panic, never a huge allocation. The
-//! builders are in tests/common/broken.rs.
+//! Broken ELF cores, built small by hand: headers, program headers, segments and notes. Each must
+//! give an error naming the file, the offset and what is wrong — never a panic, never a huge
+//! allocation. The builders are in tests/common/broken.rs.
 
 #[path = "common/broken.rs"]
 mod broken;

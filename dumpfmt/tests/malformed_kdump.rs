@@ -1,7 +1,6 @@
-//! Broken kdump-compressed files, built small by hand: headers, page descriptors and pages in
-//! every compression. Each must give an error
-//! naming the file, the offset and what is wrong — never a panic, never a huge allocation. The
-//! builders are in tests/common/broken.rs.
+//! Broken kdump-compressed files, built small by hand: headers, page descriptors and pages in every
+//! compression. Each must give an error naming the file, the offset and what is wrong — never a
+//! panic, never a huge allocation. The builders are in tests/common/broken.rs.
 
 #[path = "common/broken.rs"]
 mod broken;

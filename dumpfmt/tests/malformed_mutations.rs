@@ -1,6 +1,6 @@
-//! Well-formed small dumps of each kind mutated thousands of ways. Each must give an error
-//! naming the file, the offset and what is wrong — never a panic, never a huge allocation. The
-//! builders are in tests/common/broken.rs.
+//! Well-formed small dumps of each kind mutated thousands of ways. Each must give an error naming
+//! the file, the offset and what is wrong — never a panic, never a huge allocation. The builders
+//! are in tests/common/broken.rs.
 
 #[path = "common/broken.rs"]
 mod broken;
