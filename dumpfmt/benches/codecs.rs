@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use dumpfmt::Dump;
+use kcrash_harness::makedumpfile;
 
 const FILES: [(&str, &str); 5] = [
     ("elf", "guest.elf"),
@@ -38,7 +39,7 @@ fn make_dumps() -> Option<(Option<tempfile::TempDir>, PathBuf)> {
     let p = dir.path();
     let mut panicked = common::panicked_kernel::boot_until_panic(p, &kernel);
     if !panicked.vmcoreinfo {
-        common::say_skipped(
+        kcrash_harness::tools::not_run_here(
             test,
             "no VMCOREINFO in the guest, so makedumpfile cannot run",
         );
@@ -47,9 +48,9 @@ fn make_dumps() -> Option<(Option<tempfile::TempDir>, PathBuf)> {
     panicked.guest.dump(&p.join("guest.elf"), "elf", false);
     drop(panicked);
     let input = p.join("for-makedumpfile.elf");
-    common::panicked_kernel::elf_for_makedumpfile(&p.join("guest.elf"), &input);
-    common::makedumpfile(&["-c", "-d", "0"], &input, &p.join("zlib.kdump"));
-    common::makedumpfile(&["-l", "-d", "0"], &input, &p.join("lzo.kdump"));
+    makedumpfile::elf_for_makedumpfile(&p.join("guest.elf"), &input).unwrap();
+    makedumpfile::run(&["-c", "-d", "0"], &input, &p.join("zlib.kdump")).unwrap();
+    makedumpfile::run(&["-l", "-d", "0"], &input, &p.join("lzo.kdump")).unwrap();
     let zlib = p.join("zlib.kdump");
     common::panicked_kernel::reencode(&zlib, &p.join("snappy.kdump"), 0x4, |page| {
         snap::raw::Encoder::new().compress_vec(page).unwrap()

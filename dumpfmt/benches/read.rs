@@ -15,6 +15,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::{AddressSpace, Dump, LinearMap, Source};
+use kcrash_harness::makedumpfile;
 
 const MEM_MIB: u64 = 128;
 const TEXT_AT: u64 = 0x100_0000;
@@ -71,7 +72,7 @@ fn make_dumps() -> Option<(Option<tempfile::TempDir>, PathBuf)> {
         guest.dump(&p.join("guest.elf"), "elf", false);
         guest.dump(&p.join("guest.kdump-flat"), "kdump-zlib", false);
     }
-    common::makedumpfile_reassemble(&p.join("guest.kdump-flat"), &p.join("guest.kdump"));
+    makedumpfile::unflatten(&p.join("guest.kdump-flat"), &p.join("guest.kdump")).unwrap();
     let path = p.to_path_buf();
     Some((Some(dir), path))
 }

@@ -2,15 +2,9 @@
 //! from its file and from bytes in memory.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
 
 use dumpfmt::Dump;
-
-fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../corpus")
-        .join(rel)
-}
+use kcrash_harness::corpus::file as corpus;
 
 /// Including QEMU's paging=true dump of a kernel that maps everything from physical address 0
 /// (so every PT_LOAD has p_paddr 0, as a process core's do).

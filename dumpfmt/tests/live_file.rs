@@ -7,27 +7,22 @@
 use std::path::PathBuf;
 
 use dumpfmt::{Dump, Error};
+use kcrash_harness::{linux, tools};
 
-fn guest_elf() -> Option<PathBuf> {
-    let dir = std::env::var_os("KCRASH_LINUX_GUEST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/kcrash-ci/linux-guest/6.1.0-56-amd64"));
-    let elf = dir.join("vmcore.elf");
+fn guest_elf(test: &str) -> Option<PathBuf> {
+    let elf = linux::guest_output().join("vmcore.elf");
     if elf.exists() {
         return Some(elf);
     }
-    let msg = format!("NOT RUN: {} not there", elf.display());
-    assert!(
-        std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() != Ok("1"),
-        "{msg} (KCRASH_REQUIRE_TOOLS=1)"
-    );
-    eprintln!("{msg}");
+    tools::not_run(test, &format!("{} not there", elf.display()));
     None
 }
 
 #[test]
 fn a_live_read_of_a_real_elf_core_gives_what_the_mapped_read_gives() {
-    let Some(path) = guest_elf() else { return };
+    let Some(path) = guest_elf("a_live_read_of_a_real_elf_core") else {
+        return;
+    };
     let (mapped, live) = (Dump::open(&path).unwrap(), Dump::open_live(&path).unwrap());
     assert!(live.is_live() && !mapped.is_live());
     assert_eq!(live.segments(), mapped.segments());

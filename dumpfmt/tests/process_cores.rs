@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use dumpfmt::{AddressSpace, Dump, Format};
+use kcrash_harness::tools;
 
 const PROGRAM: &str = r#"
 #include <stdio.h>
@@ -162,7 +163,7 @@ fn gdb_gcore() {
     drop(child.stdin.take());
     child.wait().unwrap();
     if !core.exists() {
-        common::say_skipped(
+        tools::not_run_here(
             test,
             &format!(
                 "gdb could not attach and write a core: {}",
@@ -180,7 +181,7 @@ fn linux_kernel_core() {
     let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
     let pattern = pattern.trim();
     if pattern.starts_with('|') || pattern.contains('/') || pattern.contains('%') {
-        common::say_skipped(
+        tools::not_run_here(
             test,
             &format!("core_pattern is {pattern:?}, not a plain file name in the working directory"),
         );
@@ -209,7 +210,7 @@ fn linux_kernel_core() {
                 .is_some_and(|n| n == pattern || n.starts_with(&format!("{pattern}.")))
         });
     let Some(core) = core else {
-        common::say_skipped(
+        tools::not_run_here(
             test,
             "the kernel wrote no core file (core dumps disabled for this container?)",
         );

@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::{AddressSpace, Dump, Error, Format, LinearMap, MissingReason, Source, VirtReason};
+use kcrash_harness::makedumpfile;
 
 const RANDOM_AT: u64 = 0x10_0000;
 const RANDOM_LEN: usize = 0x1_0000;
@@ -91,7 +92,7 @@ fn dumps(test: &str) -> Option<&'static Dumps> {
             guest.dump(&elf_paging, "elf", true);
             guest.dump(&flat, "kdump-zlib", false);
         }
-        common::makedumpfile_reassemble(&flat, &kdump);
+        makedumpfile::unflatten(&flat, &kdump).unwrap();
         Some(Dumps {
             _dir: dir,
             elf,

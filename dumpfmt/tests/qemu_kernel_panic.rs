@@ -12,121 +12,23 @@
 //!
 //! Oracles: QEMU's own page-table walk (the paging=true PT_LOADs) for our x86_64 walker; the
 //! serial console (the panic text must be in memory, the release and KASLR offset in
-//! VMCOREINFO); and the formats against each other.
+//! VMCOREINFO); and the formats against each other. The guest and its dumps, made once for all
+//! these tests: tests/common/panicked_kernel.rs.
 
 mod common;
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
+use common::panicked_kernel::dumps;
 use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::translate::PageTableWalker;
 use dumpfmt::{AddressSpace, Dump, Format, MissingReason, Source};
+use kcrash_harness::tools;
 
 const PANIC_TEXT: &str = "Kernel panic - not syncing: ";
 
 const KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
 const KERNEL_MAP_END: u64 = 0xffff_ffff_c000_0000;
-
-struct Dumps {
-    _dir: tempfile::TempDir,
-    paging: PathBuf,
-    plain: PathBuf,
-    flat: PathBuf,
-    kdump: PathBuf,
-    /// From the console's "Kernel Offset: 0x... from 0xffffffff81000000".
-    kernel_offset: u64,
-    /// From the console's "Linux version ..." line.
-    release: String,
-    /// The guest loaded qemu_fw_cfg, so the dumps must carry VMCOREINFO.
-    vmcoreinfo: bool,
-    /// makedumpfile's outputs (it needs VMCOREINFO), and the re-encoded kdump files.
-    derived: Option<Derived>,
-}
-
-struct Derived {
-    /// (makedumpfile arguments, output): kdump files.
-    kdumps: Vec<(&'static str, PathBuf)>,
-    /// `-E -d 31`.
-    elf_d31: PathBuf,
-    /// QEMU's kdump-zlib with its zlib pages re-encoded as snappy and as zstd.
-    snappy: PathBuf,
-    zstd: PathBuf,
-}
-
-const MAKEDUMPFILE_KDUMPS: [&str; 4] = ["-c -d 31", "-l -d 31", "-c -d 0", "-l -d 0"];
-
-fn derive(dir: &std::path::Path, plain: &std::path::Path, kdump: &std::path::Path) -> Derived {
-    let input = dir.join("for-makedumpfile.elf");
-    common::panicked_kernel::elf_for_makedumpfile(plain, &input);
-    let kdumps = MAKEDUMPFILE_KDUMPS
-        .iter()
-        .map(|&args| {
-            let out = dir.join(format!("makedumpfile{}.kdump", args.replace(' ', "")));
-            common::makedumpfile(&args.split(' ').collect::<Vec<_>>(), &input, &out);
-            (args, out)
-        })
-        .collect();
-    let elf_d31 = dir.join("makedumpfile-E-d31.elf");
-    common::makedumpfile(&["-E", "-d", "31"], &input, &elf_d31);
-    let (snappy, zstd) = (dir.join("snappy.kdump"), dir.join("zstd.kdump"));
-    common::panicked_kernel::reencode(kdump, &snappy, 0x4, |page| {
-        snap::raw::Encoder::new().compress_vec(page).unwrap()
-    });
-    common::panicked_kernel::reencode(kdump, &zstd, 0x20, |page| {
-        zstd::bulk::compress(page, 1).unwrap()
-    });
-    Derived {
-        kdumps,
-        elf_d31,
-        snappy,
-        zstd,
-    }
-}
-
-fn dumps(test: &str) -> Option<&'static Dumps> {
-    static DUMPS: OnceLock<Option<Dumps>> = OnceLock::new();
-    common::shared_fixture(&DUMPS, test, || {
-        common::tool(
-            "qemu-system-x86_64",
-            "qemu-system-x86",
-            "kernel panic dump tests",
-        )?;
-        common::tool("makedumpfile", "makedumpfile", "kernel panic dump tests")?;
-        let kernel = common::kernel_image("kernel panic dump tests")?;
-        let dir = tempfile::tempdir().unwrap();
-        let common::panicked_kernel::Panicked {
-            mut guest,
-            kernel_offset,
-            release,
-            vmcoreinfo,
-        } = common::panicked_kernel::boot_until_panic(dir.path(), &kernel);
-        let p = dir.path();
-        let (paging, plain, flat, kdump) = (
-            p.join("paging.elf"),
-            p.join("plain.elf"),
-            p.join("flat"),
-            p.join("kdump"),
-        );
-        guest.dump(&paging, "elf", true);
-        guest.dump(&plain, "elf", false);
-        guest.dump(&flat, "kdump-zlib", false);
-        drop(guest);
-        common::makedumpfile_reassemble(&flat, &kdump);
-        let derived = vmcoreinfo.then(|| derive(p, &plain, &kdump));
-        Some(Dumps {
-            _dir: dir,
-            paging,
-            plain,
-            flat,
-            kdump,
-            kernel_offset,
-            release,
-            vmcoreinfo,
-            derived,
-        })
-    })
-}
 
 #[test]
 fn x86_64_walk_agrees_with_qemus_own_walk() {
@@ -316,7 +218,7 @@ fn vmcoreinfo_matches_the_console_and_locates_the_kernel_page_tables() {
     let test = "vmcoreinfo_matches_the_console_and_locates_the_kernel_page_tables";
     let Some(d) = dumps(test) else { return };
     if !d.vmcoreinfo {
-        common::say_skipped(
+        tools::not_run_here(
             test,
             "the guest could not load qemu_fw_cfg, so there is no VMCOREINFO",
         );
@@ -407,7 +309,7 @@ fn qemu_7_2_elf_reads_as_written() {
         // headers behind them at 192.
         assert_eq!((phoff, shoff, field16(52)), (192, 64, 8));
     } else {
-        common::say_skipped(test, "not QEMU 7.2: its ELF layout quirk was not checked");
+        tools::not_run_here(test, "not QEMU 7.2: its ELF layout quirk was not checked");
     }
     let dump = Dump::open(&d.plain).unwrap();
     assert_eq!(dump.format(), Format::Elf);
@@ -424,7 +326,7 @@ fn makedumpfile_and_reencoded_pages_equal_the_elf() {
     let test = "makedumpfile_and_reencoded_pages_equal_the_elf";
     let Some(d) = dumps(test) else { return };
     let Some(derived) = &d.derived else {
-        common::say_skipped(
+        tools::not_run_here(
             test,
             "no VMCOREINFO in the guest, so makedumpfile cannot run",
         );
@@ -524,7 +426,7 @@ fn vmcoreinfo_address_space_translates_like_qemu_and_cr3() {
     let test = "vmcoreinfo_address_space_translates_like_qemu_and_cr3";
     let Some(d) = dumps(test) else { return };
     let Some(derived) = &d.derived else {
-        common::say_skipped(test, "no VMCOREINFO in the guest");
+        tools::not_run_here(test, "no VMCOREINFO in the guest");
         return;
     };
     let paging = Dump::open(&d.paging).unwrap();
@@ -640,7 +542,7 @@ fn vmcoreinfo_address_space_translates_like_qemu_and_cr3() {
     // The vmlinux with symbols (Debian's System.map is a stub pointing at the -dbg package):
     // its link-time init_top_pgt and _stext plus KERNELOFFSET are what VMCOREINFO says.
     let Some(vmlinux) = debug_vmlinux(&d.release) else {
-        common::say_skipped(
+        tools::not_run_here(
             test,
             "no debug vmlinux (set KCRASH_TEST_VMLINUX or install linux-image-*-dbg); \
              init_top_pgt not checked against its symbols",

@@ -9,26 +9,21 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 mod common;
 
-use common::{check_records, json_records, stdout};
+use common::{check_records, json_records, kcrash};
+use kcrash::regress::manifest::Manifest;
+use kcrash_harness::corpus;
 use kcrash_harness::expected::{message_matches, Expected, Fnv1a, Ring};
-use kcrash_harness::manifest::Manifest;
+use kcrash_harness::run::stdout;
 use serde_json::Value;
 
+/// The corpus under test: `KCRASH_CORPUS`, else the committed one.
 fn corpus() -> PathBuf {
     std::env::var_os("KCRASH_CORPUS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus"))
-}
-
-fn kcrash(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kcrash"))
-        .args(args)
-        .output()
-        .expect("kcrash runs")
+        .unwrap_or_else(corpus::default_dir)
 }
 
 /// The `[time] ` prefix of a FULL line, from the documented rule: seconds with nine decimals when
@@ -101,7 +96,7 @@ fn every_corpus_dump_reads_as_its_kernel_logged_it() {
 
 fn check_json(what: &str, dump: &Path, image: &Path, expected: &Expected) {
     let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
-    let out = kcrash(&["-s", "-c", "klog 0 full --json", d, i]);
+    let out = kcrash().run(["-s", "-c", "klog 0 full --json", d, i]);
     let text = stdout(&out, what);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let got = json_records(text.lines(), what);
@@ -134,7 +129,7 @@ fn check_digests(what: &str, dump: &Path, image: &Path, expected: &Expected) {
     }
     let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
     let text = stdout(
-        &kcrash(&["-s", "-c", "klog 0 --json --oldest-first", d, i]),
+        &kcrash().run(["-s", "-c", "klog 0 --json --oldest-first", d, i]),
         what,
     );
     // kcrash prints clock order; the digest is over sequence order. Records come back to sequence
@@ -228,7 +223,7 @@ fn check_untrusted(what: &str, dump: &str, image: &str, ring: &Ring, stderr: &st
             u.field
         );
     }
-    let out = kcrash(&[
+    let out = kcrash().run([
         "-s",
         "-c",
         &format!("klog {} --salvage --json", ring.ring),
@@ -263,9 +258,9 @@ fn check_untrusted(what: &str, dump: &str, image: &str, ring: &Ring, stderr: &st
 /// formats.
 fn check_text(what: &str, dump: &Path, image: &Path, expected: &Expected) {
     let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
-    let json = stdout(&kcrash(&["-s", "-c", "klog 0 --json", d, i]), what);
-    let full = stdout(&kcrash(&["-s", "-c", "klog 0 full", d, i]), what);
-    let terse = stdout(&kcrash(&["-s", "-c", "klog 0 terse", d, i]), what);
+    let json = stdout(&kcrash().run(["-s", "-c", "klog 0 --json", d, i]), what);
+    let full = stdout(&kcrash().run(["-s", "-c", "klog 0 full", d, i]), what);
+    let terse = stdout(&kcrash().run(["-s", "-c", "klog 0 terse", d, i]), what);
     let by_key: HashMap<(u64, u64), (&Ring, &kcrash_harness::expected::Record)> = expected
         .rings
         .iter()
@@ -329,7 +324,7 @@ fn check_text(what: &str, dump: &Path, image: &Path, expected: &Expected) {
 fn check_summary(what: &str, dump: &Path, image: &Path, expected: &Expected) {
     let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
     let doc: Value = serde_json::from_str(&stdout(
-        &kcrash(&["-s", "-c", "klog -s --json", d, i]),
+        &kcrash().run(["-s", "-c", "klog -s --json", d, i]),
         what,
     ))
     .unwrap();
@@ -385,7 +380,7 @@ fn grep_keeps_exactly_the_matching_messages() {
         .count();
     assert!(want > 10, "the scenario logs such messages");
     let out = stdout(
-        &kcrash(&[
+        &kcrash().run([
             "-s",
             "-c",
             &format!("klog 0 --json -g '{}'", re.as_str()),
@@ -403,7 +398,7 @@ fn grep_keeps_exactly_the_matching_messages() {
         .iter()
         .all(|v| re.is_match(v["message"].as_str().unwrap())));
     let out = stdout(
-        &kcrash(&[
+        &kcrash().run([
             "-s",
             "-c",
             &format!("klog 0 -n 3 -g '{}'", re.as_str()),

@@ -3,8 +3,9 @@
 //! ptype, struct and sys; the Linux guest's dumps (when there) add mod and log.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
+use kcrash_harness::{corpus, linux, run, tools};
 use serde_json::Value;
 
 mod common;
@@ -17,19 +18,13 @@ fn schema(name: &str) -> jsonschema::Validator {
 }
 
 /// kcrash's standard output for `command` on `files`; the command must succeed.
-fn run(files: &[PathBuf], command: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_kcrash"))
-        .arg("-s")
-        .arg("-c")
-        .arg(command)
+fn output(files: &[PathBuf], command: &str) -> String {
+    let out = common::kcrash()
+        .session(&[command])
         .args(files)
-        .env(
-            "KCRASH_INDEX_CACHE",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("index-cache"),
-        )
         .output()
-        .expect("run kcrash");
-    common::stdout(&out, command)
+        .expect("kcrash runs");
+    run::stdout(&out, command)
 }
 
 /// Whether the output is one document (pretty-printed) or JSON Lines.
@@ -42,7 +37,7 @@ enum Shape {
 /// Runs `command` and checks each document it prints against `schema`; returns them.
 fn check(files: &[PathBuf], command: &str, schema_name: &str, shape: Shape) -> Vec<Value> {
     let validator = schema(schema_name);
-    let text = run(files, command);
+    let text = output(files, command);
     let docs: Vec<Value> = match shape {
         Shape::Document => vec![serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{command}: not one JSON document: {e}\n{text}"))],
@@ -63,12 +58,6 @@ fn check(files: &[PathBuf], command: &str, schema_name: &str, shape: Shape) -> V
         );
     }
     docs
-}
-
-fn corpus(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../corpus")
-        .join(path)
 }
 
 /// The commands that read any dump with its image, and the schema each answers to.
@@ -98,7 +87,7 @@ fn common_commands(files: &[PathBuf], string_at: u64) {
 
 /// The first format string a ring's record points to: an address `rd -a` reads as a string.
 fn a_format_string(files: &[PathBuf]) -> u64 {
-    let line = run(files, "klog 0 --json -n 1");
+    let line = output(files, "klog 0 --json -n 1");
     let record: Value = serde_json::from_str(line.lines().next().expect("a record")).unwrap();
     let desc = record["desc"].as_str().expect("desc is a hex string");
     u64::from_str_radix(desc.trim_start_matches("0x"), 16).expect("hex")
@@ -113,7 +102,7 @@ fn corpus_outputs_match_their_schemas() {
         ("hosted-c/rings/core.gz", "hosted-c/hosted-c"),
         ("hosted-c/torn/core.gz", "hosted-c/hosted-c"),
     ] {
-        let files = [corpus(dump), corpus(image)];
+        let files = [corpus::file(dump), corpus::file(image)];
         assert!(
             files[0].exists(),
             "{} is not in the corpus",
@@ -127,18 +116,18 @@ fn corpus_outputs_match_their_schemas() {
 /// as a user would pipe it (jq reads JSON numbers as doubles: an address there lost digits).
 #[test]
 fn addresses_survive_jq() {
-    if !common::have_tool("addresses_survive_jq", "jq") {
+    if !tools::runs("addresses_survive_jq", "jq") {
         return;
     }
-    let files = [corpus("bare/rings/vmcore.kdump"), corpus("bare/vmlinux")];
+    let files = [common::kdump(), common::vmlinux()];
     for name in ["KLogs", "KLogBuffer", "klogLevel"] {
-        let text = run(&files, &format!("sym {name}"));
+        let text = output(&files, &format!("sym {name}"));
         let shown = text.split_whitespace().next().expect("an address");
-        let json = run(&files, &format!("sym --json {name}"));
+        let json = output(&files, &format!("sym --json {name}"));
         let mut jq = Command::new("jq")
             .args(["-r", ".address"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .spawn()
             .expect("jq");
         std::io::Write::write_all(&mut jq.stdin.take().unwrap(), json.as_bytes()).unwrap();
@@ -155,12 +144,10 @@ fn addresses_survive_jq() {
 /// mod and log read Linux's own structures: the guest's dumps, when `.ci/run` made them.
 #[test]
 fn linux_outputs_match_their_schemas() {
-    let dir = std::env::var_os("KCRASH_LINUX_GUEST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/kcrash-ci/linux-guest/6.1.0-56-amd64"));
+    let dir = linux::guest_output();
     let need = ["vmcore.kdump", "vmlinux", "klogtest.ko"];
     if let Some(missing) = need.iter().find(|f| !dir.join(f).exists()) {
-        common::not_run(
+        tools::not_run(
             "linux_outputs_match_their_schemas",
             &format!("{} not there", dir.join(missing).display()),
         );
@@ -185,8 +172,8 @@ fn linux_outputs_match_their_schemas() {
 /// address as a number, without its version, or with a field the schema does not know fails.
 #[test]
 fn schemas_reject_what_breaks_the_conventions() {
-    let files = [corpus("bare/rings/vmcore.kdump"), corpus("bare/vmlinux")];
-    let line = run(&files, "klog 0 --json -n 1");
+    let files = [common::kdump(), common::vmlinux()];
+    let line = output(&files, "klog 0 --json -n 1");
     let record: Value = serde_json::from_str(line.trim()).unwrap();
     let klog = schema("klog");
     assert!(klog.is_valid(&record));

@@ -9,23 +9,21 @@
 //! tests say NOT RUN; under KCRASH_REQUIRE_TOOLS=1 they fail.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 
 mod common;
 
-use common::{check_records, damage, json_records, not_run, words};
+use common::{check_records, damage, json_records, words};
 use kcrash_harness::expected::{message_matches, Expected};
 use kcrash_harness::linux::guest::{console_line, ConsoleFacts};
 use kcrash_harness::oracle::{self, Line};
+use kcrash_harness::{linux, tools};
 use serde_json::Value;
 
 /// The guest console's lines, time stamps dropped; None (NOT RUN) when there is no live run.
 fn console(test: &str) -> Option<Vec<String>> {
-    let dir = std::env::var_os("KCRASH_LINUX_LIVE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/kcrash-ci/linux-live/6.1.0-56-amd64"));
+    let dir = linux::live_output();
     let Ok(text) = std::fs::read_to_string(dir.join("console.log")) else {
-        not_run(test, &format!("{}/console.log not there", dir.display()));
+        tools::not_run(test, &format!("{}/console.log not there", dir.display()));
         return None;
     };
     Some(text.lines().map(|l| console_line(l).to_owned()).collect())

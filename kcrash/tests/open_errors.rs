@@ -1,19 +1,20 @@
 //! Opening a dump: the two files in either order, and one clear line on stderr with exit status 2
 //! for each way it can go wrong (1 for a command that cannot run, such as klog without DWARF).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../corpus")
-        .join(rel)
-}
+mod common;
 
-fn kcrash(args: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kcrash"))
+use kcrash_harness::corpus::file as corpus;
+use kcrash_harness::tools;
+
+/// `kcrash -c 'klog -n 1' FILES...`: a command that needs the dump, the image and its DWARF.
+fn klog(files: &[&Path]) -> Output {
+    common::kcrash()
+        .command()
         .args(["-c", "klog -n 1"])
-        .args(args)
+        .args(files)
         .output()
         .expect("kcrash runs")
 }
@@ -37,8 +38,8 @@ fn failure(out: &Output, status: i32) -> String {
 #[test]
 fn dump_and_image_in_either_order() {
     let (dump, image) = (corpus("bare/rings/vmcore.kdump"), corpus("bare/vmlinux"));
-    let a = kcrash(&[&dump, &image]);
-    let b = kcrash(&[&image, &dump]);
+    let a = klog(&[&dump, &image]);
+    let b = klog(&[&image, &dump]);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     assert_eq!(a.stdout, b.stdout);
     assert_eq!(String::from_utf8_lossy(&a.stdout).lines().count(), 1);
@@ -47,7 +48,7 @@ fn dump_and_image_in_either_order() {
 #[test]
 fn a_missing_file() {
     let line = failure(
-        &kcrash(&[Path::new("/nonexistent/vmcore"), &corpus("bare/vmlinux")]),
+        &klog(&[Path::new("/nonexistent/vmcore"), &corpus("bare/vmlinux")]),
         2,
     );
     assert_eq!(
@@ -59,7 +60,7 @@ fn a_missing_file() {
 #[test]
 fn a_file_that_is_neither() {
     let readme = corpus("README.md");
-    let line = failure(&kcrash(&[&corpus("bare/rings/vmcore.kdump"), &readme]), 2);
+    let line = failure(&klog(&[&corpus("bare/rings/vmcore.kdump"), &readme]), 2);
     assert!(
         line.ends_with(
             "README.md: neither a dump (ELF core, kdump, flattened, gzip) nor an ELF image"
@@ -72,7 +73,7 @@ fn a_file_that_is_neither() {
 fn two_dumps() {
     let d = corpus("bare/rings/vmcore.kdump");
     assert_eq!(
-        failure(&kcrash(&[&d, &d]), 2),
+        failure(&klog(&[&d, &d]), 2),
         "kcrash: more than one dump given: kcrash [DUMP] [IMAGE] [MODULE.ko...]"
     );
 }
@@ -82,17 +83,17 @@ fn two_dumps() {
 #[test]
 fn no_dump_and_no_kcore() {
     if Path::new("/proc/kcore").exists() {
-        eprintln!("NOT RUN: no_dump_and_no_kcore: this machine has /proc/kcore");
+        tools::not_run_here("no_dump_and_no_kcore", "this machine has /proc/kcore");
         return;
     }
     assert_eq!(
-        failure(&kcrash(&[]), 2),
+        failure(&klog(&[]), 2),
         "kcrash: /proc/kcore does not exist: this kernel was built without CONFIG_PROC_KCORE, \
          so its memory cannot be read live; take a dump (kdump, or QEMU dump-guest-memory) instead"
     );
     // A file under /proc is live memory, even given with an image.
     assert!(failure(
-        &kcrash(&[Path::new("/proc/kcore"), &corpus("bare/vmlinux")]),
+        &klog(&[Path::new("/proc/kcore"), &corpus("bare/vmlinux")]),
         2
     )
     .starts_with("kcrash: /proc/kcore does not exist"));
@@ -101,7 +102,7 @@ fn no_dump_and_no_kcore() {
 #[test]
 fn a_kernel_image_that_is_not_the_crashed_kernel() {
     let line = failure(
-        &kcrash(&[&corpus("bare/rings/vmcore.kdump"), &corpus("hosted/hosted")]),
+        &klog(&[&corpus("bare/rings/vmcore.kdump"), &corpus("hosted/hosted")]),
         2,
     );
     assert!(
@@ -113,7 +114,7 @@ fn a_kernel_image_that_is_not_the_crashed_kernel() {
 #[test]
 fn a_program_that_is_not_the_crashed_process() {
     let line = failure(
-        &kcrash(&[&corpus("hosted/rings/core.gz"), &corpus("bare/vmlinux")]),
+        &klog(&[&corpus("hosted/rings/core.gz"), &corpus("bare/vmlinux")]),
         2,
     );
     assert!(
@@ -124,13 +125,7 @@ fn a_program_that_is_not_the_crashed_process() {
 
 #[test]
 fn an_image_without_dwarf_says_what_still_works() {
-    let have_objcopy = Command::new("objcopy").arg("--version").output().is_ok();
-    if !have_objcopy {
-        assert!(
-            std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() != Ok("1"),
-            "objcopy is required"
-        );
-        eprintln!("NOT RUN: an_image_without_dwarf_says_what_still_works: objcopy not on PATH");
+    if !tools::runs("an_image_without_dwarf_says_what_still_works", "objcopy") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -142,6 +137,6 @@ fn an_image_without_dwarf_says_what_still_works() {
         .status()
         .unwrap();
     assert!(ok.success());
-    let line = failure(&kcrash(&[&corpus("bare/rings/vmcore.kdump"), &stripped]), 1);
+    let line = failure(&klog(&[&corpus("bare/rings/vmcore.kdump"), &stripped]), 1);
     assert!(line.ends_with("has no DWARF debug information, which klog needs to lay out KLogs; sym and rd still work from its ELF symbols"), "{line}");
 }

@@ -2,7 +2,6 @@
 //! with an error, whatever memory, types and pointers it reaches.
 
 use std::io::Read;
-use std::path::Path;
 
 use kcrash::commands::{execute, Settings};
 use kcrash::paint::{ColorChoice, Paint};
@@ -70,7 +69,7 @@ fn expr() -> impl Strategy<Value = String> {
 
 #[test]
 fn random_expressions_never_panic() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/hosted-c");
+    let dir = kcrash_harness::corpus::file("hosted-c");
     let mut data = Vec::new();
     flate2::read::GzDecoder::new(std::fs::File::open(dir.join("scribbled/core.gz")).expect("core"))
         .read_to_end(&mut data)

@@ -1,29 +1,21 @@
 //! `kcrash regress` through the real binary: the committed corpus passes, and a copy of one
 //! entry broken on purpose (a wrong expected line, a missing dump, a corrupted dump, a truncated
 //! gzip dump) gives the failure or error it should, in the text report, the JSON report, the
-//! JUnit report and the exit status. The copies' manifests are written by the harness's own
-//! manifest code, not by kcrash's reader.
+//! JUnit report and the exit status. The copies' manifests are written with
+//! `kcrash::regress::manifest`, the writer the harness uses for the corpus.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-use kcrash_harness::manifest::{Check, Manifest};
+mod common;
+
+use common::{kcrash, text};
+use kcrash::regress::manifest::{Check, Compare, Manifest};
+use kcrash_harness::corpus::default_dir as corpus;
 use serde_json::Value;
 
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus")
-}
-
 fn regress(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kcrash"))
-        .arg("regress")
-        .args(args)
-        .output()
-        .expect("kcrash runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("UTF-8")
+    kcrash().run(["regress"].iter().chain(args))
 }
 
 const ENTRY: &str = "bare/wrap";
@@ -240,14 +232,14 @@ fn update_rewrites_expected_output_and_says_what_changed() {
     let failing = Check {
         command: "klog NOSUCH".into(),
         expect: format!("{ENTRY}/regress/klog-nosuch.txt"),
-        compare: "text".into(),
+        compare: Compare::Text,
         replace: Vec::new(),
     };
     // A pipeline's output is captured, not printed.
     let piped = Check {
         command: "klog 0 full | grep -c 'of chore shell'".into(),
         expect: format!("{ENTRY}/regress/shell-count.txt"),
-        compare: "text".into(),
+        compare: Compare::Text,
         replace: Vec::new(),
     };
     let dir = fixture(&[failing.clone(), piped.clone()]);

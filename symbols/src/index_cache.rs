@@ -437,18 +437,13 @@ mod tests {
     use std::process::Command;
     use std::sync::Arc;
 
+    use kcrash_harness::tools;
+
     use super::*;
     use crate::dwarf::DwarfFile;
     use crate::elf::ElfFile;
     use crate::index::NameIndex;
     use crate::sections::Sections;
-
-    /// Debian 6.1's vmlinux, as the Linux guest harness leaves it.
-    const VMLINUX: &str = "/var/cache/kcrash-ci/linux-guest/6.1.0-56-amd64/vmlinux";
-
-    fn required() -> bool {
-        std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() == Ok("1")
-    }
 
     /// The C fixture built with gcc, or `None` (and a note) when gcc cannot run.
     fn c_fixture(dir: &Path) -> Option<PathBuf> {
@@ -461,8 +456,7 @@ mod tests {
             .status()
             .is_ok_and(|s| s.success());
         if !built {
-            assert!(!required(), "gcc failed (KCRASH_REQUIRE_TOOLS=1)");
-            eprintln!("NOT RUN: gcc cannot build the C fixture");
+            tools::not_run("cached_index_is_the_scanned_index_c_fixture", "gcc failed");
         }
         built.then_some(program)
     }
@@ -525,12 +519,13 @@ mod tests {
 
     #[test]
     fn cached_index_is_the_scanned_index_debian_vmlinux() {
-        if !Path::new(VMLINUX).exists() {
-            assert!(!required(), "{VMLINUX} is missing (KCRASH_REQUIRE_TOOLS=1)");
-            eprintln!("NOT RUN: {VMLINUX} is missing (run the Linux guest harness)");
-            return;
+        // Debian's vmlinux, as the Linux guest leaves it.
+        let vmlinux = kcrash_harness::linux::guest_output().join("vmlinux");
+        if !vmlinux.exists() {
+            let why = format!("{} is missing (run the Linux guest)", vmlinux.display());
+            return tools::not_run("cached_index_is_the_scanned_index_debian_vmlinux", &why);
         }
-        check_round_trip(Path::new(VMLINUX));
+        check_round_trip(&vmlinux);
     }
 
     /// A valid cache file of the C fixture, its bytes, and what it was made for.

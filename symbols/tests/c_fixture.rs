@@ -8,7 +8,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{gcc, have, nm, run, Facts};
+use common::{gcc, nm, Facts};
+use kcrash_harness::tools;
 use symbols::{Encoding, Error, Image, Options, SymbolKind, TypeKind};
 
 /// Checks every variable, type and line the fixture has against the oracles.
@@ -181,10 +182,12 @@ fn check_image(image: &Image, program: &Path) {
 
     // Lines: binutils addr2line says where main starts.
     let main = nm["main"];
-    let expected = run(Command::new("addr2line")
-        .arg("-e")
-        .arg(program)
-        .arg(format!("{main:#x}")));
+    let expected = tools::output(
+        Command::new("addr2line")
+            .arg("-e")
+            .arg(program)
+            .arg(format!("{main:#x}")),
+    );
     let (file, line) = expected.trim().rsplit_once(':').unwrap();
     let frames = image.frames(main + bias).unwrap();
     let outer = frames.last().expect("a frame at main");
@@ -206,7 +209,7 @@ fn temp() -> tempfile::TempDir {
 
 #[test]
 fn dwarf5() {
-    if !have("gcc") {
+    if !tools::runs("dwarf5", "gcc") {
         return;
     }
     let dir = temp();
@@ -216,7 +219,7 @@ fn dwarf5() {
 
 #[test]
 fn dwarf4_with_old_bit_offsets() {
-    if !have("gcc") {
+    if !tools::runs("dwarf4_with_old_bit_offsets", "gcc") {
         return;
     }
     let dir = temp();
@@ -226,12 +229,13 @@ fn dwarf4_with_old_bit_offsets() {
 
 #[test]
 fn compressed_sections() {
-    if !have("gcc") || !have("readelf") {
+    if !tools::runs("compressed_sections", "gcc") || !tools::runs("compressed_sections", "readelf")
+    {
         return;
     }
     let dir = temp();
     let program = gcc(dir.path(), "klog", &["-g", "-gz=zlib"]);
-    let sections = run(Command::new("readelf").arg("-SW").arg(&program));
+    let sections = tools::output(Command::new("readelf").arg("-SW").arg(&program));
     let info = sections
         .lines()
         .find(|l| l.contains(" .debug_info "))
@@ -246,12 +250,13 @@ fn compressed_sections() {
 /// The old GNU form: sections renamed `.zdebug_*`, each starting with "ZLIB" and its size.
 #[test]
 fn gnu_zdebug_sections() {
-    if !have("gcc") || !have("readelf") {
+    if !tools::runs("gnu_zdebug_sections", "gcc") || !tools::runs("gnu_zdebug_sections", "readelf")
+    {
         return;
     }
     let dir = temp();
     let program = gcc(dir.path(), "klog", &["-g", "-gz=zlib-gnu"]);
-    let sections = run(Command::new("readelf").arg("-SW").arg(&program));
+    let sections = tools::output(Command::new("readelf").arg("-SW").arg(&program));
     assert!(
         sections.contains(".zdebug_info"),
         "gcc wrote no .zdebug_info"
@@ -263,17 +268,22 @@ fn gnu_zdebug_sections() {
 /// writes them (and as distribution kernels ship).
 #[test]
 fn zstd_compressed_sections() {
-    if !have("gcc") || !have("objcopy") || !have("readelf") {
+    if !tools::runs("zstd_compressed_sections", "gcc")
+        || !tools::runs("zstd_compressed_sections", "objcopy")
+        || !tools::runs("zstd_compressed_sections", "readelf")
+    {
         return;
     }
     let dir = temp();
     let program = gcc(dir.path(), "klog", &["-g"]);
     let compressed = dir.path().join("klog.zstd");
-    run(Command::new("objcopy")
-        .arg("--compress-debug-sections=zstd")
-        .arg(&program)
-        .arg(&compressed));
-    let details = run(Command::new("readelf").arg("-t").arg(&compressed));
+    tools::output(
+        Command::new("objcopy")
+            .arg("--compress-debug-sections=zstd")
+            .arg(&program)
+            .arg(&compressed),
+    );
+    let details = tools::output(Command::new("readelf").arg("-t").arg(&compressed));
     assert!(
         details.contains("ZSTD"),
         "objcopy did not compress with zstd"
@@ -283,7 +293,7 @@ fn zstd_compressed_sections() {
 
 #[test]
 fn load_bias_moves_every_address() {
-    if !have("gcc") {
+    if !tools::runs("load_bias_moves_every_address", "gcc") {
         return;
     }
     let dir = temp();
@@ -297,21 +307,28 @@ fn load_bias_moves_every_address() {
 fn split(dir: &Path, program: &Path) -> (PathBuf, PathBuf) {
     let debug = dir.join("klog.debug");
     let stripped = dir.join("klog.stripped");
-    run(Command::new("objcopy")
-        .arg("--only-keep-debug")
-        .arg(program)
-        .arg(&debug));
-    run(Command::new("strip")
-        .arg("--strip-debug")
-        .arg("-o")
-        .arg(&stripped)
-        .arg(program));
+    tools::output(
+        Command::new("objcopy")
+            .arg("--only-keep-debug")
+            .arg(program)
+            .arg(&debug),
+    );
+    tools::output(
+        Command::new("strip")
+            .arg("--strip-debug")
+            .arg("-o")
+            .arg(&stripped)
+            .arg(program),
+    );
     (debug, stripped)
 }
 
 #[test]
 fn separate_debug_file_by_build_id() {
-    if !have("gcc") || !have("objcopy") || !have("strip") {
+    if !tools::runs("separate_debug_file_by_build_id", "gcc")
+        || !tools::runs("separate_debug_file_by_build_id", "objcopy")
+        || !tools::runs("separate_debug_file_by_build_id", "strip")
+    {
         return;
     }
     let dir = temp();
@@ -353,17 +370,22 @@ fn separate_debug_file_by_build_id() {
 
 #[test]
 fn separate_debug_file_by_debuglink() {
-    if !have("gcc") || !have("objcopy") || !have("strip") {
+    if !tools::runs("separate_debug_file_by_debuglink", "gcc")
+        || !tools::runs("separate_debug_file_by_debuglink", "objcopy")
+        || !tools::runs("separate_debug_file_by_debuglink", "strip")
+    {
         return;
     }
     let dir = temp();
     let program = gcc(dir.path(), "klog", &["-g"]);
     let (debug, stripped) = split(dir.path(), &program);
     let linked = dir.path().join("klog.linked");
-    run(Command::new("objcopy")
-        .arg(format!("--add-gnu-debuglink={}", debug.display()))
-        .arg(&stripped)
-        .arg(&linked));
+    tools::output(
+        Command::new("objcopy")
+            .arg(format!("--add-gnu-debuglink={}", debug.display()))
+            .arg(&stripped)
+            .arg(&linked),
+    );
     let image = Image::open_with(
         &linked,
         &Options {
@@ -377,10 +399,12 @@ fn separate_debug_file_by_debuglink() {
 
     // A file of that name from another build fails the CRC check and is not used.
     let other = gcc(dir.path(), "other", &["-g", "-gdwarf-4"]);
-    run(Command::new("objcopy")
-        .arg("--only-keep-debug")
-        .arg(&other)
-        .arg(&debug));
+    tools::output(
+        Command::new("objcopy")
+            .arg("--only-keep-debug")
+            .arg(&other)
+            .arg(&debug),
+    );
     let image = Image::open_with(
         &linked,
         &Options {
@@ -394,7 +418,10 @@ fn separate_debug_file_by_debuglink() {
 
 #[test]
 fn stripped_image_still_has_elf_symbols() {
-    if !have("gcc") || !have("objcopy") || !have("strip") {
+    if !tools::runs("stripped_image_still_has_elf_symbols", "gcc")
+        || !tools::runs("stripped_image_still_has_elf_symbols", "objcopy")
+        || !tools::runs("stripped_image_still_has_elf_symbols", "strip")
+    {
         return;
     }
     let dir = temp();
@@ -425,7 +452,10 @@ fn stripped_image_still_has_elf_symbols() {
 /// innermost first, with the same function, file and line as binutils `addr2line -i`.
 #[test]
 fn inlined_frames_match_binutils() {
-    if !have("gcc") || !have("addr2line") || !have("nm") {
+    if !tools::runs("inlined_frames_match_binutils", "gcc")
+        || !tools::runs("inlined_frames_match_binutils", "addr2line")
+        || !tools::runs("inlined_frames_match_binutils", "nm")
+    {
         return;
     }
     let dir = temp();
@@ -435,10 +465,12 @@ fn inlined_frames_match_binutils() {
     let addresses: Vec<String> = (main.address..main.address + main.size)
         .map(|a| format!("{a:#x}"))
         .collect();
-    let expected = run(Command::new("addr2line")
-        .args(["-a", "-f", "-i", "-e"])
-        .arg(&program)
-        .args(&addresses));
+    let expected = tools::output(
+        Command::new("addr2line")
+            .args(["-a", "-f", "-i", "-e"])
+            .arg(&program)
+            .args(&addresses),
+    );
     let mut lines = expected.lines().peekable();
     let mut inlined = 0;
     while let Some(address) = lines.next() {
@@ -476,13 +508,16 @@ fn inlined_frames_match_binutils() {
 /// answer is the same.
 #[test]
 fn with_debug_names_from_gdb_add_index() {
-    if !have("gcc") || !have("gdb-add-index") || !have("readelf") {
+    if !tools::runs("with_debug_names_from_gdb_add_index", "gcc")
+        || !tools::runs("with_debug_names_from_gdb_add_index", "gdb-add-index")
+        || !tools::runs("with_debug_names_from_gdb_add_index", "readelf")
+    {
         return;
     }
     let dir = temp();
     let program = gcc(dir.path(), "klog", &["-g"]);
-    run(Command::new("gdb-add-index").arg("-dwarf-5").arg(&program));
-    let sections = run(Command::new("readelf").arg("-SW").arg(&program));
+    tools::output(Command::new("gdb-add-index").arg("-dwarf-5").arg(&program));
+    let sections = tools::output(Command::new("readelf").arg("-SW").arg(&program));
     assert!(
         sections.contains(".debug_names"),
         "gdb-add-index wrote no .debug_names"
@@ -493,7 +528,7 @@ fn with_debug_names_from_gdb_add_index() {
 /// A relocatable object's DWARF is wrong until relocated: refused, while its symbols work.
 #[test]
 fn relocatable_object_is_refused() {
-    if !have("gcc") {
+    if !tools::runs("relocatable_object_is_refused", "gcc") {
         return;
     }
     let dir = temp();
@@ -510,13 +545,15 @@ fn relocatable_object_is_refused() {
 /// offset against the file itself.
 #[test]
 fn program_headers_match_readelf() {
-    if !common::have("gcc") || !common::have("readelf") {
+    if !tools::runs("program_headers_match_readelf", "gcc")
+        || !tools::runs("program_headers_match_readelf", "readelf")
+    {
         return;
     }
     let dir = temp();
     let program = common::gcc(dir.path(), "klog", &["-g"]);
     let image = Image::open(&program).unwrap();
-    let header = common::run(Command::new("readelf").arg("-hW").arg(&program));
+    let header = tools::output(Command::new("readelf").arg("-hW").arg(&program));
     let entry = header
         .lines()
         .find_map(|l| l.trim().strip_prefix("Entry point address:"))
@@ -527,7 +564,7 @@ fn program_headers_match_readelf() {
     );
     assert_eq!(image.is_position_independent(), header.contains("DYN ("));
     // readelf -lW: "LOAD 0xOFFSET 0xVADDR 0xPADDR 0xFILESZ 0xMEMSZ FLAGS ALIGN"
-    let phdrs = common::run(Command::new("readelf").arg("-lW").arg(&program));
+    let phdrs = tools::output(Command::new("readelf").arg("-lW").arg(&program));
     let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
     let want: Vec<(u64, u64, u64, u64, u64)> = phdrs
         .lines()
@@ -558,7 +595,10 @@ fn program_headers_match_readelf() {
 /// The symbol listing holds what `nm` lists, at nm's addresses, in address order.
 #[test]
 fn symbol_listing_matches_nm() {
-    if !have("gcc") || !have("nm") || !have("readelf") {
+    if !tools::runs("symbol_listing_matches_nm", "gcc")
+        || !tools::runs("symbol_listing_matches_nm", "nm")
+        || !tools::runs("symbol_listing_matches_nm", "readelf")
+    {
         return;
     }
     let dir = temp();
@@ -574,7 +614,7 @@ fn symbol_listing_matches_nm() {
     .unwrap();
     let names: std::collections::HashSet<&str> = image.symbol_names().collect();
     // Every function and data object readelf lists as defined in a section.
-    let listing = run(Command::new("readelf").arg("-sW").arg(&program));
+    let listing = tools::output(Command::new("readelf").arg("-sW").arg(&program));
     let defined: Vec<&str> = listing
         .lines()
         .filter_map(

@@ -8,6 +8,7 @@ mod common;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
+use kcrash_harness::tools;
 use object::{Object, ObjectSection};
 use symbols::{Error, Image, TypeId};
 
@@ -161,7 +162,9 @@ const C_TYPES: &[&str] = &[
 
 #[test]
 fn mutated_gcc_dwarf_gives_errors_not_panics() {
-    if !common::have("gcc") || !common::have("nm") {
+    if !tools::runs("mutated_gcc_dwarf_gives_errors_not_panics", "gcc")
+        || !tools::runs("mutated_gcc_dwarf_gives_errors_not_panics", "nm")
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -173,9 +176,9 @@ fn mutated_gcc_dwarf_gives_errors_not_panics() {
         let program = common::gcc(dir.path(), name, flags);
         let errors = mutate(&program, 1500, C_VARIABLES, C_TYPES);
         // The same recompressed with zstd, and with a .debug_names index to corrupt too.
-        if name == "dwarf5" && common::have("objcopy") {
+        if name == "dwarf5" && tools::runs("mutated_gcc_dwarf_gives_errors_not_panics", "objcopy") {
             let zstd = dir.path().join("zstd");
-            common::run(
+            tools::output(
                 std::process::Command::new("objcopy")
                     .arg("--compress-debug-sections=zstd")
                     .arg(&program)
@@ -184,8 +187,10 @@ fn mutated_gcc_dwarf_gives_errors_not_panics() {
             let errors = mutate(&zstd, 1500, C_VARIABLES, C_TYPES);
             assert!(errors > 100, "zstd: only {errors} errors");
         }
-        if name == "dwarf5" && common::have("gdb-add-index") {
-            common::run(
+        if name == "dwarf5"
+            && tools::runs("mutated_gcc_dwarf_gives_errors_not_panics", "gdb-add-index")
+        {
+            tools::output(
                 std::process::Command::new("gdb-add-index")
                     .arg("-dwarf-5")
                     .arg(&program),
@@ -203,7 +208,9 @@ fn mutated_gcc_dwarf_gives_errors_not_panics() {
 
 #[test]
 fn mutated_rustc_dwarf_gives_errors_not_panics() {
-    if !common::have("rustc") || !common::have("nm") {
+    if !tools::runs("mutated_rustc_dwarf_gives_errors_not_panics", "rustc")
+        || !tools::runs("mutated_rustc_dwarf_gives_errors_not_panics", "nm")
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -219,7 +226,10 @@ fn mutated_rustc_dwarf_gives_errors_not_panics() {
 
 #[test]
 fn absurd_uncompressed_size_is_refused_before_allocating() {
-    if !common::have("gcc") {
+    if !tools::runs(
+        "absurd_uncompressed_size_is_refused_before_allocating",
+        "gcc",
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -243,7 +253,7 @@ fn absurd_uncompressed_size_is_refused_before_allocating() {
 
 #[test]
 fn corrupt_unit_error_names_section_and_offset() {
-    if !common::have("gcc") {
+    if !tools::runs("corrupt_unit_error_names_section_and_offset", "gcc") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -4,13 +4,16 @@
 
 mod common;
 
-use common::{have, nm, rustc, Facts};
+use common::{nm, rustc, Facts};
+use kcrash_harness::tools;
 use object::{Object, ObjectSection};
 use symbols::{Encoding, Image, TypeKind};
 
 #[test]
 fn rust_statics_types_and_atomics() {
-    if !have("rustc") || !have("nm") {
+    if !tools::runs("rust_statics_types_and_atomics", "rustc")
+        || !tools::runs("rust_statics_types_and_atomics", "nm")
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -20,12 +23,15 @@ fn rust_statics_types_and_atomics() {
 /// gdb-add-index's `.debug_names` holds Rust names as full paths, to their unit.
 #[test]
 fn rust_with_debug_names_from_gdb_add_index() {
-    if !have("rustc") || !have("nm") || !have("gdb-add-index") {
+    if !tools::runs("rust_with_debug_names_from_gdb_add_index", "rustc")
+        || !tools::runs("rust_with_debug_names_from_gdb_add_index", "nm")
+        || !tools::runs("rust_with_debug_names_from_gdb_add_index", "gdb-add-index")
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let program = rustc(dir.path(), "klog_fixture");
-    common::run(
+    tools::output(
         std::process::Command::new("gdb-add-index")
             .arg("-dwarf-5")
             .arg(&program),
@@ -114,7 +120,9 @@ fn check(program: &std::path::Path) {
 
 #[test]
 fn load_bias_of_a_running_pie() {
-    if !have("rustc") || !have("nm") {
+    if !tools::runs("load_bias_of_a_running_pie", "rustc")
+        || !tools::runs("load_bias_of_a_running_pie", "nm")
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -167,7 +175,7 @@ fn le(bytes: &[u8]) -> u64 {
 /// with the model, is the one the program's own `Debug` names; and the fields are right.
 #[test]
 fn rust_enums_select_the_variant_the_program_holds() {
-    if !have("rustc") {
+    if !tools::runs("rust_enums_select_the_variant_the_program_holds", "rustc") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

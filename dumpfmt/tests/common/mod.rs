@@ -1,26 +1,23 @@
 //! Helpers for tests that make real dumps with real producers (QEMU, makedumpfile, gdb, the
-//! Linux kernel). A missing tool skips the test with a plain message on stderr, unless
-//! KCRASH_REQUIRE_TOOLS=1, which turns it into a failure.
+//! Linux kernel). A missing tool skips the test (kcrash_harness::tools: NOT RUN on stderr, a
+//! failure under KCRASH_REQUIRE_TOOLS=1).
 
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod panicked_kernel;
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The path of `name` on PATH, or None after saying on stderr what will not run.
+use kcrash_harness::qmp::Qmp;
+use kcrash_harness::tools;
+
+/// The path of `name` on PATH, or None after saying what will not run and which package has it.
 pub fn tool(name: &str, package: &str, test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(name))
-            .find(|p| p.is_file())
-    });
+    let found = tools::find(name);
     if found.is_none() {
-        skip(
+        tools::not_run(
             test,
             &format!("`{name}` is not installed (apt-get install -y {package})"),
         );
@@ -48,27 +45,13 @@ pub fn kernel_image(test: &str) -> Option<PathBuf> {
             images.pop()
         });
     if found.is_none() {
-        say_skipped(
+        tools::not_run_here(
             test,
             "no kernel image: set KCRASH_TEST_VMLINUZ or install linux-image-amd64 \
              (`apt-get download linux-image-6.1.0-*-amd64` and `dpkg-deb -x` it is enough)",
         );
     }
     found
-}
-
-/// Report a test that cannot run here; fail instead when KCRASH_REQUIRE_TOOLS=1.
-pub fn skip(test: &str, why: &str) {
-    if std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() == Ok("1") {
-        panic!("{test}: {why}, and KCRASH_REQUIRE_TOOLS=1");
-    }
-    say_skipped(test, why);
-}
-
-/// "SKIPPED test: why" straight to stderr: the test harness captures `eprintln!` of passing
-/// tests, and a skip must be seen.
-pub fn say_skipped(test: &str, why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
 /// Expensive fixtures (booted guests, dumps) made once per test binary and shared by its tests.
@@ -80,7 +63,7 @@ pub fn shared_fixture<T: Send + Sync>(
 ) -> Option<&'static T> {
     let made = cell.get_or_init(make).as_ref();
     if made.is_none() {
-        say_skipped(test, "its fixture could not be made (see above)");
+        tools::not_run_here(test, "its fixture could not be made (see above)");
     }
     made
 }
@@ -110,11 +93,15 @@ pub fn text_bytes(len: usize) -> Vec<u8> {
     out
 }
 
+/// How long a QMP command may take; dump-guest-memory is synchronous and writes the whole RAM.
+const QMP_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// A stopped QEMU x86_64 guest (never started: -S) with files loaded into its RAM, driven
 /// over QMP.
 pub struct QemuGuest {
     child: Child,
-    qmp: BufReader<UnixStream>,
+    /// Taken by `drop` to quit QEMU.
+    qmp: Option<Qmp>,
 }
 
 impl QemuGuest {
@@ -155,7 +142,7 @@ impl QemuGuest {
 
     fn spawn(dir: &Path, mem_mib: u32, extra: &[String]) -> QemuGuest {
         let socket = dir.join("qmp.sock");
-        let child = Command::new("qemu-system-x86_64")
+        let child = Command::new(tools::QEMU)
             .args(["-machine", "q35", "-m", &format!("{mem_mib}M")])
             .args(["-display", "none", "-vga", "none", "-nodefaults"])
             .arg("-qmp")
@@ -164,23 +151,12 @@ impl QemuGuest {
             .stdin(Stdio::null())
             .spawn()
             .expect("qemu-system-x86_64 did not start");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let stream = loop {
-            match UnixStream::connect(&socket) {
-                Ok(s) => break s,
-                Err(_) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                Err(e) => panic!("QMP socket {} never came up: {e}", socket.display()),
-            }
-        };
-        let mut guest = QemuGuest {
+        let qmp = Qmp::connect(&socket, Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("QMP on {}: {e:#}", socket.display()));
+        QemuGuest {
             child,
-            qmp: BufReader::new(stream),
-        };
-        guest.read_message(); // greeting
-        guest.execute(serde_json::json!({"execute": "qmp_capabilities"}));
-        guest
+            qmp: Some(qmp),
+        }
     }
 
     /// Wait until `dir/console.log` contains `text`; the console so far, or None on timeout.
@@ -197,47 +173,31 @@ impl QemuGuest {
         None
     }
 
-    fn read_message(&mut self) -> serde_json::Value {
-        let mut line = String::new();
-        self.qmp.read_line(&mut line).expect("QMP read failed");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad QMP message {line:?}: {e}"))
-    }
-
-    /// Run a command and return its "return" value; events in between are skipped.
-    pub fn execute(&mut self, command: serde_json::Value) -> serde_json::Value {
-        let mut text = command.to_string();
-        text.push('\n');
-        self.qmp
-            .get_mut()
-            .write_all(text.as_bytes())
-            .expect("QMP write failed");
-        loop {
-            let msg = self.read_message();
-            if let Some(r) = msg.get("return") {
-                return r.clone();
-            }
-            if let Some(e) = msg.get("error") {
-                panic!("QMP {command} failed: {e}");
-            }
-        }
+    /// Runs a QMP command and returns its "return" value.
+    pub fn execute(&mut self, command: &str, arguments: serde_json::Value) -> serde_json::Value {
+        let qmp = self.qmp.as_mut().expect("QMP is open until drop");
+        qmp.execute(command, arguments, QMP_TIMEOUT)
+            .unwrap_or_else(|e| panic!("{e:#}"))
     }
 
     /// `dump-guest-memory` (synchronous) in `format` ("elf", "kdump-zlib", ...).
     pub fn dump(&mut self, out: &Path, format: &str, paging: bool) {
-        self.execute(serde_json::json!({
-            "execute": "dump-guest-memory",
-            "arguments": {
+        self.execute(
+            "dump-guest-memory",
+            serde_json::json!({
                 "paging": paging,
                 "protocol": format!("file:{}", out.display()),
                 "format": format,
-            }
-        }));
+            }),
+        );
     }
 }
 
 impl Drop for QemuGuest {
     fn drop(&mut self) {
-        let _ = self.qmp.get_mut().write_all(b"{\"execute\": \"quit\"}\n");
+        if let Some(qmp) = self.qmp.take() {
+            let _ = qmp.quit(Duration::from_secs(5));
+        }
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -248,37 +208,4 @@ impl Drop for QemuGuest {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// `makedumpfile -R out < flat`: the reference reassembly of a flattened dump.
-pub fn makedumpfile_reassemble(flat: &Path, out: &Path) {
-    let input = std::fs::File::open(flat).expect("open flattened dump");
-    let status = Command::new("makedumpfile")
-        .arg("-R")
-        .arg(out)
-        .stdin(input)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("run makedumpfile");
-    assert!(status.success(), "makedumpfile -R failed: {status}");
-}
-
-/// `makedumpfile ARGS input output` (e.g. `-l -d 31`); panics with its messages if it fails.
-pub fn makedumpfile(args: &[&str], input: &Path, output: &Path) {
-    let run = Command::new("makedumpfile")
-        .args(args)
-        .arg(input)
-        .arg(output)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run makedumpfile");
-    assert!(
-        run.status.success(),
-        "makedumpfile {args:?} {} failed: {}\n{}",
-        input.display(),
-        run.status,
-        String::from_utf8_lossy(&run.stdout).replace('\r', "\n")
-            + &String::from_utf8_lossy(&run.stderr)
-    );
 }

@@ -1,14 +1,16 @@
 //! A real Linux kernel booted under QEMU until it panics (a static /init loads qemu_fw_cfg so
-//! that the kernel hands QEMU its VMCOREINFO, then crashes the kernel with sysrq-c), and the
-//! conversions its dumps need: makedumpfile's view of QEMU 7.2's ELF, and kdump files whose zlib
-//! pages are re-encoded with another compression.
+//! that the kernel hands QEMU its VMCOREINFO, then crashes the kernel with sysrq-c), and its
+//! dumps, made once per test binary: QEMU's, makedumpfile's from QEMU's ELF, and kdump files
+//! whose zlib pages are re-encoded with another compression.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::QemuGuest;
 // The harness's initramfs writer, which also boots its Linux guest.
 use kcrash_harness::initramfs::{newc_cpio, CpioEntry};
+use kcrash_harness::{makedumpfile, tools};
 
 const INIT: &str = r#"
 #include <fcntl.h>
@@ -43,7 +45,7 @@ fn fw_cfg_module(kernel: &Path) -> Option<PathBuf> {
 fn crash_initramfs(dir: &Path, kernel: &Path) -> Option<PathBuf> {
     let test = "kernel panic dump tests (VMCOREINFO part)";
     let Some(module) = fw_cfg_module(kernel) else {
-        super::say_skipped(
+        tools::not_run_here(
             test,
             "no qemu_fw_cfg.ko beside the kernel image or in /lib/modules",
         );
@@ -58,7 +60,7 @@ fn crash_initramfs(dir: &Path, kernel: &Path) -> Option<PathBuf> {
         .status()
         .ok()?;
     if !built.success() {
-        super::say_skipped(test, "gcc -static failed (is libc6-dev installed?)");
+        tools::not_run_here(test, "gcc -static failed (is libc6-dev installed?)");
         return None;
     }
     let init = std::fs::read(dir.join("init")).ok()?;
@@ -128,37 +130,13 @@ pub fn boot_until_panic(dir: &Path, kernel: &Path) -> Panicked {
             "the test init could not load qemu_fw_cfg:\n{console}"
         );
     }
-    guest.execute(serde_json::json!({"execute": "stop"}));
+    guest.execute("stop", serde_json::json!({}));
     Panicked {
         guest,
         kernel_offset,
         release,
         vmcoreinfo,
     }
-}
-
-/// makedumpfile 1.7.2 reads program headers right after the ELF header whatever `e_phoff` says,
-/// and QEMU 7.2 puts them at 192, behind its section headers ("Can't get the number of
-/// PT_LOAD"). Its own kdump files are no input either: QEMU writes the kernel's decimal
-/// phys_base into the kdump sub-header as if it were hex. So makedumpfile gets a copy of the ELF
-/// with the program headers also at offset 64 (only the header changes; our reader reads the
-/// original).
-pub fn elf_for_makedumpfile(elf: &Path, out: &Path) {
-    let mut bytes = std::fs::read(elf).unwrap();
-    let phoff = u64::from_le_bytes(bytes[32..40].try_into().unwrap()) as usize;
-    let phnum = u16::from_le_bytes(bytes[56..58].try_into().unwrap()) as usize;
-    // A copy at 64 ends before the original does, so it cannot reach the notes behind them.
-    assert!(
-        phnum < 0xffff && phoff >= 64,
-        "e_phnum {phnum}, e_phoff {phoff}"
-    );
-    let headers = bytes[phoff..phoff + phnum * 56].to_vec();
-    bytes[64..64 + headers.len()].copy_from_slice(&headers);
-    bytes[32..40].copy_from_slice(&64u64.to_le_bytes());
-    bytes[40..48].fill(0); // e_shoff
-    bytes[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
-    bytes[60..64].fill(0); // e_shnum, e_shstrndx
-    std::fs::write(out, bytes).unwrap();
 }
 
 /// A copy of a kdump-zlib file whose zlib pages are inflated (flate2, not dumpfmt) and stored
@@ -214,4 +192,104 @@ pub fn reencode(src: &Path, out: &Path, flag: u32, encode: impl Fn(&[u8]) -> Vec
         descs.extend_from_slice(&0u64.to_le_bytes());
     }
     std::fs::write(out, [head, descs, data].concat()).unwrap();
+}
+
+pub struct Dumps {
+    pub _dir: tempfile::TempDir,
+    pub paging: PathBuf,
+    pub plain: PathBuf,
+    pub flat: PathBuf,
+    pub kdump: PathBuf,
+    /// From the console's "Kernel Offset: 0x... from 0xffffffff81000000".
+    pub kernel_offset: u64,
+    /// From the console's "Linux version ..." line.
+    pub release: String,
+    /// The guest loaded qemu_fw_cfg, so the dumps must carry VMCOREINFO.
+    pub vmcoreinfo: bool,
+    /// makedumpfile's outputs (it needs VMCOREINFO), and the re-encoded kdump files.
+    pub derived: Option<Derived>,
+}
+
+pub struct Derived {
+    /// (makedumpfile arguments, output): kdump files.
+    pub kdumps: Vec<(&'static str, PathBuf)>,
+    /// `-E -d 31`.
+    pub elf_d31: PathBuf,
+    /// QEMU's kdump-zlib with its zlib pages re-encoded as snappy and as zstd.
+    pub snappy: PathBuf,
+    pub zstd: PathBuf,
+}
+
+pub const MAKEDUMPFILE_KDUMPS: [&str; 4] = ["-c -d 31", "-l -d 31", "-c -d 0", "-l -d 0"];
+
+pub fn derive(dir: &Path, plain: &Path, kdump: &Path) -> Derived {
+    let input = dir.join("for-makedumpfile.elf");
+    makedumpfile::elf_for_makedumpfile(plain, &input).unwrap();
+    let kdumps = MAKEDUMPFILE_KDUMPS
+        .iter()
+        .map(|&args| {
+            let out = dir.join(format!("makedumpfile{}.kdump", args.replace(' ', "")));
+            makedumpfile::run(&args.split(' ').collect::<Vec<_>>(), &input, &out).unwrap();
+            (args, out)
+        })
+        .collect();
+    let elf_d31 = dir.join("makedumpfile-E-d31.elf");
+    makedumpfile::run(&["-E", "-d", "31"], &input, &elf_d31).unwrap();
+    let (snappy, zstd) = (dir.join("snappy.kdump"), dir.join("zstd.kdump"));
+    reencode(kdump, &snappy, 0x4, |page| {
+        snap::raw::Encoder::new().compress_vec(page).unwrap()
+    });
+    reencode(kdump, &zstd, 0x20, |page| {
+        zstd::bulk::compress(page, 1).unwrap()
+    });
+    Derived {
+        kdumps,
+        elf_d31,
+        snappy,
+        zstd,
+    }
+}
+
+pub fn dumps(test: &str) -> Option<&'static Dumps> {
+    static DUMPS: OnceLock<Option<Dumps>> = OnceLock::new();
+    super::shared_fixture(&DUMPS, test, || {
+        super::tool(
+            "qemu-system-x86_64",
+            "qemu-system-x86",
+            "kernel panic dump tests",
+        )?;
+        super::tool("makedumpfile", "makedumpfile", "kernel panic dump tests")?;
+        let kernel = super::kernel_image("kernel panic dump tests")?;
+        let dir = tempfile::tempdir().unwrap();
+        let Panicked {
+            mut guest,
+            kernel_offset,
+            release,
+            vmcoreinfo,
+        } = boot_until_panic(dir.path(), &kernel);
+        let p = dir.path();
+        let (paging, plain, flat, kdump) = (
+            p.join("paging.elf"),
+            p.join("plain.elf"),
+            p.join("flat"),
+            p.join("kdump"),
+        );
+        guest.dump(&paging, "elf", true);
+        guest.dump(&plain, "elf", false);
+        guest.dump(&flat, "kdump-zlib", false);
+        drop(guest);
+        makedumpfile::unflatten(&flat, &kdump).unwrap();
+        let derived = vmcoreinfo.then(|| derive(p, &plain, &kdump));
+        Some(Dumps {
+            _dir: dir,
+            paging,
+            plain,
+            flat,
+            kdump,
+            kernel_offset,
+            release,
+            vmcoreinfo,
+            derived,
+        })
+    })
 }

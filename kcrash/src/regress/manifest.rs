@@ -1,83 +1,128 @@
-//! What `kcrash regress` reads of a corpus's `manifest.toml` (schema: corpus/README.md): the
-//! kernels' images, and for each entry its dumps and its checks. The harness
-//! (tests/harness/src/manifest.rs) writes the file and reads every field; this reads only what
-//! a regression run needs, so fields it does not know are ignored.
+//! A corpus's `manifest.toml` (schema: corpus/README.md): every kernel image and every crash
+//! entry, with its dumps and the checks `kcrash regress` runs on them. The one definition of the
+//! file: `kcrash regress` reads it, and the test harness (tests/harness) writes it with these
+//! same types. Fields the schema does not know are ignored.
 
 use std::path::Path;
 
 use regex::Regex;
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub const FILE_NAME: &str = "manifest.toml";
 
+/// The schema version written: 3 added the entries' `check` tables.
+pub const VERSION: u32 = 3;
+
 /// Manifest versions this reads. Version 2 has no checks: its entries run nothing, which
 /// [`Manifest::load`] turns into an error rather than a run that passes by checking nothing.
-const READS: [u32; 2] = [2, 3];
+const READS: [u32; 2] = [2, VERSION];
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
     pub version: u32,
+    /// The command that regenerates this corpus.
+    pub regenerate: String,
     #[serde(default, rename = "kernel")]
     pub kernels: Vec<Kernel>,
     #[serde(default, rename = "entry")]
     pub entries: Vec<Entry>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// A kernel image (the "vmlinux", or a hosted program's executable): ELF with symbols and DWARF.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Kernel {
     pub name: String,
     /// The image, relative to the corpus directory.
     pub image: String,
+    /// `elf-exec` (linked at fixed addresses) or `elf-dyn` (a PIE: apply the load bias).
+    pub magic: String,
+    /// How it was built.
+    pub built_by: String,
+    /// Whether the image is in the repository (false: made by the regenerate command).
+    pub committed: bool,
 }
 
-/// One crash: every dump of it must print what each check expects.
-#[derive(Debug, Clone, Deserialize)]
+/// One crash of one kernel in one scenario: every dump of it must print what each check
+/// expects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
+    /// Unique in the manifest: the entry's directory (`bare/rings`, `hosted/rings-gcore`).
     pub name: String,
     pub kernel: String,
+    pub scenario: String,
+    /// Kernel command line (bare) or program arguments (hosted).
+    pub cmdline: String,
+    /// Console output holding the oracle lines.
+    pub console: String,
+    /// Expected result (JSON) derived from the console.
+    pub expected: String,
+    /// Whether this entry's files are in the repository (false: made by the regenerate
+    /// command, e.g. the big-ring benchmark dumps).
+    pub committed: bool,
     #[serde(default, rename = "dump")]
     pub dumps: Vec<Dump>,
     #[serde(default, rename = "check")]
     pub checks: Vec<Check>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dump {
-    /// The producer's format name (elf, kdump-zlib, elf-core, ...), for reports.
+    /// The producer's format name: elf, elf-paging, kdump-zlib-flat, kdump-zlib (QEMU
+    /// guests); elf-core, elf-core-gcore (hosted programs).
     pub format: String,
+    /// What wrote it.
+    pub producer: String,
     /// Relative to the corpus directory; a gzip file is read through its content.
     pub path: String,
+    /// The file is gzip-compressed (the dump is its decompressed content).
+    pub gzip: bool,
+    /// Magic of the (decompressed) dump: elf-core, kdump, makedumpfile-flattened.
+    pub magic: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Check {
     /// A command line as typed at kcrash's prompt.
     pub command: String,
-    /// The file holding the expected output, relative to the corpus directory.
+    /// The file holding the expected output, relative to the corpus directory; written by
+    /// `kcrash regress DIR --update`.
     pub expect: String,
     pub compare: Compare,
     /// Rewrites applied, in order, to the output before it is compared or written.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replace: Vec<Replace>,
 }
 
 /// Every match of `regex` in the output becomes `with` (`$1` names a group): for what a dump's
 /// format rightly changes and a check should not pin, such as the reason kcrash gives for an
 /// unreadable `%s` address, which tells how that format's translation failed.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Replace {
-    #[serde(deserialize_with = "regex")]
+    #[serde(deserialize_with = "regex", serialize_with = "regex_text")]
     pub regex: Regex,
     pub with: String,
 }
+
+/// Rules are equal when they are written the same.
+impl PartialEq for Replace {
+    fn eq(&self, other: &Replace) -> bool {
+        self.regex.as_str() == other.regex.as_str() && self.with == other.with
+    }
+}
+
+impl Eq for Replace {}
 
 fn regex<'de, D: Deserializer<'de>>(d: D) -> Result<Regex, D::Error> {
     let text = String::deserialize(d)?;
     Regex::new(&text).map_err(serde::de::Error::custom)
 }
 
+fn regex_text<S: Serializer>(regex: &Regex, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(regex.as_str())
+}
+
 /// How a check's output is compared with its expected file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Compare {
     /// Byte for byte (standard output, then any `--- stderr ---` and `--- error ---` parts).
@@ -121,6 +166,18 @@ impl Manifest {
         Ok(manifest)
     }
 
+    /// Writes `dir/manifest.toml`, headed by the command that regenerates it.
+    pub fn store(&self, dir: &Path) -> Result<(), String> {
+        let path = dir.join(FILE_NAME);
+        let body = toml::to_string_pretty(self).map_err(|e| format!("{}: {e}", path.display()))?;
+        let header = format!(
+            "# Generated by `{}`; schema in corpus/README.md.\n",
+            self.regenerate
+        );
+        std::fs::write(&path, format!("{header}{body}"))
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
     pub fn kernel(&self, name: &str) -> Option<&Kernel> {
         self.kernels.iter().find(|k| k.name == name)
     }
@@ -136,21 +193,31 @@ mod tests {
         Manifest::load(dir.path())
     }
 
-    const ENTRY: &str = r#"
+    const ENTRY: &str = r#"regenerate = "make it"
+
 [[kernel]]
 name = "bare"
 image = "bare/vmlinux"
 magic = "elf-exec"
+built_by = "cargo"
+committed = true
+unknown = "ignored"
 
 [[entry]]
 name = "bare/rings"
 kernel = "bare"
 scenario = "rings"
+cmdline = ""
+console = "bare/rings/console.log"
+expected = "bare/rings/expected.json"
+committed = true
 
 [[entry.dump]]
 format = "elf"
+producer = "QEMU"
 path = "bare/rings/vmcore.elf.gz"
 gzip = true
+magic = "elf-core"
 "#;
 
     #[test]
@@ -172,6 +239,22 @@ gzip = true
             rule.regex.replace_all(text, rule.with.as_str()),
             "map <unreadable 0xffffffffc0001000> at 0x2000"
         );
+    }
+
+    #[test]
+    fn stores_what_it_loads() {
+        let text = format!(
+            "version = 3\n{ENTRY}\n[[entry.check]]\ncommand = \"klog -s\"\n\
+             expect = \"bare/rings/regress/klog-s.txt\"\ncompare = \"text\"\n\
+             [[entry.check.replace]]\nregex = \"a(b)\"\nwith = \"$1\"\n"
+        );
+        let loaded = load(&text).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        loaded.store(dir.path()).unwrap();
+        let stored = std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
+        assert!(stored.starts_with("# Generated by `make it`"), "{stored}");
+        assert!(!stored.contains("unknown"), "{stored}");
+        assert_eq!(Manifest::load(dir.path()).unwrap(), loaded);
     }
 
     #[test]

@@ -1,48 +1,84 @@
-//! What kcrash's end-to-end tests share: saying what did not run, reading the binary's output,
-//! and checking `klog --json` records against a kernel's own oracle (expected.json).
+//! What kcrash's end-to-end tests share: the binary cargo built for them, and checking
+//! `klog --json` records against a kernel's own oracle (expected.json).
 
 // Each test binary uses its own part of this module.
 #![allow(dead_code)]
 
+pub mod gdb;
+pub mod linux;
+
 use std::collections::HashMap;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use kcrash_harness::expected::{message_matches, Expected};
+use kcrash_harness::run::Kcrash;
+use kcrash_harness::{corpus, tools};
 use serde_json::Value;
 
-/// Whether missing inputs and tools must fail the test (CI) rather than be reported.
-pub fn require() -> bool {
-    std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() == Ok("1")
+/// The kcrash binary of this build; what it keeps between runs goes to the target directory.
+pub fn kcrash() -> Kcrash {
+    Kcrash::new(env!("CARGO_BIN_EXE_kcrash"), env!("CARGO_TARGET_TMPDIR"))
 }
 
-/// Says on stderr that `test` checks nothing here and why; fails under KCRASH_REQUIRE_TOOLS=1.
-pub fn not_run(test: &str, why: &str) {
-    let msg = format!("NOT RUN: {test}: {why}");
-    assert!(!require(), "{msg} (KCRASH_REQUIRE_TOOLS=1)");
-    eprintln!("{msg}");
+/// The bare kernel's image in the corpus.
+pub fn vmlinux() -> PathBuf {
+    corpus::file("bare/vmlinux")
 }
 
-/// Whether `program --version` runs; if not, says so through [`not_run`].
-pub fn have_tool(test: &str, program: &str) -> bool {
-    let ok = Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        not_run(test, &format!("{program} is not installed"));
-    }
-    ok
+/// The bare kernel's kdump of its `rings` crash: a dump every command can read.
+pub fn kdump() -> PathBuf {
+    corpus::file("bare/rings/vmcore.kdump")
 }
 
-/// A successful run's stdout; the exit status and stderr otherwise.
-pub fn stdout(out: &Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what}: exit {:?}\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("kcrash prints UTF-8")
+/// Output bytes as text; kcrash prints UTF-8.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("kcrash prints UTF-8")
+}
+
+pub fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect()
+}
+
+/// nm's (address, type letter) for each symbol, absolute symbols left out.
+pub fn nm_all(image: &Path) -> Vec<(String, u64, char)> {
+    tools::output(Command::new("nm").arg(image))
+        .lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                [addr, kind, name] if kind != "A" && kind != "a" => Some((
+                    name.to_owned(),
+                    u64::from_str_radix(addr, 16).ok()?,
+                    kind.chars().next()?,
+                )),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+/// nm's (address, type letter) by name (the last of several locals of one name).
+pub fn nm(image: &Path) -> HashMap<String, (u64, char)> {
+    nm_all(image)
+        .into_iter()
+        .map(|(n, a, k)| (n, (a, k)))
+        .collect()
+}
+
+pub const DUMPS: [&str; 4] = [
+    "vmcore.kdump",
+    "vmcore.elf.gz",
+    "vmcore-paging.elf.gz",
+    "vmcore.kdump-flat.gz",
+];
+
+pub fn word_after(line: &str, key: &str) -> u64 {
+    let mut words = line.split_whitespace();
+    words.find(|w| *w == key).unwrap();
+    let v = words.next().unwrap();
+    u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap()
 }
 
 /// `klog --json` lines by (ring, seq); a record printed twice fails.

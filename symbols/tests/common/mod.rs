@@ -3,9 +3,13 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod module;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use kcrash_harness::tools;
 
 pub fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -13,42 +17,16 @@ pub fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Whether `tool` can be run. When it cannot, the test says so and passes, unless
-/// `KCRASH_REQUIRE_TOOLS=1`, which makes a missing tool a failure.
-pub fn have(tool: &str) -> bool {
-    // Started at all is enough: some tools (gdb-add-index) reject `--version`.
-    let ok = Command::new(tool).arg("--version").output().is_ok();
-    if !ok {
-        assert!(
-            std::env::var("KCRASH_REQUIRE_TOOLS").as_deref() != Ok("1"),
-            "{tool} is required (KCRASH_REQUIRE_TOOLS=1) but cannot be run"
-        );
-        eprintln!("SKIPPED: {tool} is not installed; this test checks nothing here");
-    }
-    ok
-}
-
-/// Runs `command`, panicking with its stderr if it fails; returns stdout.
-pub fn run(command: &mut Command) -> String {
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
-    assert!(
-        output.status.success(),
-        "{command:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("tool output is UTF-8")
-}
-
 /// Compiles the C fixture with gcc and `flags` into `dir/name`.
 pub fn gcc(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
     let out = dir.join(name);
-    run(Command::new("gcc")
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(data("klog.c")));
+    tools::output(
+        Command::new("gcc")
+            .args(flags)
+            .arg("-o")
+            .arg(&out)
+            .arg(data("klog.c")),
+    );
     out
 }
 
@@ -56,18 +34,20 @@ pub fn gcc(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
 pub fn rustc(dir: &Path, name: &str) -> PathBuf {
     let out = dir.join(name);
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    run(Command::new(rustc)
-        .args([
-            "--edition",
-            "2021",
-            "-C",
-            "debuginfo=2",
-            "-C",
-            "opt-level=0",
-        ])
-        .args(["--crate-name", "klog_fixture", "-o"])
-        .arg(&out)
-        .arg(data("rust_fixture.rs")));
+    tools::output(
+        Command::new(rustc)
+            .args([
+                "--edition",
+                "2021",
+                "-C",
+                "debuginfo=2",
+                "-C",
+                "opt-level=0",
+            ])
+            .args(["--crate-name", "klog_fixture", "-o"])
+            .arg(&out)
+            .arg(data("rust_fixture.rs")),
+    );
     out
 }
 
@@ -77,7 +57,7 @@ pub struct Facts(HashMap<String, String>);
 
 impl Facts {
     pub fn of(program: &Path) -> Facts {
-        let output = run(&mut Command::new(program));
+        let output = tools::output(&mut Command::new(program));
         Facts(
             output
                 .lines()
@@ -110,7 +90,7 @@ impl Facts {
 
 /// Symbol addresses as `nm` prints them.
 pub fn nm(file: &Path) -> HashMap<String, u64> {
-    run(Command::new("nm").arg(file))
+    tools::output(Command::new("nm").arg(file))
         .lines()
         .filter_map(|line| {
             let mut words = line.split_whitespace();

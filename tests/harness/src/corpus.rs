@@ -8,12 +8,13 @@ use crate::dump::{DumpFormat, Magic};
 use crate::expected::Expected;
 use crate::gdbcheck;
 use crate::kernel::{self, KernelBuild};
-use crate::manifest::{self, Check, Dump, Entry, Manifest, Replace};
 use crate::oracle;
 use crate::programs::Program;
 use crate::qemu::{self, Boot};
 use crate::{repo_root, tools};
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use kcrash::regress::manifest::{self, Check, Compare, Dump, Entry, Manifest, Replace};
+use regex::Regex;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -46,6 +47,11 @@ pub const GCORE_SCENARIOS: [&str; 2] = ["rings", "strings"];
 /// Where `corpus` writes by default.
 pub fn default_dir() -> PathBuf {
     repo_root().join("corpus")
+}
+
+/// A file of the committed corpus, `rel` to its directory.
+pub fn file(rel: &str) -> PathBuf {
+    default_dir().join(rel)
 }
 
 /// A kernel of the corpus: the bare QEMU kernel or a hosted program, in one of its builds.
@@ -301,7 +307,7 @@ pub fn generate(options: &Generate) -> Result<Manifest> {
         kernels,
         entries,
     };
-    manifest.store(options.out)?;
+    manifest.store(options.out).map_err(anyhow::Error::msg)?;
     Ok(manifest)
 }
 
@@ -403,28 +409,32 @@ fn entry_table(planned: &Planned, dumps: Vec<Dump>) -> Entry {
 /// Big rings get the tables and only their newest records: 4 Mi lines of text would be the
 /// whole run.
 pub fn checks(entry: &str, committed: bool) -> Vec<Check> {
-    let all: &[(&str, &str, &str)] = if committed {
+    let all: &[(&str, &str, Compare)] = if committed {
         &[
-            ("klog -s", "klog-s.txt", "text"),
-            ("klog -s --json", "klog-s.json", "json"),
-            ("klog 0 full", "klog-full.txt", "text"),
-            ("klog 0 --json -n 16", "klog-newest16.json", "json"),
+            ("klog -s", "klog-s.txt", Compare::Text),
+            ("klog -s --json", "klog-s.json", Compare::Json),
+            ("klog 0 full", "klog-full.txt", Compare::Text),
+            ("klog 0 --json -n 16", "klog-newest16.json", Compare::Json),
         ]
     } else {
         &[
-            ("klog -s", "klog-s.txt", "text"),
-            ("klog -s --json", "klog-s.json", "json"),
-            ("klog 0 full -n 100", "klog-full-newest100.txt", "text"),
+            ("klog -s", "klog-s.txt", Compare::Text),
+            ("klog -s --json", "klog-s.json", Compare::Json),
+            (
+                "klog 0 full -n 100",
+                "klog-full-newest100.txt",
+                Compare::Text,
+            ),
         ]
     };
     all.iter()
         .map(|&(command, file, compare)| Check {
             command: command.to_string(),
             expect: format!("{entry}/regress/{file}"),
-            compare: compare.to_string(),
+            compare,
             replace: if command.starts_with("klog 0") {
                 vec![Replace {
-                    regex: "(<unreadable 0x[0-9a-f]+): [^>]*>".to_string(),
+                    regex: Regex::new("(<unreadable 0x[0-9a-f]+): [^>]*>").expect("a valid regex"),
                     with: "$1>".to_string(),
                 }]
             } else {
@@ -536,7 +546,7 @@ pub struct Checked {
 /// `committed = false` are checked only if their console log exists; `kernels` and `scenarios`,
 /// when not empty, restrict the check to those.
 pub fn check(dir: &Path, gdb: bool, kernels: &[String], scenarios: &[String]) -> Result<Checked> {
-    let manifest = Manifest::load(dir)?;
+    let manifest = Manifest::load(dir).map_err(anyhow::Error::msg)?;
     let mut checked = Checked::default();
     for entry in &manifest.entries {
         let wanted = (kernels.is_empty() || kernels.contains(&entry.kernel))
@@ -558,7 +568,9 @@ fn check_entry(
     gdb: bool,
     checked: &mut Checked,
 ) -> Result<()> {
-    let kernel = manifest.kernel(&entry.kernel)?;
+    let kernel = manifest
+        .kernel(&entry.kernel)
+        .ok_or_else(|| anyhow!("kernel {} is not in the manifest", entry.kernel))?;
     let image = dir.join(&kernel.image);
     expect_magic(&image, &kernel.magic)?;
     let derived = derive_file(&dir.join(&entry.console))?;

@@ -1,10 +1,9 @@
 //! The dump formats the pipeline produces and how to tell them apart by their bytes.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::io::Read;
 use std::path::Path;
-use std::process::Command;
 
 /// One dump of a crashed guest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -179,25 +178,4 @@ fn read_head(mut reader: impl Read, head: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-/// `makedumpfile -R output < flattened`: rebuilds the plain kdump-compressed file.
-pub fn unflatten(flattened: &Path, output: &Path) -> Result<()> {
-    let input = std::fs::File::open(flattened)
-        .with_context(|| format!("opening {}", flattened.display()))?;
-    let result = Command::new(crate::tools::MAKEDUMPFILE)
-        .arg("-R")
-        .arg(output)
-        .stdin(input)
-        .output()
-        .context("running makedumpfile -R")?;
-    if !result.status.success() {
-        bail!(
-            "makedumpfile -R {} failed ({}): {}",
-            output.display(),
-            result.status,
-            String::from_utf8_lossy(&result.stderr).trim()
-        );
-    }
-    Ok(())
 }

@@ -14,11 +14,12 @@ pub mod gdbcheck;
 pub mod initramfs;
 pub mod kernel;
 pub mod linux;
-pub mod manifest;
+pub mod makedumpfile;
 pub mod oracle;
 pub mod programs;
 pub mod qemu;
 pub mod qmp;
+pub mod run;
 pub mod tools;
 
 /// `cargo build --release --locked --target-dir TARGET` (the cargo running us, if any), clean of

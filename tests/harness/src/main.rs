@@ -76,7 +76,7 @@ enum Command {
         #[arg(long)]
         run: Option<String>,
     },
-    /// The Linux guest with a static kcrash reading its own /proc/kcore (issue 10): boot once,
+    /// The Linux guest with a static kcrash reading its own /proc/kcore: boot once,
     /// run kcrash's live checks, write the console into one directory.
     LinuxLive {
         /// The statically linked kcrash to put in the guest.

@@ -1,6 +1,7 @@
 //! Boots a kernel under QEMU (TCG, headless), waits for its panic, and dumps it.
 
-use crate::dump::{self, DumpFormat};
+use crate::dump::DumpFormat;
+use crate::makedumpfile;
 use crate::oracle::PANIC_PREFIX;
 use crate::qmp::Qmp;
 use anyhow::{bail, Context, Result};
@@ -216,7 +217,7 @@ fn drive(
             }
             None => {
                 let flat = out.join(DumpFormat::KdumpZlibFlat.file_name());
-                dump::unflatten(&flat, &path)?;
+                makedumpfile::unflatten(&flat, &path)?;
             }
         }
         dumps.push((format, path));

@@ -42,15 +42,43 @@ pub fn available_for(test: &str, needed: &[&str]) -> bool {
     if missing.is_empty() {
         return true;
     }
-    let why = format!(
-        "NOT RUN: {test}: {} not on PATH (apt-get install -y qemu-system-x86 makedumpfile gdb gcc; \
-         {REQUIRE_TOOLS}=1 makes this a failure)",
-        missing.join(", ")
+    not_run(
+        test,
+        &format!(
+            "{} not on PATH (apt-get install -y qemu-system-x86 makedumpfile gdb gcc)",
+            missing.join(", ")
+        ),
     );
-    assert!(!required(), "{why}, and {REQUIRE_TOOLS}=1");
-    // Straight to the process's stderr: libtest captures eprintln! of passing tests.
-    let _ = writeln!(std::io::stderr(), "{why}");
     false
+}
+
+/// For tests: whether `program` starts (`program --version`; started at all is enough, as
+/// gdb-add-index rejects the flag). If not, says so through [`not_run`].
+pub fn runs(test: &str, program: &str) -> bool {
+    let started = Command::new(program).arg("--version").output().is_ok();
+    if !started {
+        not_run(test, &format!("{program} cannot be run"));
+    }
+    started
+}
+
+/// For tests: says on stderr that `test` checks nothing here and why, or panics when
+/// KCRASH_REQUIRE_TOOLS=1, where every input and tool must be there.
+pub fn not_run(test: &str, why: &str) {
+    let msg = format!("NOT RUN: {test}: {why}");
+    assert!(!required(), "{msg}, and {REQUIRE_TOOLS}=1");
+    // Straight to the process's stderr: libtest captures eprintln! of passing tests.
+    let _ = writeln!(
+        std::io::stderr(),
+        "{msg} ({REQUIRE_TOOLS}=1 makes this a failure)"
+    );
+}
+
+/// For tests: says on stderr that `test` checks nothing here and why, even under
+/// KCRASH_REQUIRE_TOOLS=1: for inputs CI does not provide (another machine's /proc/kcore, a
+/// distribution kernel image), whose absence is no fault of the machine.
+pub fn not_run_here(test: &str, why: &str) {
+    let _ = writeln!(std::io::stderr(), "NOT RUN: {test}: {why}");
 }
 
 /// First line of `program --version`, for the manifest's producer strings.
@@ -62,4 +90,18 @@ pub fn version_line(program: &Path) -> String {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .and_then(|s| s.lines().next().map(str::to_string))
         .unwrap_or_else(|| program.display().to_string())
+}
+
+/// For tests: runs `command` (an oracle such as nm or readelf) to success and returns its
+/// stdout; panics with its stderr otherwise.
+pub fn output(command: &mut Command) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("tool output is UTF-8")
 }

@@ -5,11 +5,11 @@
 //! Without gcc or gdb the tests that need them say so on stderr and pass; with
 //! KCRASH_REQUIRE_TOOLS=1 a missing tool fails them.
 
+use kcrash::regress::manifest::Manifest;
 use kcrash_harness::capture;
 use kcrash_harness::corpus::{self, Kernel, Planned};
 use kcrash_harness::dump::Magic;
 use kcrash_harness::expected::{Expected, Ring, Untrusted};
-use kcrash_harness::manifest::Manifest;
 use kcrash_harness::programs::Program;
 use kcrash_harness::tools;
 use std::path::{Path, PathBuf};

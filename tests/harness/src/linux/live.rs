@@ -1,4 +1,4 @@
-//! The live guest (issue 10): the Linux guest with a statically linked kcrash in its initramfs,
+//! The live guest: the Linux guest with a statically linked kcrash in its initramfs,
 //! reading its own running kernel through /proc/kcore. Its /init runs [`script`] after the
 //! module logged: kcrash as root (the module's .ko given, then found by itself), again after the
 //! module logged more, `sym` from /proc/kallsyms, `klog --follow` while the module logs, with

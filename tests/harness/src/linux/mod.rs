@@ -8,15 +8,14 @@
 pub mod debian;
 pub mod guest;
 pub mod live;
-pub mod makedumpfile;
 
-use crate::dump::{self, Magic};
+use crate::dump::Magic;
 use crate::expected::Expected;
-use crate::{oracle, tools};
+use crate::{makedumpfile, oracle, tools};
 use anyhow::{anyhow, bail, Context, Result};
 use debian::{apt_install, build_module, debug_vmlinux, ensure_packages, kernel_image, Kernel};
 use guest::{boot_to_panic, console_text, initramfs, Boot, ConsoleFacts, Extra};
-use makedumpfile::{elf_for_makedumpfile, makedumpfile_version, MAKEDUMPFILE_RUNS};
+use makedumpfile::{elf_for_makedumpfile, MAKEDUMPFILE_RUNS};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -26,7 +25,7 @@ use std::time::{Duration, Instant};
 /// debug vmlinux (`linux-dbg`) and the default output (`linux-guest/<release>`).
 pub const CACHE: &str = "/var/cache/kcrash-ci";
 
-/// The guest's size, as issue 9 fixes it.
+/// The Linux guest's size, the same for every run.
 pub const CPUS: u32 = 2;
 pub const MEMORY_MIB: u32 = 512;
 
@@ -44,6 +43,24 @@ const PANIC_MESSAGE: &str = "sysrq triggered crash";
 /// Where a run writes when not told: `<cache>/linux-guest/<release>`.
 pub fn default_out(cache: &Path, release: &str) -> PathBuf {
     cache.join("linux-guest").join(release)
+}
+
+/// The release of the Debian kernel CI boots: where tests look for the guests' output when not
+/// told.
+pub const CI_RELEASE: &str = "6.1.0-56-amd64";
+
+/// For tests: the Linux guest's output directory, `$KCRASH_LINUX_GUEST` or CI's default.
+pub fn guest_output() -> PathBuf {
+    std::env::var_os("KCRASH_LINUX_GUEST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| default_out(Path::new(CACHE), CI_RELEASE))
+}
+
+/// For tests: the live guest's output directory, `$KCRASH_LINUX_LIVE` or CI's default.
+pub fn live_output() -> PathBuf {
+    std::env::var_os("KCRASH_LINUX_LIVE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| live::default_out(Path::new(CACHE), CI_RELEASE))
 }
 
 /// Runs a command to success, its output kept for the error.
@@ -231,7 +248,7 @@ fn write_guest(
         memory_mib: MEMORY_MIB,
         cmdline: CMDLINE.into(),
         qemu: tools::version_line(Path::new(tools::QEMU)),
-        makedumpfile: makedumpfile_version(),
+        makedumpfile: makedumpfile::version(),
         boots,
         dumps,
     };
@@ -342,7 +359,7 @@ fn boot_and_dump(
     stopped.quit()?;
     if vmcoreinfo {
         let seconds = timed(&mut || {
-            dump::unflatten(&out.join("vmcore.kdump-flat"), &out.join("vmcore.kdump"))
+            makedumpfile::unflatten(&out.join("vmcore.kdump-flat"), &out.join("vmcore.kdump"))
         })?;
         dumps.push(record(
             out,
@@ -356,16 +373,7 @@ fn boot_and_dump(
         elf_for_makedumpfile(&out.join(&elf), &input)?;
         for r in &MAKEDUMPFILE_RUNS {
             let target = out.join(r.file);
-            let seconds = timed(&mut || {
-                run(
-                    Command::new(tools::MAKEDUMPFILE)
-                        .args(r.flags)
-                        .arg(&input)
-                        .arg(&target),
-                    &format!("makedumpfile {}", r.flags.join(" ")),
-                )?;
-                Ok(())
-            })?;
+            let seconds = timed(&mut || makedumpfile::run(r.flags, &input, &target))?;
             let producer = format!(
                 "makedumpfile {} vmcore.elf {} (vmcore.elf with its program headers moved to offset 64, where makedumpfile reads them)",
                 r.flags.join(" "),

@@ -1,10 +1,55 @@
-//! makedumpfile's side: the ELF it can read, and the dumps it makes from it.
+//! makedumpfile, the reference producer of kdump files: running it, the ELF it can read, and
+//! the dumps the Linux guest makes with it.
 
 use crate::tools;
 use anyhow::{bail, Context, Result};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+
+/// `makedumpfile FLAGS input output` (e.g. `-l -d 31`); the error holds what it printed.
+pub fn run(flags: &[&str], input: &Path, output: &Path) -> Result<()> {
+    let result = Command::new(tools::MAKEDUMPFILE)
+        .args(flags)
+        .arg(input)
+        .arg(output)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running makedumpfile {}", flags.join(" ")))?;
+    if !result.status.success() {
+        bail!(
+            "makedumpfile {} {} failed ({}): {}{}",
+            flags.join(" "),
+            input.display(),
+            result.status,
+            // Its progress lines end in carriage returns.
+            String::from_utf8_lossy(&result.stdout).replace('\r', "\n"),
+            String::from_utf8_lossy(&result.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// `makedumpfile -R output < flattened`: rebuilds the plain kdump-compressed file.
+pub fn unflatten(flattened: &Path, output: &Path) -> Result<()> {
+    let input = std::fs::File::open(flattened)
+        .with_context(|| format!("opening {}", flattened.display()))?;
+    let result = Command::new(tools::MAKEDUMPFILE)
+        .arg("-R")
+        .arg(output)
+        .stdin(input)
+        .output()
+        .context("running makedumpfile -R")?;
+    if !result.status.success() {
+        bail!(
+            "makedumpfile -R {} failed ({}): {}",
+            output.display(),
+            result.status,
+            String::from_utf8_lossy(&result.stderr).trim()
+        );
+    }
+    Ok(())
+}
 
 /// makedumpfile reads an ELF's program headers right after its 64-byte ELF header, whatever
 /// e_phoff says; QEMU 7.2 puts its section headers there and its program headers at 192 (and
@@ -97,7 +142,7 @@ pub const MAKEDUMPFILE_RUNS: [MakedumpfileRun; 5] = [
     },
 ];
 
-pub fn makedumpfile_version() -> String {
+pub fn version() -> String {
     Command::new(tools::MAKEDUMPFILE)
         .arg("-v")
         .output()

@@ -1,0 +1,99 @@
+//! Symbols and variables of the Linux guest's kernel at their KASLR addresses, and a `p` of a
+//! kernel variable as crash(8) prints it. Setup: tests/common/linux.rs.
+
+mod common;
+
+use common::linux::{console_kaslr, crash, guest, kcrash};
+use kcrash_harness::run::stdout;
+use kcrash_harness::tools;
+
+#[test]
+fn symbols_and_variables_sit_at_their_kaslr_addresses() {
+    let Some(dir) = guest(
+        "symbols_kaslr",
+        &["vmcore.elf", "vmcore.kdump", "console.log", "vmlinux"],
+    ) else {
+        return;
+    };
+    let offset = console_kaslr(&dir);
+    // The link-time address from the ELF symbol table (read by object, not by kcrash's symbols
+    // crate), moved by the offset the kernel printed.
+    let data = std::fs::read(dir.join("vmlinux")).expect("vmlinux");
+    let elf = {
+        use object::{Object, ObjectSymbol};
+        let file = object::File::parse(&*data).expect("ELF");
+        let link = |name: &str| {
+            file.symbols()
+                .find(|s| s.name() == Ok(name))
+                .map(|s| s.address())
+                .expect("symbol")
+        };
+        (link("init_task"), link("linux_banner"))
+    };
+    for dump in ["vmcore.elf", "vmcore.kdump"] {
+        let text = stdout(
+            &kcrash(
+                &dir,
+                dump,
+                &[
+                    "sym init_task",
+                    "p init_task.comm",
+                    "p/x &linux_banner",
+                    "p jiffies > /dev/null",
+                ],
+            ),
+            dump,
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with(&format!("{:016x} (D) init_task", elf.0 + offset)),
+            "{dump}: {text}"
+        );
+        assert_eq!(lines[1], r#""swapper/0\000\000\000\000\000\000""#, "{dump}");
+        assert!(
+            lines[2] == format!("{:#x}", elf.1 + offset),
+            "{dump}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_print_agrees_with_crash() {
+    let Some(dir) = guest("print_vs_crash", &["vmcore.elf", "vmlinux"]) else {
+        return;
+    };
+    if !tools::runs("print_vs_crash", "crash") {
+        return;
+    }
+    let theirs = crash(
+        &dir,
+        "vmcore.elf",
+        "p jiffies\np init_task.pid\nsym init_task",
+    );
+    let ours = stdout(
+        &kcrash(
+            &dir,
+            "vmcore.elf",
+            &["p jiffies", "p init_task.pid", "sym init_task"],
+        ),
+        "kcrash",
+    );
+    let ours: Vec<&str> = ours.lines().collect();
+    // crash: "jiffies = $1 = 4294893235", "$2 = 0", "ffff... (D) init_task".
+    let values: Vec<&str> = theirs
+        .lines()
+        .filter_map(|l| l.split_once('$').map(|(_, v)| v))
+        .filter_map(|v| v.split_once(" = ").map(|(_, v)| v))
+        .collect();
+    assert_eq!(values, [ours[0], ours[1]], "crash said:\n{theirs}");
+    let address = |l: &str| l.split_whitespace().next().map(str::to_owned);
+    let crash_sym = theirs
+        .lines()
+        .find(|l| l.ends_with(" init_task"))
+        .expect("crash's sym");
+    assert_eq!(
+        address(crash_sym),
+        address(ours[2]),
+        "crash said:\n{theirs}"
+    );
+}

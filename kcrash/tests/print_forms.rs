@@ -1,0 +1,114 @@
+//! One value printed every way kcrash can: the same in every dump format of one crash, the same
+//! in `--json`, and a bad expression failing with one message while the session goes on.
+//!
+//! Without gdb the comparisons say on stderr that they did not run, and pass; with
+//! KCRASH_REQUIRE_TOOLS=1 they fail. The shared setup is tests/common/gdb.rs.
+
+mod common;
+
+use common::gdb::{hosted_c, kcrash, kcrash_status, unpack, Dump};
+use kcrash_harness::corpus;
+
+#[test]
+fn json_is_the_same_value() {
+    let d = hosted_c("rings");
+    let v: serde_json::Value =
+        serde_json::from_str(&kcrash(&d, "p --json KLogs[2]")).expect("valid JSON");
+    assert_eq!(v["type"], "KLog");
+    let fields = v["fields"].as_array().expect("fields");
+    let names: Vec<&str> = fields
+        .iter()
+        .map(|f| f["name"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "subsystem",
+            "name",
+            "num_recs",
+            "rec_size",
+            "header",
+            "buffer",
+            "buffer_size_1",
+            "next_write"
+        ]
+    );
+    assert_eq!(fields[1]["string"], "FS");
+    assert_eq!(
+        fields[2]["value"].to_string(),
+        kcrash(&d, "p KLogs[2].num_recs")
+    );
+    assert_eq!(
+        v["address"].as_u64().map(|a| format!("{a:#x}")),
+        Some(kcrash(&d, "p/x &KLogs[2]"))
+    );
+    let flags: serde_json::Value =
+        serde_json::from_str(&kcrash(&d, "p --json DebugFlags[1]")).expect("valid JSON");
+    assert_eq!(flags["fields"][3]["name"], "d_klog");
+    assert_eq!(
+        flags["fields"][3]["value"].to_string(),
+        kcrash(&d, "p DebugFlags[1].d_klog")
+    );
+}
+
+#[test]
+fn bad_expressions_fail_with_one_message_and_the_session_goes_on() {
+    let d = hosted_c("rings");
+    for (cmd, msg) in [
+        ("p KLogs[", "expected an expression, found the end"),
+        (
+            "p NoSuchThing",
+            "No symbol \"NoSuchThing\" in current context.",
+        ),
+        ("p KLogs[1].nope", "There is no member named nope."),
+        (
+            "p *klogLevel",
+            "Attempt to take contents of a non-pointer value.",
+        ),
+        ("p 1/0", "Division by zero"),
+        ("p/q 1", "unknown format"),
+        ("struct nosuch", "no such type"),
+        ("struct KLogs", "no such type"),
+        ("whatis (KLog *)", "expected an expression after the cast"),
+    ] {
+        let (out, err, ok) = kcrash_status(&d, cmd);
+        assert!(!ok, "{cmd} succeeded: {out}");
+        assert!(out.is_empty(), "{cmd}: {out}");
+        assert!(err.contains(msg), "{cmd}: {err}");
+    }
+    let out = common::kcrash()
+        .command()
+        .args(["-s", "--keep-going", "-c", "p KLogs[", "-c", "p klogLevel"])
+        .arg(&d.core)
+        .arg(&d.image)
+        .output()
+        .expect("run kcrash");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "3\n");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// The same kernel state read from each dump format QEMU and makedumpfile wrote prints the same.
+#[test]
+fn every_dump_format_prints_the_same_values() {
+    let dir = corpus::file("bare/wrap");
+    let image = corpus::file("bare/vmlinux");
+    let cmds = [
+        "p KLogs",
+        "p DebugFlags",
+        "p bare::chore::CHORES",
+        "p *KLogs[1].buffer@16",
+        "struct klog_runtime::ring::KLog &KLogs[3]",
+    ];
+    let elf = unpack(&dir.join("vmcore-paging.elf.gz"), image.clone());
+    let want: Vec<String> = cmds.iter().map(|c| kcrash(&elf, c)).collect();
+    for gz in ["vmcore.elf.gz", "vmcore.kdump-flat.gz"] {
+        let d = unpack(&dir.join(gz), image.clone());
+        for (c, want) in cmds.iter().zip(&want) {
+            assert_eq!(kcrash(&d, c), *want, "{gz}: {c}");
+        }
+    }
+    let kdump = Dump::new(dir.join("vmcore.kdump"), image);
+    for (c, want) in cmds.iter().zip(&want) {
+        assert_eq!(kcrash(&kdump, c), *want, "vmcore.kdump: {c}");
+    }
+}

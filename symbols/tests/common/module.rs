@@ -1,0 +1,142 @@
+//! Kernel modules for the module tests: the Debian kernel files CI extracts, `tests/data/kotest.c`
+//! built with Kbuild, each allocated section placed at a kernel-like address of its own (none for
+//! the sections the kernel frees or never loads), and gdb, objdump and addr2line run on them.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use kcrash_harness::tools;
+use object::{Object, ObjectSection};
+use symbols::SectionAddresses;
+
+pub const HEADERS: &str = "/usr/src/linux-headers-6.1.0-56-amd64";
+
+/// `tests/data/kotest.c` built once per test run with Kbuild; `None` (having said why) when
+/// the headers, make or gcc are missing.
+pub fn kotest() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        if !Path::new(HEADERS).join("Makefile").exists() {
+            return None;
+        }
+        if !tools::runs("kotest", "make") || !tools::runs("kotest", "gcc") {
+            return None;
+        }
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kotest");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(super::data("kotest.c"), dir.join("kotest.c")).unwrap();
+        std::fs::write(dir.join("Kbuild"), "obj-m += kotest.o\n").unwrap();
+        tools::output(
+            Command::new("make")
+                .arg("-C")
+                .arg(HEADERS)
+                .arg(format!("M={}", dir.display()))
+                .arg("modules"),
+        );
+        Some(dir.join("kotest.ko"))
+    });
+    if built.is_none() {
+        tools::not_run(
+            "kotest",
+            &format!("{HEADERS}, make or gcc missing: kotest.ko not built"),
+        );
+    }
+    built.as_deref()
+}
+
+/// Sections the module loader frees after initialisation or does not load at all.
+pub fn unloaded(name: &str) -> bool {
+    name.starts_with(".init") || matches!(name, ".modinfo" | "__versions")
+}
+
+/// Every allocated section of `module` but the unloaded ones, a page apart.
+pub fn layout(module: &Path) -> SectionAddresses {
+    let data = std::fs::read(module).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let mut next = 0xffff_ffff_c0a0_0000u64;
+    let mut sections = SectionAddresses::new();
+    for section in file.sections() {
+        let allocated = matches!(section.flags(),
+            object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_ALLOC) != 0);
+        let name = section.name().unwrap();
+        if allocated && section.size() > 0 && !unloaded(name) {
+            sections.insert(name, next);
+            next += section.size().div_ceil(0x1000).max(1) * 0x1000;
+        }
+    }
+    sections
+}
+
+/// gdb's output for `commands` with `module` added at `sections` (stdout only: a question gdb
+/// cannot answer prints its error on stderr, so leaves no line).
+pub fn gdb(module: &Path, sections: &SectionAddresses, commands: &[String]) -> String {
+    let mut add = format!("add-symbol-file {}", module.display());
+    for (name, address) in sections.iter() {
+        add += &format!(" -s {name} {address:#x}");
+    }
+    let mut command = Command::new("gdb");
+    command.args(["-batch", "-nx", "-iex", "set auto-load no", "-ex", &add]);
+    for c in commands {
+        command.arg("-ex").arg(c);
+    }
+    let output = command.output().expect("gdb runs");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// `NAME=0xADDRESS` lines, as [`address_of`]'s commands make gdb print them.
+pub fn addresses(output: &str) -> HashMap<String, u64> {
+    output
+        .lines()
+        .filter_map(|line| {
+            let (name, hex) = line.split_once("=0x")?;
+            Some((name.to_owned(), u64::from_str_radix(hex.trim(), 16).ok()?))
+        })
+        .collect()
+}
+
+/// gdb commands printing `NAME=0xADDRESS` (gdb's `printf` needs a running program, and
+/// without one `unsigned long` is 32 bits wide).
+pub fn address_of(name: &str) -> [String; 3] {
+    [
+        format!("echo {name}="),
+        format!("output/x (unsigned long long)&'{name}'"),
+        "echo \\n".into(),
+    ]
+}
+
+/// `objdump -t`: each symbol's section and value, for symbols whose name is in the table once.
+pub fn objdump_symbols(module: &Path) -> HashMap<String, (String, u64)> {
+    let mut seen = HashMap::new();
+    let mut twice = HashSet::new();
+    for line in tools::output(Command::new("objdump").arg("-t").arg(module)).lines() {
+        // "0000000000000000 l     F .init.text\t000000000000002c kotest_init"
+        let (Some(value), Some(flags), Some(rest)) =
+            (line.get(..16), line.get(17..24), line.get(25..))
+        else {
+            continue;
+        };
+        // Section ('d') and file ('f') symbols name no object.
+        if flags.contains(['d', 'f']) {
+            continue;
+        }
+        let Ok(value) = u64::from_str_radix(value, 16) else {
+            continue;
+        };
+        let Some((section, size_name)) = rest.split_once('\t') else {
+            continue;
+        };
+        let Some((_, name)) = size_name.split_once(' ') else {
+            continue;
+        };
+        if seen
+            .insert(name.to_owned(), (section.to_owned(), value))
+            .is_some()
+        {
+            twice.insert(name.to_owned());
+        }
+    }
+    seen.retain(|name, _| !twice.contains(name));
+    seen
+}
