@@ -110,7 +110,7 @@ fn check_json(what: &str, dump: &Path, image: &Path, expected: &Expected) {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|v| v["damage"].as_array().unwrap().is_empty())
-        .map(|v| v["clock"].as_u64().unwrap())
+        .map(|v| common::dec(&v["clock"]))
         .collect();
     assert!(
         whole.windows(2).all(|w| w[0] >= w[1]),
@@ -234,12 +234,7 @@ fn check_untrusted(what: &str, dump: &str, image: &str, ring: &Ring, stderr: &st
         .lines()
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
-            v["words"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|w| w.as_u64().unwrap())
-                .collect()
+            common::words(&v)
         })
         .collect();
     for rec in ring.records.iter().filter_map(|r| r.event.as_ref()) {

@@ -7,7 +7,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{json_lines, kcrash, kdump, nm, vmlinux, DUMPS};
+use common::{hex, json_lines, kcrash, kdump, nm, vmlinux, DUMPS};
 use kcrash_harness::run::stdout;
 use kcrash_harness::{corpus, tools};
 use serde_json::Value;
@@ -50,10 +50,10 @@ fn check_records(dump: &Path, image: &Path, expected: &Path) {
     for (i, (at, words, format)) in want.iter().enumerate() {
         let chunk = &got[i * 9..i * 9 + 9];
         for (j, w) in words.iter().enumerate() {
-            assert_eq!(chunk[j]["address"].as_u64(), Some(at + 8 * j as u64));
+            assert_eq!(hex(&chunk[j]["address"]), at + 8 * j as u64);
             assert_eq!(
-                chunk[j]["value"].as_u64(),
-                Some(*w),
+                hex(&chunk[j]["value"]),
+                *w,
                 "{} word {j} at {at:#x}",
                 dump.display()
             );
@@ -132,7 +132,7 @@ fn rd_physical_matches_the_image_file() {
         let bytes = |units: &[Value]| -> Vec<u8> {
             units
                 .iter()
-                .map(|v| v["value"].as_u64().unwrap() as u8)
+                .map(|v| hex(&v["value"]) as u8)
                 .collect()
         };
         assert_eq!(bytes(&units[..32]), want, "{dump} physical");

@@ -7,7 +7,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{json_lines, kcrash, nm, nm_all, vmlinux, word_after};
+use common::{hex, json_lines, kcrash, nm, nm_all, vmlinux, word_after};
 use kcrash_harness::run::stdout;
 use kcrash_harness::{corpus, tools};
 use serde_json::Value;
@@ -35,7 +35,7 @@ fn sym_list_is_nms_symbol_table() {
         .map(|s| {
             let name = s["symbol"].as_str().unwrap().to_owned();
             let letter = s["type"].as_str().unwrap().chars().next().unwrap();
-            ((name, s["address"].as_u64().unwrap()), letter)
+            ((name, hex(&s["address"])), letter)
         })
         .collect();
     // Every function and object nm knows is listed at nm's address, global or local as nm says,
@@ -70,7 +70,7 @@ fn sym_list_is_nms_symbol_table() {
     // Address order.
     let addrs: Vec<u64> = listed
         .iter()
-        .map(|s| s["address"].as_u64().unwrap())
+        .map(|s| hex(&s["address"]))
         .collect();
     assert!(addrs.windows(2).all(|w| w[0] <= w[1]));
 }
@@ -185,5 +185,5 @@ fn sym_on_a_process_core_applies_the_load_bias() {
     let docs = json_lines(&out);
     assert_eq!(docs[0]["symbol"].as_str(), Some("KLogBuffer"));
     assert_eq!(docs[0]["offset"].as_u64(), Some(0));
-    assert_eq!(docs[1]["address"].as_u64(), Some(nm["KLogs"].0 + bias));
+    assert_eq!(hex(&docs[1]["address"]), nm["KLogs"].0 + bias);
 }

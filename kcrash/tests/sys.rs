@@ -5,7 +5,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{kcrash, vmlinux, word_after, DUMPS};
+use common::{hex, kcrash, vmlinux, word_after, DUMPS};
 use kcrash_harness::run::stdout;
 use kcrash_harness::{corpus, tools};
 use serde_json::Value;
@@ -33,7 +33,7 @@ fn sys_tells_the_dump_and_the_crash() {
         );
         assert_eq!(doc["cpus"].as_u64(), Some(1), "the harness runs one vCPU");
         assert_eq!(doc["image"].as_str(), Some(vmlinux().to_str().unwrap()));
-        assert_eq!(doc["stops"][0]["cr2"].as_u64(), Some(cr2), "{dump}");
+        assert_eq!(hex(&doc["stops"][0]["cr2"]), cr2, "{dump}");
         assert!(doc["panic"]
             .as_str()
             .unwrap()
