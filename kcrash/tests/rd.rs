@@ -129,12 +129,8 @@ fn rd_physical_matches_the_image_file() {
             "kcrash",
         );
         let units = json_lines(&out);
-        let bytes = |units: &[Value]| -> Vec<u8> {
-            units
-                .iter()
-                .map(|v| hex(&v["value"]) as u8)
-                .collect()
-        };
+        let bytes =
+            |units: &[Value]| -> Vec<u8> { units.iter().map(|v| hex(&v["value"]) as u8).collect() };
         assert_eq!(bytes(&units[..32]), want, "{dump} physical");
         assert_eq!(bytes(&units[32..]), want, "{dump} virtual");
     }

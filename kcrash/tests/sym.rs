@@ -68,10 +68,7 @@ fn sym_list_is_nms_symbol_table() {
     }
     assert!(checked > 100);
     // Address order.
-    let addrs: Vec<u64> = listed
-        .iter()
-        .map(|s| hex(&s["address"]))
-        .collect();
+    let addrs: Vec<u64> = listed.iter().map(|s| hex(&s["address"])).collect();
     assert!(addrs.windows(2).all(|w| w[0] <= w[1]));
 }
 

@@ -100,7 +100,9 @@ pub fn json_records<'l>(
 
 /// A JSON address or raw word: a `"0x…"` string.
 pub fn hex(v: &Value) -> u64 {
-    let text = v.as_str().unwrap_or_else(|| panic!("{v} is not a hex string"));
+    let text = v
+        .as_str()
+        .unwrap_or_else(|| panic!("{v} is not a hex string"));
     let digits = text
         .strip_prefix("0x")
         .unwrap_or_else(|| panic!("{text:?} lacks 0x"));

@@ -9,7 +9,7 @@ use crate::expected::Expected;
 use crate::gdbcheck;
 use crate::kernel::{self, KernelBuild};
 use crate::oracle;
-use crate::programs::Program;
+use crate::programs::{Program, SCENARIOS};
 use crate::qemu::{self, Boot};
 use crate::{repo_root, tools};
 use anyhow::{anyhow, bail, Context, Result};
@@ -24,19 +24,6 @@ pub const REGENERATE: &str = "cargo run --release -p kcrash-harness -- corpus";
 /// Rust path of the bare kernel's module that invokes `klog_config!`, where gdb finds
 /// `KLogs` and `klogClockHz`.
 const BARE_SYMBOL_PREFIX: &str = "bare::platform::";
-
-/// The scenarios every kernel offers (tests/kernels/README.md): the bare kernel's
-/// `klog.scenario=` values, the hosted programs' first argument.
-pub const SCENARIOS: [&str; 8] = [
-    "rings",
-    "wrap",
-    "unfilled",
-    "preinit",
-    "strings",
-    "torn",
-    "scribbled",
-    "off",
-];
 
 /// The bare kernel's own scenario: a CPU exception (a page fault) as the crash.
 pub const BARE_ONLY_SCENARIO: &str = "fault";

@@ -4,8 +4,20 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::corpus::SCENARIOS;
 use crate::{cargo_build, repo_root, tools};
+
+/// The scenarios every kernel offers (tests/kernels/README.md): the bare kernel's
+/// `klog.scenario=` values, the hosted programs' first argument.
+pub const SCENARIOS: [&str; 8] = [
+    "rings",
+    "wrap",
+    "unfilled",
+    "preinit",
+    "strings",
+    "torn",
+    "scribbled",
+    "off",
+];
 
 /// A hosted test program build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -10,7 +10,7 @@ use kcrash_harness::capture;
 use kcrash_harness::corpus::{self, Kernel, Planned};
 use kcrash_harness::dump::Magic;
 use kcrash_harness::expected::{Expected, Ring, Untrusted};
-use kcrash_harness::programs::Program;
+use kcrash_harness::programs::{self, Program};
 use kcrash_harness::tools;
 use std::path::{Path, PathBuf};
 
@@ -244,7 +244,7 @@ fn committed_corpus_holds_every_hosted_scenario() {
             .collect();
         assert_eq!(
             entries.len(),
-            corpus::SCENARIOS.len() + corpus::GCORE_SCENARIOS.len(),
+            programs::SCENARIOS.len() + corpus::GCORE_SCENARIOS.len(),
             "{}: every scenario, and the gcore ones: {entries:?}",
             program.name()
         );
