@@ -1,6 +1,8 @@
 //! Several images searched as one, as a debugger searches a kernel and its loaded modules: a
 //! name in the first image that has it, an address in the image whose sections hold it.
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 use crate::image::{Image, Variable};
 use crate::lines::Frame;
@@ -8,10 +10,11 @@ use crate::symtab::Symbol;
 use crate::types::TypeId;
 
 /// Images searched in the order they were added (put the kernel first, as crash and drgn
-/// do, so that its names win over a module's static of the same name).
-#[derive(Debug, Default)]
+/// do, so that its names win over a module's static of the same name). The images are shared:
+/// a caller that adds modules while others read can clone the set (cheaply) and swap it in.
+#[derive(Debug, Default, Clone)]
 pub struct ImageSet {
-    images: Vec<Image>,
+    images: Vec<Arc<Image>>,
     /// Every image's run-time address ranges as (start, end, image index), sorted by start.
     ranges: Vec<(u64, u64, usize)>,
 }
@@ -22,7 +25,8 @@ impl ImageSet {
     }
 
     /// Adds `image`, searched after those already in the set; returns its index.
-    pub fn push(&mut self, image: Image) -> usize {
+    pub fn push(&mut self, image: impl Into<Arc<Image>>) -> usize {
+        let image = image.into();
         let index = self.images.len();
         self.ranges.extend(
             image
@@ -36,12 +40,12 @@ impl ImageSet {
     }
 
     /// The images, in search order.
-    pub fn images(&self) -> &[Image] {
+    pub fn images(&self) -> &[Arc<Image>] {
         &self.images
     }
 
     pub fn get(&self, index: usize) -> Option<&Image> {
-        self.images.get(index)
+        self.images.get(index).map(|i| &**i)
     }
 
     /// The image whose sections hold run-time `address` (of overlapping ones, the one whose
@@ -56,14 +60,14 @@ impl ImageSet {
             .iter()
             .rev()
             .find(|&&(_, end, _)| address < end)?;
-        self.images.get(index)
+        self.get(index)
     }
 
     /// The ELF symbol `name` in the first image that has it.
     pub fn symbol(&self, name: &str) -> Option<(&Image, Symbol)> {
         self.images
             .iter()
-            .find_map(|image| Some((image, image.symbol(name)?)))
+            .find_map(|image| Some((&**image, image.symbol(name)?)))
     }
 
     /// The ELF symbol containing run-time `address`, in the image that holds it, and the offset
@@ -102,7 +106,7 @@ impl ImageSet {
         find: impl Fn(&'a Image) -> Result<Option<T>>,
     ) -> Result<Option<(&'a Image, T)>> {
         let mut failure = None;
-        for image in &self.images {
+        for image in self.images.iter().map(|i| &**i) {
             match find(image) {
                 Ok(Some(found)) => return Ok(Some((image, found))),
                 Ok(None) | Err(Error::NoDebugInfo { .. }) => {}

@@ -31,7 +31,7 @@ pub fn hex(text: &str) -> Option<u64> {
 pub fn image<'s>(session: &'s Session<'_>) -> Result<&'s Image> {
     session
         .image
-        .as_ref()
+        .as_deref()
         .ok_or_else(|| anyhow!("no image: give the kernel image or program for symbols"))
 }
 
@@ -50,8 +50,10 @@ pub fn address(session: &Session<'_>, text: &str) -> Result<u64> {
     };
     if let Some(sym) = session
         .images()
+        .set
+        .images()
         .iter()
-        .find_map(|i| lookup(i.image(), name))
+        .find_map(|i| lookup(i, name))
     {
         return Ok(sym.address.wrapping_add(offset));
     }

@@ -128,7 +128,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(argv)?;
     let session = cx.session;
     let info = session.dump.vmcoreinfo()?;
-    let ring = printk::find(info.as_ref(), session.image.as_ref(), session, args.level)?;
+    let ring = printk::find(info.as_ref(), session.image.as_deref(), session, args.level)?;
     let boot = if args.human {
         Some(boot_time(cx.session)?)
     } else {

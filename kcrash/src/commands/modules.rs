@@ -72,13 +72,8 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
                     .ok_or_else(|| anyhow!("{name}.ko is not under {}", dir.display()))?
             }
         };
-        let m = session.load_module(name, &file)?;
-        writeln!(
-            cx.out,
-            "{}: symbols and DWARF from {}",
-            m.name,
-            file.display()
-        )?;
+        session.load_module(name, &file)?;
+        writeln!(cx.out, "{name}: symbols and DWARF from {}", file.display())?;
         return Ok(Flow::Continue);
     }
     if let Some(dir) = &args.load_all {
@@ -145,16 +140,16 @@ impl Report for Modules {
 
 fn list(cx: &mut Context<'_, '_>, json: bool) -> Result<Flow> {
     let session = cx.session;
-    let loaded = session.loaded_modules();
+    let images = session.images();
     let modules = modules(session.kernel())?
         .into_iter()
         .map(|m| Row {
             module: Hex(m.addr),
             taints: m.taint_letters(),
-            object: loaded
-                .iter()
-                .find(|l| l.name == m.name)
-                .map(|l| l.image.path().display().to_string()),
+            object: images
+                .modules()
+                .find(|(name, _)| *name == m.name)
+                .map(|(_, image)| image.path().display().to_string()),
             name: m.name,
             base: Hex(m.base),
             size: m.size,

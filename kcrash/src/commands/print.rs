@@ -70,15 +70,15 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         bail!("print what? (p EXPR; p --help)");
     }
     let images = session.images();
-    if images.is_empty() {
+    if images.set.images().is_empty() {
         bail!("no image: give the image with DWARF to print expressions");
     }
     let expr = parse_expr(&text).map_err(|e| anyhow!("{}", e.show(&text)))?;
     // The kernel first, then each loaded module: the first that knows every name in the
     // expression evaluates it, as gdb searches its object files.
     let mut failure = None;
-    for image in &images {
-        let ev = Evaluator::new(image.image(), session);
+    for image in images.set.images() {
+        let ev = Evaluator::new(image, session);
         let value = match ev.eval(&expr) {
             Ok(v) => v,
             Err(e @ Error::NoSymbol { .. }) => {

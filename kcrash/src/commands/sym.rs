@@ -15,7 +15,6 @@ use crate::interrupt;
 use crate::linux::live::{Kallsym, Kallsyms};
 use crate::paint::Paint;
 use crate::report::{self, Hex, Report};
-use crate::session::ImageRef;
 use crate::symbolize::{display_name, lookup};
 
 /// Translate a symbol to its address or an address to its symbol, or list symbols.
@@ -95,13 +94,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     for what in &args.what {
         let addr = address(cx.session, what)?;
         // A loaded module's sections hold their addresses; the kernel has the rest.
-        let image = images
-            .iter()
-            .find_map(|i| match i {
-                ImageRef::Module(m) if m.image.contains(addr) => Some(&m.image),
-                _ => None,
-            })
-            .unwrap_or(image);
+        let image = images.set.image_at(addr).unwrap_or(image);
         // A name asked for is shown as asked, though another name shares its address
         // (jiffies and jiffies_64).
         let named = lookup(image, what).filter(|s| s.address == addr);

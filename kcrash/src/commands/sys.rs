@@ -191,7 +191,7 @@ impl Report {
             facts.push(("machine", json!(h.machine)));
             facts.push(("dump_level", json!(h.dump_level)));
         }
-        let stops = Stop::all(&qemu, &prstatus, session.image.as_ref());
+        let stops = Stop::all(&qemu, &prstatus, session.image.as_deref());
         let cpus = match dump.kdump_header() {
             Some(h) if h.nr_cpus > 0 => h.nr_cpus as usize,
             _ => stops.len(),
@@ -440,7 +440,7 @@ fn linux_facts(
         .dump
         .vmcoreinfo()
         .map_err(crate::error::Error::from)
-        .and_then(|info| printk::find(info.as_ref(), session.image.as_ref(), session, false));
+        .and_then(|info| printk::find(info.as_ref(), session.image.as_deref(), session, false));
     match ring {
         Ok(ring) => facts::panic_message(&ring),
         Err(e) => {

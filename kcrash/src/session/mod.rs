@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use dumpfmt::translate::{AddressSpace, LinearMap, Source};
 use dumpfmt::Dump;
-use symbols::Image;
+use symbols::{Image, ImageSet};
 
 use crate::error::{Context, Error, Result};
 use crate::klog::layout::{KLogLayout, LayoutError};
@@ -23,7 +23,8 @@ pub use process::{FileBacked, FileRange};
 /// An open dump with its image.
 pub struct Session<'d> {
     pub dump: &'d Dump,
-    pub image: Option<Image>,
+    /// The kernel image or the program, when given or found: the first image searched.
+    pub image: Option<Arc<Image>>,
     space: AddressSpace<'d>,
     /// Process cores: memory the core does not hold, read from the files it was mapped from.
     pub file_backed: FileBacked,
@@ -31,17 +32,35 @@ pub struct Session<'d> {
     pub notes: Vec<String>,
     /// Set when the dump is a Linux kernel's and its vmlinux was given.
     pub linux: Option<Linux>,
-    /// Kernel modules whose `.ko` is loaded at their sections' addresses (`mod -s`, `mod -S`,
-    /// or a `.ko` on the command line). Added to while commands run, hence the lock.
-    modules: RwLock<Vec<Arc<LoadedModule>>>,
+    /// Every image searched as one: the image, then the kernel modules whose `.ko` is loaded at
+    /// their sections' addresses (`mod -s`, `mod -S`, a `.ko` on the command line). Loading a
+    /// module swaps in a new set while commands may hold the old one, hence the lock and Arc.
+    images: RwLock<Arc<Images>>,
     klog: OnceLock<Klog>,
 }
 
-/// A module's `.ko`, placed where the dump's kernel loaded it.
-#[derive(Debug)]
-pub struct LoadedModule {
-    pub name: String,
-    pub image: Image,
+/// The session's images searched as one (the kernel's names first, as crash and drgn do), with
+/// the name of each loaded module.
+#[derive(Debug, Default, Clone)]
+pub struct Images {
+    pub set: ImageSet,
+    /// For each image of `set`: the module's name, or `None` for the kernel or program.
+    names: Vec<Option<String>>,
+}
+
+impl Images {
+    /// The loaded modules in load order: each one's name and image.
+    pub fn modules(&self) -> impl Iterator<Item = (&str, &Arc<Image>)> {
+        self.names
+            .iter()
+            .zip(self.set.images())
+            .filter_map(|(name, image)| Some((name.as_deref()?, image)))
+    }
+
+    fn push(&mut self, name: Option<String>, image: Arc<Image>) {
+        self.set.push(image);
+        self.names.push(name);
+    }
 }
 
 const AT_ENTRY: u64 = 9;
@@ -58,7 +77,7 @@ impl<'d> Session<'d> {
             file_backed: FileBacked::default(),
             notes: Vec::new(),
             linux: None,
-            modules: RwLock::new(Vec::new()),
+            images: RwLock::default(),
             klog: OnceLock::new(),
         };
         if dump.is_process_core() {
@@ -66,6 +85,11 @@ impl<'d> Session<'d> {
         } else if let Some(path) = image {
             s.open_kernel(path)?;
         }
+        let mut images = Images::default();
+        if let Some(image) = &s.image {
+            images.push(None, Arc::clone(image));
+        }
+        s.images = RwLock::new(Arc::new(images));
         Ok(s)
     }
 
@@ -129,7 +153,7 @@ impl<'d> Session<'d> {
         }
         let exe = exe_path.as_deref().map(|name| (name, path.clone()));
         self.file_backed = FileBacked::new(&mappings, exe, &self.space, &mut self.notes);
-        self.image = Some(image);
+        self.image = Some(Arc::new(image));
         Ok(())
     }
 
@@ -144,7 +168,7 @@ impl<'d> Session<'d> {
                 linux::open(self.dump, &mut self.space, image, info.as_ref(), &path)?;
             self.notes.push(linux.note());
             self.linux = Some(linux);
-            self.image = Some(image);
+            self.image = Some(Arc::new(image));
             return Ok(());
         }
         for seg in image.load_segments() {
@@ -156,7 +180,7 @@ impl<'d> Session<'d> {
                 }));
             }
         }
-        self.image = Some(image);
+        self.image = Some(Arc::new(image));
         self.check_kernel_image(&path)
     }
 
@@ -199,31 +223,20 @@ impl<'d> Session<'d> {
     /// The kernel as Linux's readers see it.
     pub fn kernel(&self) -> linux::Kernel<'_> {
         linux::Kernel {
-            image: self.image.as_ref(),
+            image: self.image.as_deref(),
             mem: self,
         }
     }
 
-    /// The modules whose `.ko` is loaded, in load order.
-    pub fn loaded_modules(&self) -> Vec<Arc<LoadedModule>> {
-        self.modules
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// Every image, the kernel (or program) first, then the loaded modules: where names are
-    /// looked up, in order.
-    pub fn images(&self) -> Vec<ImageRef<'_>> {
-        let mut all: Vec<ImageRef<'_>> = self.image.iter().map(ImageRef::Main).collect();
-        all.extend(self.loaded_modules().into_iter().map(ImageRef::Module));
-        all
+    /// The images as they are now: the image, then the loaded modules.
+    pub fn images(&self) -> Arc<Images> {
+        Arc::clone(&self.images.read().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Loads module `name`'s `.ko` from `file` at the addresses its sections have in the dump
     /// (replacing one loaded before). On a live kernel the addresses come from
     /// /sys/module/NAME/sections, which needs no vmlinux.
-    pub fn load_module(&self, name: &str, file: &Path) -> Result<Arc<LoadedModule>> {
+    pub fn load_module(&self, name: &str, file: &Path) -> Result<()> {
         let sections = if self.dump.is_live() {
             linux::live::module_sections(name)?
         } else {
@@ -237,14 +250,16 @@ impl<'d> Session<'d> {
         };
         let image =
             Image::open_relocatable(file, &sections).with_context(|| file.display().to_string())?;
-        let loaded = Arc::new(LoadedModule {
-            name: name.to_owned(),
-            image,
-        });
-        let mut all = self.modules.write().unwrap_or_else(|p| p.into_inner());
-        all.retain(|m| m.name != name);
-        all.push(Arc::clone(&loaded));
-        Ok(loaded)
+        let mut images = self.images.write().unwrap_or_else(|p| p.into_inner());
+        let mut next = Images::default();
+        for (old, image) in images.names.iter().zip(images.set.images()) {
+            if old.as_deref() != Some(name) {
+                next.push(old.clone(), Arc::clone(image));
+            }
+        }
+        next.push(Some(name.to_owned()), Arc::new(image));
+        *images = Arc::new(next);
+        Ok(())
     }
 
     /// The KLog state, found through DWARF on first use: in the image, or in the first loaded
@@ -254,10 +269,11 @@ impl<'d> Session<'d> {
             return Ok(klog);
         }
         let images = self.images();
-        let image = images
+        let all = images.set.images();
+        let image = all
             .iter()
-            .find(|i| i.image().symbol("KLogs").is_some())
-            .or(images.first())
+            .find(|i| i.symbol("KLogs").is_some())
+            .or(all.first())
             .ok_or_else(|| {
                 Error::Missing(if self.dump.is_live() {
                     "no KLogs: give the .ko of the module that holds it (kcrash klogtest.ko), or \
@@ -266,8 +282,7 @@ impl<'d> Session<'d> {
                 } else {
                     "no image: give the kernel image (vmlinux) with DWARF to read the KLog".into()
                 })
-            })?
-            .image();
+            })?;
         if image.debug_path().is_none() {
             return Err(Error::Missing(format!(
                 "{} has no DWARF debug information, which klog needs to lay out KLogs; \
@@ -281,22 +296,6 @@ impl<'d> Session<'d> {
             other => Error::from(other).context(image.path().display().to_string()),
         })?;
         Ok(self.klog.get_or_init(|| Klog::read(self, layout)))
-    }
-}
-
-/// An image of the session: the kernel or program, or a loaded module.
-#[derive(Clone)]
-pub enum ImageRef<'s> {
-    Main(&'s Image),
-    Module(Arc<LoadedModule>),
-}
-
-impl ImageRef<'_> {
-    pub fn image(&self) -> &Image {
-        match self {
-            ImageRef::Main(image) => image,
-            ImageRef::Module(m) => &m.image,
-        }
     }
 }
 
