@@ -61,28 +61,39 @@ fn check(files: &[PathBuf], command: &str, schema_name: &str, shape: Shape) -> V
 }
 
 /// The commands that read any dump with its image, and the schema each answers to.
-fn common_commands(files: &[PathBuf], string_at: u64) {
-    use Shape::*;
-    check(files, "klog 0 --json", "klog", Lines);
-    check(files, "klog --salvage --json", "klog", Lines);
-    check(files, "klog -s --json", "klog-summary", Document);
-    check(files, "sym --json KLogs KLogBuffer", "sym", Lines);
-    check(files, "sym -l --json KLog", "sym", Lines);
-    check(files, "rd --json KLogs 16", "rd", Lines);
-    check(files, "rd -s --json KLogs 4", "rd", Lines);
-    check(files, "rd -32 --json KLogs 4", "rd", Lines);
-    check(files, &format!("rd -a --json {string_at:#x}"), "rd", Lines);
+const COMMON: &[(&str, &str, Shape)] = &[
+    ("klog 0 --json", "klog", Shape::Lines),
+    ("klog --salvage --json", "klog", Shape::Lines),
+    ("klog -s --json", "klog-summary", Shape::Document),
+    ("sym --json KLogs KLogBuffer", "sym", Shape::Lines),
+    ("sym -l --json KLog", "sym", Shape::Lines),
+    ("rd --json KLogs 16", "rd", Shape::Lines),
+    ("rd -s --json KLogs 4", "rd", Shape::Lines),
+    ("rd -32 --json KLogs 4", "rd", Shape::Lines),
     // Unreadable memory: a run of it, and single units at the edge of the readable.
-    check(files, "rd --json 0x10 4", "rd", Lines);
-    check(files, "p --json KLogs", "print", Lines);
-    check(files, "p --json KLogs[1].name", "print", Lines);
-    check(files, "p --json &KLogs[2]", "print", Lines);
-    check(files, "p --json DebugFlags", "print", Lines);
-    check(files, "whatis --json KLogs", "whatis", Lines);
-    check(files, "ptype --json KLog", "ptype", Lines);
-    check(files, "struct --json KLog", "ptype", Lines);
-    check(files, "struct --json KLog &KLogs[1]", "print", Lines);
-    check(files, "sys --json", "sys", Document);
+    ("rd --json 0x10 4", "rd", Shape::Lines),
+    ("p --json KLogs", "print", Shape::Lines),
+    ("p --json KLogs[1].name", "print", Shape::Lines),
+    ("p --json &KLogs[2]", "print", Shape::Lines),
+    ("p --json DebugFlags", "print", Shape::Lines),
+    ("whatis --json KLogs", "whatis", Shape::Lines),
+    ("ptype --json KLog", "ptype", Shape::Lines),
+    ("struct --json KLog", "ptype", Shape::Lines),
+    ("struct --json KLog &KLogs[1]", "print", Shape::Lines),
+    ("sys --json", "sys", Shape::Document),
+];
+
+fn common_commands(files: &[PathBuf]) {
+    for &(command, schema, shape) in COMMON {
+        check(files, command, schema, shape);
+    }
+    // A string in the dump: the first record's format.
+    check(
+        files,
+        &format!("rd -a --json {:#x}", a_format_string(files)),
+        "rd",
+        Shape::Lines,
+    );
 }
 
 /// The first format string a ring's record points to: an address `rd -a` reads as a string.
@@ -108,7 +119,7 @@ fn corpus_outputs_match_their_schemas() {
             "{} is not in the corpus",
             files[0].display()
         );
-        common_commands(&files, a_format_string(&files));
+        common_commands(&files);
     }
 }
 
@@ -165,7 +176,7 @@ fn linux_outputs_match_their_schemas() {
         .is_some_and(|t| t.contains("Kernel panic"))));
     check(&files, "log -m -T --json", "log", Lines);
     check(&files, "sys --json", "sys", Document);
-    common_commands(&files, a_format_string(&files));
+    common_commands(&files);
 }
 
 /// The schemas hold what they promise: a real record passes, and the same record with an
