@@ -77,6 +77,9 @@ impl fmt::Display for TypeName {
     }
 }
 
+/// The most of an expression an error shows, in characters.
+const SHOWN: usize = 80;
+
 /// What is wrong with an expression and where: `pos` is a byte offset into the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
@@ -86,11 +89,29 @@ pub struct ParseError {
 
 impl ParseError {
     /// The message with the column and the expression, on one line: errors are one line each.
+    /// A long expression is shown around the column, control characters escaped.
     pub fn show(&self, input: &str) -> String {
         let col = input
             .get(..self.pos.min(input.len()))
             .map_or(0, |s| s.chars().count());
-        format!("{} at column {} of `{input}`", self.msg, col + 1)
+        let chars: Vec<char> = input.chars().collect();
+        let (from, to) = if chars.len() <= SHOWN {
+            (0, chars.len())
+        } else {
+            let from = col.saturating_sub(SHOWN / 2).min(chars.len() - SHOWN);
+            (from, from + SHOWN)
+        };
+        let mut shown: String = chars[from..to]
+            .iter()
+            .flat_map(|c| c.escape_debug())
+            .collect();
+        if from > 0 {
+            shown.insert(0, '…');
+        }
+        if to < chars.len() {
+            shown.push('…');
+        }
+        format!("{} at column {} of `{shown}`", self.msg, col + 1)
     }
 }
 
@@ -120,6 +141,11 @@ const PUNCTS: &[&str] = &[
 /// Deepest nesting of parentheses and unary operators; deeper input is refused, not a stack
 /// overflow.
 const MAX_DEPTH: usize = 256;
+
+/// Most operators in one expression, and most pointers on one type. A chain of them (`1+1+…`,
+/// `x[0][0]…`, `a.b.b…`, `T * * …`) is parsed by a loop but makes a tree as deep as it is long,
+/// which evaluating, printing and dropping walk by recursion: longer input is refused.
+const MAX_OPERATORS: usize = 256;
 
 fn lex(input: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
     let bytes = input.as_bytes();
@@ -232,6 +258,7 @@ struct Parser {
     toks: Vec<(Tok, usize)>,
     at: usize,
     depth: usize,
+    operators: usize,
 }
 
 /// Parses a whole expression.
@@ -257,6 +284,7 @@ impl Parser {
             toks: lex(input)?,
             at: 0,
             depth: 0,
+            operators: 0,
         })
     }
 
@@ -340,10 +368,22 @@ impl Parser {
         Ok(())
     }
 
+    /// Counts one more operator (or pointer) of the expression.
+    fn operator(&mut self) -> Result<(), ParseError> {
+        self.operators += 1;
+        if self.operators > MAX_OPERATORS {
+            return self.error(format!(
+                "more than {MAX_OPERATORS} operators in one expression"
+            ));
+        }
+        Ok(())
+    }
+
     /// Binary operators by precedence climbing, loosest first; gdb's `@` is looser than all.
     fn expr(&mut self) -> Result<Expr, ParseError> {
         let mut e = self.binary(0)?;
         while self.eat("@") {
+            self.operator()?;
             e = Expr::Repeat(Box::new(e), Box::new(self.binary(0)?));
         }
         Ok(e)
@@ -372,6 +412,7 @@ impl Parser {
         'outer: loop {
             for (punct, op) in *ops {
                 if self.eat(punct) {
+                    self.operator()?;
                     let rhs = self.binary(level + 1)?;
                     lhs = Expr::Binary(*op, Box::new(lhs), Box::new(rhs));
                     continue 'outer;
@@ -468,6 +509,7 @@ impl Parser {
                 self.bump();
                 self.bump();
                 pointers += 1;
+                self.operator()?;
             } else {
                 break;
             }
@@ -524,6 +566,7 @@ impl Parser {
         loop {
             if self.eat("*") {
                 pointers += 1;
+                self.operator()?;
             } else if matches!(self.peek(), Tok::Ident(w) if w == "const" || w == "volatile") {
                 self.bump();
             } else {
@@ -622,12 +665,15 @@ impl Parser {
         let mut e = self.primary()?;
         loop {
             if self.eat("[") {
+                self.operator()?;
                 let index = self.expr()?;
                 self.expect("]")?;
                 e = Expr::Index(Box::new(e), Box::new(index));
             } else if self.eat(".") {
+                self.operator()?;
                 e = Expr::Member(Box::new(e), self.member_name()?);
             } else if self.eat("->") {
+                self.operator()?;
                 e = Expr::Arrow(Box::new(e), self.member_name()?);
             } else {
                 return Ok(e);
@@ -940,6 +986,40 @@ mod tests {
         assert!(parse_expr(&stars).is_err());
         let ok = "(".repeat(100) + "1" + &")".repeat(100);
         assert_eq!(parse_expr(&ok), Ok(Expr::Int(1)));
+    }
+
+    #[test]
+    fn errors_show_a_long_expression_around_the_column_escaped() {
+        let input = "1+".repeat(300) + "1";
+        let e = parse_expr(&input).unwrap_err();
+        let shown = e.show(&input);
+        assert!(shown.len() < 200, "{shown}");
+        assert!(shown.contains("at column 515 of `…"), "{shown}");
+        let bad = "x\u{7}y+";
+        assert_eq!(
+            parse_expr(bad).unwrap_err().show(bad),
+            "unexpected character '\\u{7}' at column 2 of `x\\u{7}y+`"
+        );
+    }
+
+    #[test]
+    fn long_operator_chains_are_refused_not_a_stack_overflow() {
+        let refused = |input: String| {
+            let e = parse_expr(&input).unwrap_err();
+            assert!(e.msg.contains("operators in one expression"), "{e}");
+        };
+        refused(vec!["1"; 100_000].join("+"));
+        refused("x".to_owned() + &"[0]".repeat(100_000));
+        refused("a".to_owned() + &".b".repeat(100_000));
+        refused("a".to_owned() + &"->b".repeat(100_000));
+        refused("x".to_owned() + &"@2".repeat(100_000));
+        refused(format!("(T {})0", "* ".repeat(100_000)));
+        refused(format!("sizeof(T {})", "*".repeat(100_000)));
+        assert!(parse_type(&format!("T {}", "*".repeat(100_000))).is_none());
+        // Long but ordinary expressions still parse.
+        let sum = vec!["1"; 200].join("+");
+        assert!(parse_expr(&sum).is_ok());
+        assert!(parse_expr(&("x".to_owned() + &"[0]".repeat(200))).is_ok());
     }
 
     proptest! {
