@@ -5,7 +5,10 @@
 //!
 //! Where: `$KCRASH_INDEX_CACHE` (`off` turns the cache off), else `$XDG_CACHE_HOME/kcrash/index`,
 //! else `~/.cache/kcrash/index`. The cache is never required: a directory that cannot be written
-//! costs a scan per session and one note.
+//! costs a scan per session and one note. A directory another user owns, or that others may
+//! write to, is not used at all (one note); a new one is created private (0700). The cache file
+//! is opened without blocking and without following a link, and must be a regular file: a FIFO
+//! or a link put in its place is ignored with a note, never waited on.
 //!
 //! The file is untrusted input. Format, all little-endian:
 //!
@@ -35,6 +38,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::UNIX_EPOCH;
@@ -139,11 +143,25 @@ fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
 impl CacheFile {
     /// The cache file for `key` in `dir`, its header checked.
     pub(crate) fn open(dir: &Path, key: &Key) -> Result<CacheFile, Rejected> {
-        let file = match File::open(key.path_in(dir)) {
+        // Not blocking (a FIFO put there would hang every session in open) and not following a
+        // link (the cache names no file but its own).
+        let opened = File::options()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+            .open(key.path_in(dir));
+        let file = match opened {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Rejected::Missing),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(Rejected::Invalid("a symbolic link".into()))
+            }
             Err(e) => return Err(Rejected::Invalid(format!("cannot open: {e}"))),
         };
+        match file.metadata() {
+            Ok(m) if m.file_type().is_file() => {}
+            Ok(_) => return Err(Rejected::Invalid("not a regular file".into())),
+            Err(e) => return Err(Rejected::Invalid(format!("cannot stat: {e}"))),
+        }
         // SAFETY: the map is read-only. Cache files are only ever replaced by rename, never
         // rewritten in place, so the mapped file does not change under us.
         let map = unsafe { Mmap::map(&file) }
@@ -377,7 +395,10 @@ pub(crate) fn store(
     ] {
         header.extend_from_slice(&word.to_le_bytes());
     }
-    std::fs::create_dir_all(dir)?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     let (temp, file) = tempfile_in(dir)?;
     let write = || -> std::io::Result<()> {
         let mut out = BufWriter::new(file);
@@ -411,6 +432,45 @@ fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, File)> {
         std::io::ErrorKind::AlreadyExists,
         "no free temporary file name",
     ))
+}
+
+/// Why `dir` cannot be trusted with the cache, if it cannot: files there are read as the
+/// image's index, so a directory another user owns, or others may write to, could feed a
+/// session any index. One that does not exist yet is created private.
+pub(crate) fn distrust(dir: &Path) -> Option<String> {
+    let meta = match std::fs::metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => return Some(format!("cannot stat it: {e}")),
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_dir() {
+        Some("not a directory".into())
+    } else if meta.uid() != me {
+        Some(format!(
+            "owned by uid {}, not by this user ({me})",
+            meta.uid()
+        ))
+    } else if meta.mode() & 0o022 != 0 {
+        Some(format!(
+            "writable by others (mode {:o})",
+            meta.mode() & 0o7777
+        ))
+    } else {
+        None
+    }
+}
+
+/// Says once per process that the cache directory is not used, and why.
+pub(crate) fn note_distrusted(dir: &Path, why: &str) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "note: not using the name-index cache in {}: {why}; indexing each session",
+            dir.display()
+        );
+    }
 }
 
 /// Says once per process that the cache could not be written, and why.
@@ -526,6 +586,81 @@ mod tests {
             return tools::not_run("cached_index_is_the_scanned_index_debian_vmlinux", &why);
         }
         check_round_trip(&vmlinux);
+    }
+
+    fn some_key() -> Key {
+        Key {
+            build_id: vec![0xab; 20],
+            file_size: 1,
+            mtime_ns: 2,
+            debug_info_len: MIN_DEBUG_INFO,
+        }
+    }
+
+    /// A FIFO or a link where the cache file should be is refused at once: opening it neither
+    /// blocks nor follows the link.
+    #[test]
+    fn special_files_are_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = some_key();
+        let path = key.path_in(dir.path());
+        let made = Command::new("mkfifo").arg(&path).status();
+        if made.is_ok_and(|s| s.success()) {
+            assert_eq!(
+                CacheFile::open(dir.path(), &key).unwrap_err(),
+                Rejected::Invalid("not a regular file".into())
+            );
+            std::fs::remove_file(&path).unwrap();
+        } else {
+            tools::not_run("special_files_are_refused_without_waiting", "no mkfifo");
+        }
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, b"KCRSHIDX").unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        assert_eq!(
+            CacheFile::open(dir.path(), &key).unwrap_err(),
+            Rejected::Invalid("a symbolic link".into())
+        );
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        assert_eq!(
+            CacheFile::open(dir.path(), &key).unwrap_err(),
+            Rejected::Invalid("not a regular file".into())
+        );
+    }
+
+    /// Only a private directory of this user's holds the cache; a new one is made private.
+    #[test]
+    fn only_a_private_directory_is_trusted() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("new");
+        assert_eq!(distrust(&cache), None, "one that does not exist yet");
+        store(&cache, &some_key(), &[], &[], &[]).unwrap();
+        let mode = std::fs::metadata(&cache).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o700, "created private");
+        assert_eq!(distrust(&cache), None);
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(distrust(&cache)
+            .unwrap()
+            .contains("writable by others (mode 777)"));
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o720)).unwrap();
+        assert!(distrust(&cache).unwrap().contains("writable by others"));
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"").unwrap();
+        assert_eq!(distrust(&file).as_deref(), Some("not a directory"));
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            let chowned = Command::new("chown").arg("nobody").arg(&cache).status();
+            assert!(chowned.is_ok_and(|s| s.success()), "chown nobody");
+            assert!(distrust(&cache).unwrap().starts_with("owned by uid "));
+        } else {
+            tools::not_run_here(
+                "only_a_private_directory_is_trusted: another user's directory",
+                "not root, cannot give a directory away",
+            );
+        }
     }
 
     /// A valid cache file of the C fixture, its bytes, and what it was made for.

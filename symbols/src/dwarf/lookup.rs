@@ -82,6 +82,10 @@ impl DwarfFile {
             return None;
         }
         let dir = self.index_cache.as_ref()?;
+        if let Some(why) = index_cache::distrust(dir) {
+            index_cache::note_distrusted(dir, &why);
+            return None;
+        }
         let file = self.sections.file();
         let key = Key::of(&file.path, file.build_id.as_deref()?, debug_info_len)?;
         Some(self.cached_in(dir, &key))
