@@ -6,14 +6,14 @@
 //! [`Storage::read_at`], caching nothing, so it reads a live file and a dump alike.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
 use memmap2::Mmap;
 
 use crate::bytes::{u16_le, u32_le, u64_le};
-use crate::detect::{detect, FileKind};
+use crate::detect::{detect, FileKind, DETECT_LEN};
 use crate::error::{Error, FileRef};
 
 /// A whole dump's bytes: a memory map, or a caller's buffer.
@@ -117,12 +117,32 @@ impl Storage {
     }
 
     /// Decompress into an unlinked temporary file (the size is only known at the end, and a
-    /// dump can exceed RAM), then map that.
+    /// dump can exceed RAM), then map that. The first bytes are looked at before the rest is
+    /// inflated: when they are no dump's signature, only they are kept (for the reader to say
+    /// what they are), so a small file of anything else never fills the disk.
     fn gunzip(file_ref: &FileRef, compressed: &[u8]) -> Result<Storage, Error> {
         let mut out =
             tempfile::tempfile().map_err(|e| file_ref.io("cannot create a temporary file", e))?;
+        let inflate_error = |e| file_ref.io("cannot decompress gzip", e);
         let mut decoder = flate2::read::MultiGzDecoder::new(compressed);
-        io::copy(&mut decoder, &mut out).map_err(|e| file_ref.io("cannot decompress gzip", e))?;
+        let mut head = [0u8; DETECT_LEN];
+        let mut n = 0;
+        while n < head.len() {
+            match decoder.read(&mut head[n..]) {
+                Ok(0) => break,
+                Ok(got) => n += got,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(inflate_error(e)),
+            }
+        }
+        out.write_all(&head[..n])
+            .map_err(|e| file_ref.io("cannot write the temporary file", e))?;
+        if matches!(
+            detect(&head[..n]),
+            Some(FileKind::ElfCore | FileKind::Kdump | FileKind::KdumpFlattened)
+        ) {
+            io::copy(&mut decoder, &mut out).map_err(inflate_error)?;
+        }
         let bytes =
             map_file(&out).map_err(|e| file_ref.io("cannot map the decompressed dump", e))?;
         Ok(Storage::Whole {

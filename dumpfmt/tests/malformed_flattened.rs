@@ -58,3 +58,30 @@ fn corrupt_gzip_names_the_file() {
     );
     assert!(e.to_string().starts_with(NAME));
 }
+
+/// Bytes this process has handed to write(2) so far (`wchar` of /proc/self/io).
+fn written_by_this_process() -> u64 {
+    let io = std::fs::read_to_string("/proc/self/io").expect("/proc/self/io");
+    io.lines()
+        .find_map(|l| l.strip_prefix("wchar: "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("wchar")
+}
+
+/// A small gzip file of something that is no dump is refused after its first bytes: the
+/// 256 MiB it would inflate to are never written out.
+#[test]
+fn gzip_of_no_dump_is_refused_before_it_is_inflated() {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    std::io::Write::write_all(&mut e, b"hello, this is no dump").unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..256 {
+        std::io::Write::write_all(&mut e, &zeros).unwrap();
+    }
+    let small = e.finish().unwrap();
+    assert!(small.len() < 1 << 20, "{} bytes", small.len());
+    let before = written_by_this_process();
+    open_fails(&small, 0, "not a recognised dump");
+    let written = written_by_this_process() - before;
+    assert!(written < 16 << 20, "{written} bytes written");
+}
