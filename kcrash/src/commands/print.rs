@@ -90,7 +90,7 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         if let (Ty::NoDebug, Expr::Name(name)) = (&value.ty, &expr) {
             bail!("'{name}' has unknown type; cast it to its declared type");
         }
-        let node = Reader { ev: &ev, opts }.read(&value)?;
+        let node = Reader::new(&ev, opts).read(&value)?;
         if json {
             report::json_line(&to_json(&ev, &node), out)?;
         } else {

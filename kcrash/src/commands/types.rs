@@ -194,7 +194,7 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
         pretty: true,
         ..Options::default()
     };
-    let node = Reader { ev: &ev, opts }.read(&value)?;
+    let node = Reader::new(&ev, opts).read(&value)?;
     if json {
         report::json_line(&value_json(&ev, &node), out)?;
         return Ok(Flow::Continue);
@@ -241,7 +241,7 @@ fn members_of(
         let last = path.rsplit('.').next().unwrap_or(path);
         match at {
             Some(_) => {
-                let node = Reader { ev, opts }.read(&v)?;
+                let node = Reader::new(ev, opts).read(&v)?;
                 let mut text = String::new();
                 Writer { ev, opts }.write(&node, 2, &mut text);
                 writeln!(out, "  {last} = {text}")?;

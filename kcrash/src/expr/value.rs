@@ -123,13 +123,31 @@ const MAX_CHAR_ARRAY: u64 = 65536;
 /// Nesting deeper than this is a type cycle in broken DWARF, not a real value.
 const MAX_NESTING: usize = 64;
 
+/// Most parts one value is read into. Nesting alone does not bound a value: a type that holds
+/// an array of itself (broken DWARF) doubles at each of its 64 levels.
+const MAX_PARTS: u64 = 200_000;
+
+/// Most equal elements one run of an array folds: counting a run reads every element, and an
+/// array's length comes from the DWARF.
+const MAX_RUN: u64 = 1 << 16;
+
 /// Reads values into nodes.
 pub struct Reader<'e, 'a> {
-    pub ev: &'e Evaluator<'a>,
-    pub opts: Options,
+    ev: &'e Evaluator<'a>,
+    opts: Options,
+    /// Parts read so far, against [`MAX_PARTS`].
+    parts: std::cell::Cell<u64>,
 }
 
-impl Reader<'_, '_> {
+impl<'e, 'a> Reader<'e, 'a> {
+    pub fn new(ev: &'e Evaluator<'a>, opts: Options) -> Self {
+        Reader {
+            ev,
+            opts,
+            parts: std::cell::Cell::new(0),
+        }
+    }
+
     /// Reads `v`. Fails only when nothing of it can be read; parts that cannot be read are
     /// [`Kind::Unreadable`] nodes.
     pub fn read(&self, v: &Value) -> Result<Node> {
@@ -180,6 +198,12 @@ impl Reader<'_, '_> {
         };
         if depth > MAX_NESTING {
             return node(Kind::Opaque("<nested too deeply>".into()));
+        }
+        self.parts.set(self.parts.get() + 1);
+        if self.parts.get() > MAX_PARTS {
+            return node(Kind::Opaque(format!(
+                "<elided: the value has more than {MAX_PARTS} parts>"
+            )));
         }
         let value = Value {
             ty: ty.clone(),
@@ -444,7 +468,7 @@ impl Reader<'_, '_> {
             let this = raw(i);
             let mut reps = 1;
             if this.is_some() {
-                while i + reps < len && raw(i + reps) == this {
+                while i + reps < len && reps < MAX_RUN && raw(i + reps) == this {
                     reps += 1;
                 }
             }
