@@ -21,6 +21,13 @@ const FINALIZED: u64 = 2;
 /// log buffer of at most 2^31 bytes (LOG_BUF_LEN_MAX); descriptors are a fraction of that.
 const MAX_COUNT_BITS: u64 = 26;
 const MAX_SIZE_BITS: u64 = 31;
+/// The most bytes one of the ring's arrays is read into: the text ring's own maximum. A
+/// descriptor or info array that would be larger (2^26 entries of a 4 KiB struct is 256 GiB)
+/// is no kernel's.
+const MAX_ARRAY: u64 = 1 << MAX_SIZE_BITS;
+/// The ring's arrays are read this much at a time, so memory grows only with what the dump
+/// holds: an array the dump does not hold fails at its first missing chunk.
+const CHUNK: u64 = 1 << 20;
 
 /// Where the ring's fields are.
 #[derive(Debug, Clone)]
@@ -218,10 +225,20 @@ pub struct Ring {
     head_id: u64,
 }
 
-fn read_vec(mem: &dyn Memory, addr: u64, len: u64, what: &str) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; len as usize];
-    mem.read(addr, &mut buf)
-        .with_context(|| format!("the printk ring's {what}"))?;
+fn read_vec(mem: &dyn Memory, addr: u64, len: Option<u64>, what: &str) -> Result<Vec<u8>> {
+    let len = len.filter(|&l| l <= MAX_ARRAY).ok_or_else(|| {
+        Error::Damaged(format!(
+            "the printk ring's {what} would be over {MAX_ARRAY} bytes: not a printk ring"
+        ))
+    })?;
+    let mut buf = Vec::new();
+    while (buf.len() as u64) < len {
+        let at = buf.len();
+        let n = CHUNK.min(len - at as u64) as usize;
+        buf.resize(at + n, 0);
+        mem.read(addr.wrapping_add(at as u64), &mut buf[at..])
+            .with_context(|| format!("the printk ring's {what}"))?;
+    }
     Ok(buf)
 }
 
@@ -296,9 +313,9 @@ impl Ring {
         let infos = field(desc_ring.wrapping_add(l.infos), "infos")?;
         let data = field(text_ring.wrapping_add(l.data), "text data")?;
         Ok(Ring {
-            descs: read_vec(mem, descs, count * l.desc_size, "descriptors")?,
-            infos: read_vec(mem, infos, count * l.info_size, "infos")?,
-            data: read_vec(mem, data, 1 << size_bits, "text data")?,
+            descs: read_vec(mem, descs, count.checked_mul(l.desc_size), "descriptors")?,
+            infos: read_vec(mem, infos, count.checked_mul(l.info_size), "infos")?,
+            data: read_vec(mem, data, Some(1 << size_bits), "text data")?,
             tail_id: field(desc_ring.wrapping_add(l.tail_id), "tail_id")?,
             head_id: field(desc_ring.wrapping_add(l.head_id), "head_id")?,
             count,
@@ -409,5 +426,54 @@ mod tests {
         assert!(e.to_string().contains("printk_info 88 bytes"), "{e}");
         let wide_level = Layout::from_values(linux_6_1(), Some((157, 40)));
         assert!(wide_level.check().is_err());
+    }
+
+    /// A ring of 2^26 descriptors of 4 KiB structs (256 GiB) over memory that reads as
+    /// anything: refused before anything is allocated; and a ring whose memory ends early fails
+    /// at the chunk that is missing, having allocated only what was read.
+    #[test]
+    fn absurd_rings_are_refused_before_allocating() {
+        use crate::memory::Unreadable;
+        struct Anything;
+        impl Memory for Anything {
+            fn read(&self, addr: u64, buf: &mut [u8]) -> std::result::Result<(), Unreadable> {
+                // prb at 0x1000 points at the ring at 0x2000, whose count_bits (at +0) and
+                // size_bits (at +48, the test layout's) claim the most a kernel allows;
+                // everything else below 2^40 reads as zeros.
+                let v: u64 = match addr {
+                    0x1000 => 0x2000,
+                    0x2000 => MAX_COUNT_BITS,
+                    0x2030 => MAX_SIZE_BITS,
+                    _ if addr >= 1 << 40 => {
+                        return Err(Unreadable {
+                            addr,
+                            reason: "not in the dump".into(),
+                        })
+                    }
+                    _ => 0,
+                };
+                for (i, b) in buf.iter_mut().enumerate() {
+                    *b = v.to_le_bytes().get(i).copied().unwrap_or(0);
+                }
+                Ok(())
+            }
+        }
+        let mut v = linux_6_1();
+        v[6] = 4096; // SIZE(prb_desc)
+        v[14] = 4096; // SIZE(printk_info)
+        let layout = Layout::from_values(v, None);
+        assert!(layout.check().is_ok(), "members inside structs of 4 KiB");
+        let e = Ring::read(&Anything, 0x1000, layout)
+            .err()
+            .expect("refused");
+        assert!(
+            e.to_string()
+                .contains("descriptors would be over 2147483648 bytes"),
+            "{e}"
+        );
+        // Arrays the dump does not hold: the read stops at the first missing chunk.
+        let e = read_vec(&Anything, (1 << 40) - CHUNK, Some(MAX_ARRAY), "text data")
+            .expect_err("unreadable");
+        assert!(e.to_string().contains("not in the dump"), "{e}");
     }
 }
