@@ -5,6 +5,7 @@
 
 pub mod commands;
 pub mod error;
+pub mod escape;
 pub mod expr;
 pub mod interrupt;
 pub mod klog;

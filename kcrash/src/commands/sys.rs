@@ -12,6 +12,7 @@ use symbols::Image;
 use std::io::{self, Write};
 
 use super::{Context, Flow};
+use crate::escape::escaped;
 use crate::linux::facts::{self, Utsname};
 use crate::linux::printk;
 use crate::paint::Paint;
@@ -186,9 +187,9 @@ impl Report {
         let linux = session.linux.is_some() || info.and_then(|i| i.osrelease()).is_some();
         if let Some(h) = dump.kdump_header().filter(|_| !linux) {
             if !h.release.is_empty() {
-                facts.push(("release", json!(h.release)));
+                facts.push(("release", json!(escaped(h.release.as_bytes()))));
             }
-            facts.push(("machine", json!(h.machine)));
+            facts.push(("machine", json!(escaped(h.machine.as_bytes()))));
             facts.push(("dump_level", json!(h.dump_level)));
         }
         let stops = Stop::all(&qemu, &prstatus, session.image.as_deref());
@@ -376,7 +377,7 @@ fn process_facts(dump: &Dump, facts: &mut Vec<(&'static str, Value)>) {
     for note in dump.notes().flatten() {
         if note.is("CORE", NT_PRPSINFO) {
             if let Ok(p) = note.prpsinfo() {
-                facts.push(("command", json!(p.psargs)));
+                facts.push(("command", json!(escaped(p.psargs.as_bytes()))));
                 facts.push(("pid", json!(p.pid)));
             }
         }

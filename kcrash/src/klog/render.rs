@@ -10,6 +10,7 @@ use klog_runtime::printf::{self, Outcome, Sink, Strings};
 use klog_runtime::split_proc_dom;
 
 use super::ring::Record;
+use crate::escape::escape_into;
 use crate::memory::{Memory, Unreadable};
 use crate::report::JSON_VERSION;
 
@@ -183,51 +184,6 @@ fn is_plain(bytes: &[u8]) -> bool {
     bytes
         .iter()
         .all(|&b| (0x20..0x7f).contains(&b) && b != b'\\')
-}
-
-/// Appends `bytes` so that a terminal shows exactly what they are: printable UTF-8 as is, `\n`,
-/// `\t`, `\\` and every other control or invalid byte as an escape.
-pub fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
-    let mut i = 0;
-    while i < bytes.len() {
-        // Printable ASCII, the common case, is copied in runs.
-        let start = i;
-        while i < bytes.len() && (0x20..0x7f).contains(&bytes[i]) && bytes[i] != b'\\' {
-            i += 1;
-        }
-        out.extend_from_slice(&bytes[start..i]);
-        let Some(&b) = bytes.get(i) else { break };
-        match b {
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            0..=0x7f => push_byte_escape(out, b),
-            _ => {
-                let valid = bytes[i..].utf8_chunks().next().map_or("", |c| c.valid());
-                match valid.chars().next() {
-                    Some(c) if !c.is_control() => {
-                        out.extend_from_slice(&bytes[i..i + c.len_utf8()]);
-                        i += c.len_utf8();
-                        continue;
-                    }
-                    Some(c) => {
-                        for &b in &bytes[i..i + c.len_utf8()] {
-                            push_byte_escape(out, b);
-                        }
-                        i += c.len_utf8();
-                        continue;
-                    }
-                    None => push_byte_escape(out, b),
-                }
-            }
-        }
-        i += 1;
-    }
-}
-
-fn push_byte_escape(out: &mut Vec<u8>, b: u8) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.extend_from_slice(&[b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
 }
 
 /// `v` in decimal, right-aligned to `width` with `pad`.
@@ -407,14 +363,14 @@ impl<'a> Printer<'a> {
             push_dec_padded(b, v, 0, b' ');
         }
         field(b, "ring_name");
-        json_str(b, ring_name.as_bytes(), &mut scratch);
+        json_quoted(b, ring_name.as_bytes());
         field(b, "subsystem");
         match rec.subsystem {
             Some(s) => push_dec_padded(b, s as u64, 0, b' '),
             None => b.extend_from_slice(b"null"),
         }
         field(b, "subsystem_name");
-        json_str(b, sub.as_bytes(), &mut scratch);
+        json_quoted(b, sub.as_bytes());
         for (name, v) in [("header", rec.header()), ("id", rec.id())] {
             field(b, name);
             push_hex_str(b, v);
@@ -487,8 +443,13 @@ impl<'a> Printer<'a> {
 fn json_str(out: &mut Vec<u8>, raw: &[u8], scratch: &mut Vec<u8>) {
     scratch.clear();
     escape_into(raw, scratch);
+    json_quoted(out, scratch);
+}
+
+/// A JSON string of text already escaped for a terminal (subsystem names are, when read).
+fn json_quoted(out: &mut Vec<u8>, text: &[u8]) {
     out.push(b'"');
-    for &c in scratch.iter() {
+    for &c in text {
         match c {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),

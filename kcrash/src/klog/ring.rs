@@ -4,6 +4,7 @@
 use klog_runtime::{decode_header, Header, REC_WORDS};
 
 use super::layout::{Field, KLogLayout};
+use crate::escape::escaped;
 use crate::memory::{Memory, Unreadable};
 
 /// Bytes of a record.
@@ -123,7 +124,7 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
     let mut raw = Vec::new();
     let name = mem
         .read_cstring(name_ptr, NAME_MAX, &mut raw)
-        .map(|()| String::from_utf8_lossy(&raw).into_owned());
+        .map(|()| escaped(&raw));
     let mut ring = Ring {
         index,
         subsystem,

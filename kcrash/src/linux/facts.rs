@@ -4,6 +4,7 @@
 use dumpfmt::VmcoreInfo;
 
 use crate::error::{Context, Error, Result};
+use crate::escape::escaped;
 use crate::expr::{parse_expr, Evaluator};
 use crate::linux::printk::Ring;
 use crate::linux::{kaslr, Kernel};
@@ -43,7 +44,7 @@ impl Utsname {
                 .mem
                 .read_cstring(name + n * UTS_LEN, UTS_LEN as usize, &mut out)
                 .context("init_uts_ns")?;
-            Ok(String::from_utf8_lossy(&out).into_owned())
+            Ok(escaped(&out))
         };
         Ok(Utsname {
             nodename: field(UTS_NODENAME)?,

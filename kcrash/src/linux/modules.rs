@@ -5,6 +5,7 @@
 use symbols::SectionAddresses;
 
 use crate::error::{Context, Error, Result};
+use crate::escape::escaped;
 use crate::linux::facts::int;
 use crate::linux::Kernel;
 
@@ -109,7 +110,7 @@ pub fn modules(kernel: Kernel<'_>) -> Result<Vec<Module>> {
             .with_context(|| format!("module at {addr:#x}: name"))?;
         let mut m = Module {
             addr,
-            name: String::from_utf8_lossy(&name).into_owned(),
+            name: escaped(&name),
             base: 0,
             size: 0,
             taints: 0,

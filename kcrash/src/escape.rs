@@ -1,0 +1,69 @@
+//! Text from a dump, made safe to print: whatever bytes a damaged or hostile dump holds, a
+//! terminal shows them as they are and no escape sequence or line break reaches it.
+
+/// Appends `bytes` so that a terminal shows exactly what they are: printable UTF-8 as is, `\n`,
+/// `\t`, `\\` and every other control or invalid byte as an escape.
+pub fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < bytes.len() {
+        // Printable ASCII, the common case, is copied in runs.
+        let start = i;
+        while i < bytes.len() && (0x20..0x7f).contains(&bytes[i]) && bytes[i] != b'\\' {
+            i += 1;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        let Some(&b) = bytes.get(i) else { break };
+        match b {
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0..=0x7f => push_byte_escape(out, b),
+            _ => {
+                let valid = bytes[i..].utf8_chunks().next().map_or("", |c| c.valid());
+                match valid.chars().next() {
+                    Some(c) if !c.is_control() => {
+                        out.extend_from_slice(&bytes[i..i + c.len_utf8()]);
+                        i += c.len_utf8();
+                        continue;
+                    }
+                    Some(c) => {
+                        for &b in &bytes[i..i + c.len_utf8()] {
+                            push_byte_escape(out, b);
+                        }
+                        i += c.len_utf8();
+                        continue;
+                    }
+                    None => push_byte_escape(out, b),
+                }
+            }
+        }
+        i += 1;
+    }
+}
+
+fn push_byte_escape(out: &mut Vec<u8>, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(&[b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+}
+
+/// `bytes` escaped, as a string ([`escape_into`]).
+pub fn escaped(bytes: &[u8]) -> String {
+    let mut out = Vec::with_capacity(bytes.len());
+    escape_into(bytes, &mut out);
+    // Escaping leaves valid UTF-8 only.
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_bytes_and_bad_utf8_are_escaped() {
+        assert_eq!(escaped(b"FS"), "FS");
+        assert_eq!(
+            escaped(b"A\x1b[2J\nfake line\x7f\\ \xff caf\xc3\xa9"),
+            "A\\x1b[2J\\nfake line\\x7f\\\\ \\xff caf\u{e9}"
+        );
+    }
+}
