@@ -84,3 +84,44 @@ fn a_subsystem_name_with_control_bytes_is_escaped_everywhere() {
         "klog -s --json"
     );
 }
+
+/// A script can tell an empty log from one that could not be read: a truncated dump that lost
+/// every ring's control block is exit status 1 with one line naming them all; a kernel that
+/// logged nothing (klogLevel OFF) is exit 0 with a note that says so.
+#[test]
+fn an_unreadable_log_fails_and_an_empty_one_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = std::fs::read(corpus::file("bare/rings/vmcore.kdump")).unwrap();
+    let truncated = dir.path().join("vmcore.kdump");
+    std::fs::write(&truncated, &whole[..whole.len() / 2]).unwrap();
+    let out = common::kcrash().commands(&truncated, &common::vmlinux(), &["klog 0 full"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = common::text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "one summary and the failure: {stderr}");
+    assert!(
+        lines[0]
+            .starts_with("klog: KLogs[0], KLogs[1], KLogs[2], KLogs[3], KLogs[4] not in the dump")
+            && lines[0].contains("truncated dump"),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].contains("no ring could be read: 5 not in the dump, 0 inconsistent"),
+        "{stderr}"
+    );
+
+    let off = corpus::file("bare/off/vmcore.kdump");
+    let out = common::kcrash().commands(&off, &common::vmlinux(), &["klog 0 full"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        common::text(&out.stderr),
+        "klog: the log is empty: no record was written; klogLevel is 0 (OFF)\n"
+    );
+
+    let rings = corpus::file("bare/rings/vmcore.kdump");
+    let out = common::kcrash().commands(&rings, &common::vmlinux(), &["klog 0 --cpu 77"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(common::text(&out.stderr), "klog: no record matched\n");
+}

@@ -15,7 +15,7 @@ use crate::klog::layout::KLogLayout;
 use crate::klog::live::Snapshot;
 use crate::klog::pipeline::render_stream;
 use crate::klog::render::{Clock, Printer, Style};
-use crate::klog::ring::{Order, Record};
+use crate::klog::ring::{Order, Record, Ring};
 use crate::klog::{Klog, Selection};
 use crate::memory::Memory;
 use crate::paint::Paint;
@@ -332,6 +332,12 @@ fn show(
                 }
             }
         }
+        if shown == 0 && !filtered(args) {
+            if found.groups.iter().all(Vec::is_empty) && !found.unreadable.is_empty() {
+                bail!("KLogBuffer could not be read: nothing to salvage");
+            }
+            writeln!(err, "klog: no valid record found in KLogBuffer")?;
+        }
         return Ok(());
     }
     let workers = std::thread::available_parallelism()
@@ -344,29 +350,97 @@ fn show(
     let records = klog
         .records_from(mem, sel, order, from)
         .take_while(|_| !crate::interrupt::requested());
-    render_stream(records, &mut printers, &render, limit, out)?;
+    let shown = render_stream(records, &mut printers, &render, limit, out)?;
     // Ctrl-C is how --follow ends, not a failure.
     if !args.follow {
         crate::interrupt::check()?;
     }
+    if shown == 0 && from.is_empty() {
+        say_why_nothing_printed(klog, sel, args, err)?;
+    }
     Ok(())
 }
 
-/// Says on stderr which selected rings are not trusted, and why.
+/// Whether `args` choose among the records, so that none may be the answer.
+fn filtered(args: &Args) -> bool {
+    args.cpu.is_some()
+        || args.chore.is_some()
+        || args.since.is_some()
+        || args.until.is_some()
+        || args.grep.is_some()
+        || args.count == Some(0)
+}
+
+/// The rings `sel` reads: one subsystem's and NONE's (its records from before klog_init).
+fn selected(r: &Ring, sel: Selection) -> bool {
+    match sel {
+        Selection::All => true,
+        Selection::Subsystem(s) => r.index == s as usize || r.index == 0,
+    }
+}
+
+/// An empty answer is told apart from an unreadable log: nothing could be read is a failure
+/// (exit status 1); rings that were read but hold nothing are an empty log, said on stderr.
+fn say_why_nothing_printed(
+    klog: &Klog,
+    sel: Selection,
+    args: &Args,
+    err: &mut dyn Write,
+) -> Result<()> {
+    if filtered(args) {
+        return Ok(writeln!(err, "klog: no record matched")?);
+    }
+    let rings: Vec<&Ring> = klog.rings.iter().filter(|r| selected(r, sel)).collect();
+    if rings.iter().all(|r| !r.trusted()) {
+        let missing = rings.iter().filter(|r| r.unreadable.is_some()).count();
+        bail!(
+            "no ring could be read: {missing} not in the dump, {} inconsistent (above)",
+            rings.len() - missing
+        );
+    }
+    let level = match &klog.level {
+        Some(Ok(v)) => Level::from_u32(*v as u32).map_or(format!("; klogLevel is {v}"), |l| {
+            format!("; klogLevel is {v} ({})", l.name())
+        }),
+        Some(Err(e)) => format!("; klogLevel is unreadable ({e})"),
+        None => String::new(),
+    };
+    writeln!(err, "klog: the log is empty: no record was written{level}")?;
+    Ok(())
+}
+
+/// Says on stderr which selected rings are not trusted, and why: the rings whose control
+/// blocks are not in the dump in one line (a truncated dump loses them together), each
+/// inconsistent one in a line of its own.
 fn warn_untrusted(klog: &Klog, sel: Selection, salvage: bool, err: &mut dyn Write) -> Result<()> {
-    for r in &klog.rings {
-        let selected = match sel {
-            Selection::All => true,
-            Selection::Subsystem(s) => r.index == s as usize || r.index == 0,
-        };
-        if !selected || r.trusted() {
-            continue;
-        }
-        let hint = if salvage {
-            ""
-        } else {
-            "; `klog --salvage` scans KLogBuffer for its records"
-        };
+    let hint = if salvage {
+        ""
+    } else {
+        "; `klog --salvage` scans KLogBuffer for its records"
+    };
+    let untrusted = || {
+        klog.rings
+            .iter()
+            .filter(move |r| selected(r, sel) && !r.trusted())
+    };
+    let unreadable: Vec<&Ring> = untrusted().filter(|r| r.unreadable.is_some()).collect();
+    if let Some(first) = unreadable.first().and_then(|r| r.unreadable.as_ref()) {
+        let which: Vec<String> = unreadable
+            .iter()
+            .map(|r| format!("KLogs[{}]", r.index))
+            .collect();
+        writeln!(
+            err,
+            "klog: {} not in the dump, {} not read: {first}{hint}",
+            which.join(", "),
+            if which.len() == 1 {
+                "its ring"
+            } else {
+                "their rings"
+            }
+        )?;
+    }
+    for r in untrusted().filter(|r| r.unreadable.is_none()) {
         writeln!(
             err,
             "klog: KLogs[{}] ({}) is inconsistent, its ring is not read: {}{hint}",

@@ -37,6 +37,9 @@ pub struct Ring {
     /// Inconsistencies found in the control block. A ring with any is not trusted: its records
     /// are not read (`klog --salvage` scans KLogBuffer instead).
     pub problems: Vec<String>,
+    /// The first field of the control block the dump could not give, when one could not be
+    /// read: then the ring is not in the dump at all, rather than inconsistent.
+    pub unreadable: Option<Unreadable>,
 }
 
 impl Ring {
@@ -106,10 +109,12 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
     let base = control_block(layout, index);
     let f = &layout.fields;
     let mut problems = Vec::new();
+    let mut unreadable = None;
     let mut field = |name: &str, fld: Field| match mem.read_uint(base + fld.offset, fld.size) {
         Ok(v) => v,
         Err(e) => {
             problems.push(format!("{name} unreadable at {e}"));
+            unreadable.get_or_insert(e);
             0
         }
     };
@@ -137,6 +142,7 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
         next_write,
         overrun: 0,
         problems,
+        unreadable,
     };
     if ring.problems.is_empty() {
         ring.problems = check(&ring, layout);
