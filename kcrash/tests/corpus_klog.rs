@@ -122,11 +122,14 @@ fn check_json(what: &str, dump: &Path, image: &Path, expected: &Expected) {
 /// the digest the kernel printed; only the fields that go into it are parsed.
 fn check_digests(what: &str, dump: &Path, image: &Path, expected: &Expected) {
     #[derive(serde::Deserialize)]
-    struct Slim {
+    struct Slim<'a> {
         ring: u64,
         seq: u64,
-        words: [u64; 8],
+        /// `"0x…"` strings, borrowed from the line: millions of records are read here.
+        #[serde(borrow)]
+        words: [&'a str; 8],
     }
+    let word = |w: &str| u64::from_str_radix(w.trim_start_matches("0x"), 16).ok();
     let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
     let text = stdout(
         &kcrash().run(["-s", "-c", "klog 0 --json --oldest-first", d, i]),
@@ -162,7 +165,11 @@ fn check_digests(what: &str, dump: &Path, image: &Path, expected: &Expected) {
         let Some(ring) = rings.get_mut(&r.ring) else {
             continue;
         };
-        ring.pending.insert(r.seq, r.words);
+        let mut words = [0u64; 8];
+        for (w, text) in words.iter_mut().zip(r.words) {
+            *w = word(text).unwrap_or_else(|| panic!("{what}: word {text:?}: {line}"));
+        }
+        ring.pending.insert(r.seq, words);
         while let Some(words) = ring.pending.remove(&ring.next) {
             ring.fnv.words(&words);
             ring.count += 1;
