@@ -60,13 +60,17 @@ fn check(files: &[PathBuf], command: &str, schema_name: &str, shape: Shape) -> V
     docs
 }
 
-/// The commands that read any dump with its image, and the schema each answers to.
-const COMMON: &[(&str, &str, Shape)] = &[
+/// A command, the schema it answers to, and how it prints.
+type Check = (&'static str, &'static str, Shape);
+
+/// The commands that read any dump whose kernel or program logs through KLog (in its image or
+/// in a module), and the schema each answers to.
+const COMMON: &[Check] = &[
     ("klog 0 --json", "klog", Shape::Lines),
     ("klog --salvage --json", "klog", Shape::Lines),
     ("klog -s --json", "klog-summary", Shape::Document),
     ("sym --json KLogs KLogBuffer", "sym", Shape::Lines),
-    ("sym -l --json KLog", "sym", Shape::Lines),
+    ("sym -l --json init", "sym", Shape::Lines),
     ("rd --json KLogs 16", "rd", Shape::Lines),
     ("rd -s --json KLogs 4", "rd", Shape::Lines),
     ("rd -32 --json KLogs 4", "rd", Shape::Lines),
@@ -76,15 +80,29 @@ const COMMON: &[(&str, &str, Shape)] = &[
     ("p --json KLogs[1].name", "print", Shape::Lines),
     ("p --json &KLogs[2]", "print", Shape::Lines),
     ("p --json DebugFlags", "print", Shape::Lines),
+    ("sys --json", "sys", Shape::Document),
+];
+
+/// Types of the KLog's image (the test kernels and programs): whatis, ptype and struct read
+/// the main image's types.
+const KLOG_TYPES: &[Check] = &[
     ("whatis --json KLogs", "whatis", Shape::Lines),
     ("ptype --json KLog", "ptype", Shape::Lines),
     ("struct --json KLog", "ptype", Shape::Lines),
     ("struct --json KLog &KLogs[1]", "print", Shape::Lines),
-    ("sys --json", "sys", Shape::Document),
 ];
 
-fn common_commands(files: &[PathBuf]) {
-    for &(command, schema, shape) in COMMON {
+/// Linux's own types, from vmlinux, and its own structures.
+const LINUX: &[Check] = &[
+    ("whatis --json jiffies_64", "whatis", Shape::Lines),
+    ("ptype --json struct module", "ptype", Shape::Lines),
+    ("struct --json list_head", "ptype", Shape::Lines),
+    ("struct --json list_head &modules", "print", Shape::Lines),
+    ("log -m -T --json", "log", Shape::Lines),
+];
+
+fn common_commands(files: &[PathBuf], more: &[Check]) {
+    for &(command, schema, shape) in COMMON.iter().chain(more) {
         check(files, command, schema, shape);
     }
     // A string in the dump: the first record's format.
@@ -119,7 +137,7 @@ fn corpus_outputs_match_their_schemas() {
             "{} is not in the corpus",
             files[0].display()
         );
-        common_commands(&files);
+        common_commands(&files, KLOG_TYPES);
     }
 }
 
@@ -165,18 +183,15 @@ fn linux_outputs_match_their_schemas() {
         return;
     }
     let files: Vec<PathBuf> = need.iter().map(|f| dir.join(f)).collect();
-    use Shape::*;
-    let modules = check(&files, "mod --json", "mod", Document);
+    let modules = check(&files, "mod --json", "mod", Shape::Document);
     assert!(modules[0]["modules"]
         .as_array()
         .is_some_and(|m| m.iter().any(|m| m["name"] == "klogtest")));
-    let records = check(&files, "log --json", "log", Lines);
+    let records = check(&files, "log --json", "log", Shape::Lines);
     assert!(records.iter().any(|r| r["text"]
         .as_str()
         .is_some_and(|t| t.contains("Kernel panic"))));
-    check(&files, "log -m -T --json", "log", Lines);
-    check(&files, "sys --json", "sys", Document);
-    common_commands(&files);
+    common_commands(&files, LINUX);
 }
 
 /// The schemas hold what they promise: a real record passes, and the same record with an
