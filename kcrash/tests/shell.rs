@@ -57,6 +57,17 @@ fn exit_codes_and_one_line_errors() {
             "kcrash: rd: invalid value 'many' for '[COUNT]'",
         ),
         ("rd -q KLogs", "kcrash: rd: unexpected argument '-q' found"),
+        // clap's whole message on one line: what is missing, the argument that was meant.
+        (
+            "sym",
+            "kcrash: sym: the following required arguments were not provided: <NAME|ADDR>... \
+             (help sym)",
+        ),
+        (
+            "sym --jsno KLogs",
+            "kcrash: sym: unexpected argument '--jsno' found; tip: a similar argument exists: \
+             '--json' (help sym)",
+        ),
         ("sym -l '('", "kcrash: sym: regex parse error:"),
         (
             "klog 0 fulll",

@@ -252,12 +252,32 @@ fn explain(cmd: &Command, e: anyhow::Error) -> Result<Flow> {
         return Ok(Flow::Continue);
     }
     if let Some(clap) = e.downcast_ref::<clap::Error>() {
-        let text = clap.render().to_string();
-        let first = text.lines().next().unwrap_or("bad arguments");
-        let first = first.strip_prefix("error: ").unwrap_or(first);
-        bail!("{}: {first} (help {})", cmd.name, cmd.name);
+        bail!("{}: {} (help {})", cmd.name, clap_line(clap), cmd.name);
     }
     Err(anyhow!("{}: {}", cmd.name, report(e.as_ref())))
+}
+
+/// clap's error on one line: what is wrong, with what it names (the missing argument, the
+/// similar one that exists), without its usage lines and its pointer to --help.
+fn clap_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut line = String::new();
+    for part in text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+    {
+        // A line that ends in a colon introduces the next ("not provided: <NAME>").
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(part.strip_prefix("error: ").unwrap_or(part));
+    }
+    if line.is_empty() {
+        line.push_str("bad arguments");
+    }
+    line
 }
 
 /// Whether `e` is a write to a reader that went away (`| head`, the pager quit).
