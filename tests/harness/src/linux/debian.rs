@@ -50,6 +50,9 @@ pub(super) fn apt_install(packages: &[&str]) -> Result<()> {
             .args(["install", "-y", "-qq"])
             .args(packages)
             .env("DEBIAN_FRONTEND", "noninteractive")
+            // The harness's standard output is its answer (the guest's directory, which CI
+            // reads): what apt says goes to standard error.
+            .stdout(std::io::stderr())
             .status()
     };
     if install().context("running apt-get")?.success() {
@@ -72,6 +75,7 @@ fn apt_download(package: &str, dir: &Path) -> Result<PathBuf> {
         Command::new("apt-get")
             .args(["download", "-qq", package])
             .current_dir(dir)
+            .stdout(std::io::stderr())
             .status()
     };
     if !download().context("running apt-get download")?.success() {
