@@ -5,7 +5,7 @@ use std::process::Command;
 
 mod common;
 
-use common::linux::guest;
+use common::linux::{guest, kcrash_on};
 use kcrash_harness::run::stdout;
 use kcrash_harness::tools;
 
@@ -49,22 +49,17 @@ print("name %s" % prog["KLogs"][2].name.string_().decode())
         String::from_utf8_lossy(&out.stderr)
     );
     let ours = stdout(
-        &common::kcrash()
-            .command()
-            .current_dir(&dir)
-            .args([
-                "-s",
-                "-c",
+        &kcrash_on(
+            &dir,
+            &["vmcore.elf", "vmlinux", "klogtest.ko"],
+            &[
                 "log | tail -50",
-                "-c",
                 "sym init_task",
-                "-c",
                 "sym KLogs",
-            ])
-            .args(["-c", "p KLogs[2].next_write", "-c", "p *KLogs[2].name@2"])
-            .args(["vmcore.elf", "vmlinux", "klogtest.ko"])
-            .output()
-            .expect("kcrash runs"),
+                "p KLogs[2].next_write",
+                "p *KLogs[2].name@2",
+            ],
+        ),
         "kcrash",
     );
     let ours: Vec<&str> = ours.lines().collect();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 mod common;
 
-use common::linux::{crash, dumps, guest, kcrash};
+use common::linux::{crash, dumps, guest, kcrash, kcrash_on};
 use common::{check_records, json_records};
 use kcrash_harness::expected::Expected;
 use kcrash_harness::run::stdout;
@@ -146,19 +146,11 @@ fn a_modules_variable_prints_as_crash_prints_it() {
         return;
     };
     let ours = stdout(
-        &common::kcrash()
-            .command()
-            .current_dir(&dir)
-            .args([
-                "-s",
-                "-c",
-                "p KLogs[2].next_write",
-                "-c",
-                "p *KLogs[2].name",
-            ])
-            .args(["vmcore.elf", "vmlinux", "klogtest.ko"])
-            .output()
-            .expect("kcrash runs"),
+        &kcrash_on(
+            &dir,
+            &["vmcore.elf", "vmlinux", "klogtest.ko"],
+            &["p KLogs[2].next_write", "p *KLogs[2].name"],
+        ),
         "p",
     );
     let ours: Vec<&str> = ours.lines().collect();

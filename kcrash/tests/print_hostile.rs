@@ -122,8 +122,7 @@ fn a_struct_holding_an_array_of_itself_prints_in_bounded_time_and_memory() {
     let node = Reader::new(&ev, opts).read(&value).unwrap();
     let text = Writer { ev: &ev, opts }.top(&node).unwrap();
     assert!(
-        text.contains("<elided: the value has more than 200000 parts>")
-            || text.contains("<nested too deeply>"),
+        text.contains("<elided: the value has more than 200000 parts>"),
         "the cut is marked: {}",
         &text[..text.len().min(300)]
     );

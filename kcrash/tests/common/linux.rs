@@ -23,11 +23,15 @@ pub fn guest(test: &str, files: &[&str]) -> Option<PathBuf> {
 
 /// `kcrash -s -c COMMAND... DUMP vmlinux` in the guest's directory.
 pub fn kcrash(dir: &Path, dump: &str, commands: &[&str]) -> Output {
+    kcrash_on(dir, &[dump, "vmlinux"], commands)
+}
+
+/// `kcrash -s -c COMMAND... FILES...` in the guest's directory.
+pub fn kcrash_on(dir: &Path, files: &[&str], commands: &[&str]) -> Output {
     super::kcrash()
         .session(commands)
         .current_dir(dir)
-        .arg(dump)
-        .arg("vmlinux")
+        .args(files)
         .output()
         .expect("kcrash runs")
 }
