@@ -3,6 +3,8 @@
 //! [`crate::Dump::open`] chooses its reader by it; callers that sort files (a dump from a kernel
 //! image or a module) call [`detect`] on a file's first [`DETECT_LEN`] bytes.
 
+use std::io::{self, Read};
+
 use crate::bytes::u16_le;
 
 /// Bytes of a file's start that [`detect`] looks at; fewer can only make it less sure (an ELF
@@ -57,6 +59,15 @@ impl FileKind {
     }
 }
 
+/// The first [`DETECT_LEN`] bytes of `source` (fewer when it ends first), read to the end of
+/// that many whatever the reads return, and what [`detect`] makes of them.
+pub fn read_head(source: &mut impl Read) -> io::Result<(Vec<u8>, Option<FileKind>)> {
+    let mut head = Vec::with_capacity(DETECT_LEN);
+    source.take(DETECT_LEN as u64).read_to_end(&mut head)?;
+    let kind = detect(&head);
+    Ok((head, kind))
+}
+
 /// What a file is, by the signature at its start (`head`: its first [`DETECT_LEN`] bytes, or
 /// more, or the whole file if shorter). `None` when no signature matches. Only the signature
 /// and the ELF type are looked at: a file detected as a dump can still fail to open.
@@ -84,6 +95,42 @@ pub fn detect(head: &[u8]) -> Option<FileKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader that gives one byte per read, as a pipe or a decompressor may.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let Some((&first, rest)) = self.0.split_first() else {
+                return Ok(0);
+            };
+            match buf.first_mut() {
+                Some(b) => {
+                    *b = first;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                None => Ok(0),
+            }
+        }
+    }
+
+    #[test]
+    fn the_head_is_read_whole_from_short_reads_and_no_further() {
+        let mut file = elf(4);
+        file.extend_from_slice(&[0xaa; 100]);
+        let mut source = Trickle(&file);
+        let (head, kind) = read_head(&mut source).unwrap();
+        assert_eq!(head, &file[..DETECT_LEN]);
+        assert_eq!(kind, Some(FileKind::ElfCore));
+        assert_eq!(
+            source.0.len(),
+            file.len() - DETECT_LEN,
+            "nothing past the head"
+        );
+        let (head, kind) = read_head(&mut Trickle(b"KDUMP")).unwrap();
+        assert_eq!((head.as_slice(), kind), (&b"KDUMP"[..], None));
+    }
 
     fn elf(e_type: u16) -> Vec<u8> {
         let mut head = b"\x7fELF\x02\x01\x01".to_vec();

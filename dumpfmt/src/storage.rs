@@ -6,14 +6,14 @@
 //! [`Storage::read_at`], caching nothing, so it reads a live file and a dump alike.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
 use memmap2::Mmap;
 
 use crate::bytes::{u16_le, u32_le, u64_le};
-use crate::detect::{detect, FileKind, DETECT_LEN};
+use crate::detect::{detect, read_head, FileKind};
 use crate::error::{Error, FileRef};
 
 /// A whole dump's bytes: a memory map, or a caller's buffer.
@@ -125,20 +125,11 @@ impl Storage {
             tempfile::tempfile().map_err(|e| file_ref.io("cannot create a temporary file", e))?;
         let inflate_error = |e| file_ref.io("cannot decompress gzip", e);
         let mut decoder = flate2::read::MultiGzDecoder::new(compressed);
-        let mut head = [0u8; DETECT_LEN];
-        let mut n = 0;
-        while n < head.len() {
-            match decoder.read(&mut head[n..]) {
-                Ok(0) => break,
-                Ok(got) => n += got,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(inflate_error(e)),
-            }
-        }
-        out.write_all(&head[..n])
+        let (head, kind) = read_head(&mut decoder).map_err(inflate_error)?;
+        out.write_all(&head)
             .map_err(|e| file_ref.io("cannot write the temporary file", e))?;
         if matches!(
-            detect(&head[..n]),
+            kind,
             Some(FileKind::ElfCore | FileKind::Kdump | FileKind::KdumpFlattened)
         ) {
             io::copy(&mut decoder, &mut out).map_err(inflate_error)?;

@@ -77,7 +77,7 @@ pub struct Command {
 }
 
 /// What `CMD --help` prints for a clap-parsed command.
-pub fn clap_help<A: CommandFactory>() -> String {
+fn clap_help<A: CommandFactory>() -> String {
     match A::command().try_get_matches_from(["--help"]) {
         Err(e) => e.render().to_string(),
         Ok(_) => A::command().render_long_help().to_string(),
@@ -281,7 +281,7 @@ fn clap_line(e: &clap::Error) -> String {
 }
 
 /// Whether `e` is a write to a reader that went away (`| head`, the pager quit).
-pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)

@@ -97,7 +97,7 @@ pub fn to_json(ev: &Evaluator<'_>, n: &Node) -> Json {
 
 /// An integer of type `int`: a JSON number up to 32 bits, a decimal string when wider (a JSON
 /// number loses digits past 2^53).
-pub fn int_json(bits: u64, int: IntTy) -> Json {
+fn int_json(bits: u64, int: IntTy) -> Json {
     let v = extend(bits, u64::from(int.size) * 8, int.signed);
     let v = if int.signed {
         i128::from(v as i64)

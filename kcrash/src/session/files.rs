@@ -1,7 +1,6 @@
 //! The command line's files, sorted by what they are (told by content, not by name).
 
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -22,19 +21,8 @@ fn detect(path: &Path) -> Result<Option<dumpfmt::FileKind>> {
         what: path.display().to_string(),
         source,
     };
-    let mut head = [0u8; dumpfmt::DETECT_LEN];
     let mut file = File::open(path).map_err(io)?;
-    let mut n = 0;
-    // A short read is not the end of the file: read until the head is full or the file ends.
-    while n < head.len() {
-        match file.read(&mut head[n..]) {
-            Ok(0) => break,
-            Ok(got) => n += got,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io(e)),
-        }
-    }
-    Ok(dumpfmt::detect(&head[..n]))
+    Ok(dumpfmt::read_head(&mut file).map_err(io)?.1)
 }
 
 /// Whether `path` is gzip-compressed (dumpfmt then decompresses it before reading it).
@@ -43,7 +31,7 @@ pub fn is_gzip(path: &Path) -> bool {
 }
 
 /// Reads the first bytes of `path` and says whether it is a dump or an image.
-pub fn file_kind(path: &Path) -> Result<FileKind> {
+fn file_kind(path: &Path) -> Result<FileKind> {
     use dumpfmt::FileKind as Detected;
     match detect(path)? {
         Some(

@@ -41,7 +41,7 @@ pub struct Session<'d> {
 
 /// The session's images searched as one (the kernel's names first, as crash and drgn do), with
 /// the name of each loaded module.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct Images {
     pub set: ImageSet,
     /// For each image of `set`: the module's name, or `None` for the kernel or program.
