@@ -1,6 +1,7 @@
 //! `sys` through the real binary on corpus dumps: what it says of the dump and the crash against
 //! the panic line the kernel printed (console.log), and of a process core against `readelf`.
 
+use std::path::Path;
 use std::process::Command;
 
 mod common;
@@ -48,23 +49,24 @@ fn sys_tells_the_dump_and_the_crash() {
     }
 }
 
-#[test]
-fn sys_on_a_process_core_says_signal_and_files() {
+/// `sys --json` of a corpus core with its program.
+fn sys_json(core: &str, image: &Path) -> Value {
     let out = stdout(
-        &kcrash().commands(
-            &corpus::file("hosted/rings/core.gz"),
-            &corpus::file("hosted/hosted"),
-            &["sys --json"],
-        ),
+        &kcrash().commands(&corpus::file(core), image, &["sys --json"]),
         "kcrash",
     );
-    let doc: Value = serde_json::from_str(&out).unwrap();
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn sys_on_a_process_core_says_signal_and_files() {
+    let image = corpus::file("hosted/hosted");
+    let doc = sys_json("hosted/rings/core.gz", &image);
     // The scenario ends in abort() (console: "KCRASH-PANIC rings: abort after logging").
     assert!(doc["panic"]
         .as_str()
         .unwrap()
         .contains("signal 6 (SIGABRT)"));
-    let image = corpus::file("hosted/hosted");
     let backed = doc["file_backed"].as_array().unwrap();
     assert!(backed
         .iter()
@@ -76,15 +78,7 @@ fn sys_on_a_process_core_says_signal_and_files() {
         .unwrap();
     assert_eq!(doc["build_id"].as_str(), Some(id));
     // gdb's gcore of the running program records no signal, and sys does not make one up.
-    let out = stdout(
-        &kcrash().commands(
-            &corpus::file("hosted/strings-gcore/core.gz"),
-            &image,
-            &["sys --json"],
-        ),
-        "kcrash",
-    );
-    let doc: Value = serde_json::from_str(&out).unwrap();
+    let doc = sys_json("hosted/strings-gcore/core.gz", &image);
     assert!(doc["panic"]
         .as_str()
         .unwrap()
