@@ -111,6 +111,10 @@ fn an_unreadable_log_fails_and_an_empty_one_says_why() {
         "{stderr}"
     );
 
+    // A filter does not turn an unreadable log into an empty answer.
+    let out = common::kcrash().commands(&truncated, &common::vmlinux(), &["klog 0 --cpu 1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::text(&out.stderr));
+
     let off = corpus::file("bare/off/vmcore.kdump");
     let out = common::kcrash().commands(&off, &common::vmlinux(), &["klog 0 full"]);
     assert_eq!(out.status.code(), Some(0));

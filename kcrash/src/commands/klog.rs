@@ -387,9 +387,6 @@ fn say_why_nothing_printed(
     args: &Args,
     err: &mut dyn Write,
 ) -> Result<()> {
-    if filtered(args) {
-        return Ok(writeln!(err, "klog: no record matched")?);
-    }
     let rings: Vec<&Ring> = klog.rings.iter().filter(|r| selected(r, sel)).collect();
     if rings.iter().all(|r| !r.trusted()) {
         let missing = rings.iter().filter(|r| r.unreadable.is_some()).count();
@@ -397,6 +394,9 @@ fn say_why_nothing_printed(
             "no ring could be read: {missing} not in the dump, {} inconsistent (above)",
             rings.len() - missing
         );
+    }
+    if filtered(args) {
+        return Ok(writeln!(err, "klog: no record matched")?);
     }
     let level = match &klog.level {
         Some(Ok(v)) => Level::from_u32(*v as u32).map_or(format!("; klogLevel is {v}"), |l| {
