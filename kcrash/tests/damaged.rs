@@ -129,3 +129,114 @@ fn an_unreadable_log_fails_and_an_empty_one_says_why() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(common::text(&out.stderr), "klog: no record matched\n");
 }
+
+/// Where `addr` of the bare kernel's image is in its ELF dump: the image is mapped linearly, so
+/// its distance from a known string is the same in the file.
+fn file_offset(bytes: &[u8], known: &[u8], known_addr: u64, addr: u64) -> usize {
+    let at = bytes
+        .windows(known.len())
+        .position(|w| w == known)
+        .expect("the known string is in the dump");
+    usize::try_from(at as i64 + (addr as i64).wrapping_sub(known_addr as i64)).unwrap()
+}
+
+/// Replaces word `index` of the record whose eight words are `words`, wherever the dump holds it.
+fn set_word(bytes: &mut [u8], words: &[u64], index: usize, value: u64) {
+    let raw = |w: &[u64]| w.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+    let mut edited = words.to_vec();
+    edited[index] = value;
+    assert_eq!(replace_all(bytes, &raw(words), &raw(&edited)), 1);
+}
+
+/// A record whose format or `%s` argument ran past kcrash's limits, had no format, or asked for
+/// a conversion kcrash does not implement prints what it can and marks the rest, in text and
+/// in JSON's `marks` — never a silently cut or literal message.
+#[test]
+fn limits_and_unimplemented_conversions_are_marked() {
+    let expected: kcrash_harness::expected::Expected =
+        serde_json::from_slice(&std::fs::read(corpus::file("bare/rings/expected.json")).unwrap())
+            .unwrap();
+    let event = |ring: &str, seq: u64| {
+        let r = expected.ring_named(ring).unwrap();
+        let rec = r.records.iter().find(|x| x.seq == seq).unwrap();
+        rec.event.clone().unwrap()
+    };
+    // The heap arena's second half is unused by the `rings` scenario: room for hostile text.
+    let arena = common::nm(&common::vmlinux())
+        .into_iter()
+        .find(|(n, _)| n.contains("4heap5ARENA"))
+        .map(|(_, (a, _))| a)
+        .expect("the bare kernel's heap arena");
+    let endless = arena + 0x2000;
+    let hostile = endless + 0x1100;
+    let dir = tempfile::tempdir().unwrap();
+    let dump = edited_dump(dir.path(), |b| {
+        let sched = event("SCHED", 0);
+        let known = [sched.format.as_bytes(), b"\0"].concat();
+        let at = file_offset(b, &known, sched.desc, endless);
+        assert!(b[at..at + 0x1200].iter().all(|&x| x == 0), "arena unused");
+        b[at..at + 4200].fill(b'A');
+        let h = b"%f|%2$s|%99999d|%d|%d\0";
+        b[at + 0x1100..at + 0x1100 + h.len()].copy_from_slice(h);
+        set_word(b, &event("NONE", 0).words, 4, 0);
+        set_word(b, &event("SCHED", 0).words, 4, endless);
+        set_word(b, &event("PARCHORE", 44).words, 5, endless);
+        set_word(b, &event("VM", 11).words, 4, hostile);
+    });
+    let out =
+        common::kcrash().commands(&dump, &common::vmlinux(), &["klog 0 full", "klog 0 --json"]);
+    let stdout = kcrash_harness::run::stdout(&out, "klog");
+    let records = common::json_records(
+        stdout.lines().filter(|l| l.starts_with("{\"kcrash_json\"")),
+        "klog --json",
+    );
+    let ring = |name: &str| expected.ring_named(name).unwrap().ring;
+    let case = |name: &str, seq: u64| &records[&(ring(name), seq)];
+    let a4096 = "A".repeat(4096);
+    for (name, seq, marks, message) in [
+        (
+            "NONE",
+            0,
+            vec!["desc_null"],
+            "<no format string: desc is 0; args 0x5 0x0 0x0>".to_owned(),
+        ),
+        (
+            "SCHED",
+            0,
+            vec!["format_cut"],
+            format!("{a4096}<format cut: no NUL within 4096 bytes>"),
+        ),
+        (
+            "PARCHORE",
+            44,
+            vec!["string_cut"],
+            format!("Entering function \"{a4096}<cut: no NUL within 4096 bytes>\" (11)"),
+        ),
+        (
+            "VM",
+            11,
+            vec!["missing_arg", "field_capped", "not_implemented"],
+            format!(
+                "<not implemented: %f 0xffffffffb000c000>|<not implemented: %2$s>|{:>4096}\
+                 <field capped at 4096>|0|<missing arg>",
+                0o755
+            ),
+        ),
+    ] {
+        let v = case(name, seq);
+        assert_eq!(v["marks"], serde_json::json!(marks), "{name} {seq}");
+        assert_eq!(v["damage"], serde_json::json!([]), "{name} {seq}");
+        assert_eq!(v["message"], message.as_str(), "{name} {seq}");
+        // The text line ends with the same message.
+        assert!(
+            stdout.lines().any(|l| l.ends_with(&format!("] {message}"))),
+            "{name} {seq}: no text line ends with {message}"
+        );
+    }
+    // Everything else still reads as the kernel logged it.
+    let untouched = records
+        .values()
+        .filter(|v| v["marks"] == serde_json::json!([]))
+        .count();
+    assert_eq!(untouched + 4, records.len());
+}

@@ -9,9 +9,16 @@
 //! - A conversion with no data word left prints `<missing arg>`.
 //! - `%s` reads through [`Strings`], which may fail: `<unreadable 0x…: reason>` is printed instead.
 //!   A null `%s` prints `(null)` as glibc does (nothing when the precision is below 6).
-//! - Width and precision are capped at [`MAX_FIELD`] so a hostile format cannot demand gigabytes.
-//! - Floating-point and wide conversions print their text unchanged and consume an argument.
+//! - Width and precision are capped at [`MAX_FIELD`] so a hostile format cannot demand gigabytes;
+//!   the field is followed by `<field capped at 4096>`.
+//! - A `%s` without a NUL within [`MAX_FIELD`] bytes (and no precision) prints what was read
+//!   followed by `<cut: no NUL within 4096 bytes>`.
+//! - Floating-point and wide conversions consume their argument and print
+//!   `<not implemented: %f 0x…>` with the raw word, so nothing is lost.
+//! - Positional arguments (`%2$s`, `%*3$d`) print `<not implemented: %2$s>` and consume nothing.
 //! - Unknown conversions print their text unchanged and consume nothing, as glibc does.
+//!
+//! Every mark is also counted in [`Outcome`], so a reader can report it beside the text.
 
 use core::fmt::{self, Write as _};
 
@@ -41,6 +48,25 @@ pub struct Outcome {
     pub unreadable_strings: usize,
     /// `%n` conversions refused.
     pub refused_n: usize,
+    /// `%s` arguments cut at [`MAX_FIELD`] bytes because no NUL came before.
+    pub cut_strings: usize,
+    /// Widths or precisions above [`MAX_FIELD`], capped.
+    pub capped_fields: usize,
+    /// Conversions this interpreter does not implement (floating point, wide, positional).
+    pub not_implemented: usize,
+}
+
+impl Outcome {
+    /// Whether any conversion printed a mark instead of (or beside) what the format asked for.
+    pub fn marked(&self) -> bool {
+        self.missing_args
+            + self.unreadable_strings
+            + self.refused_n
+            + self.cut_strings
+            + self.capped_fields
+            + self.not_implemented
+            > 0
+    }
 }
 
 /// Formats `fmt` with `args` into `out`. Fails only when `out` does.
@@ -166,6 +192,10 @@ struct Spec {
     length: Length,
     /// The conversion character; `None` when the format ended inside the specification.
     conv: Option<u8>,
+    /// A width or precision was above [`MAX_FIELD`] and was capped.
+    capped: bool,
+    /// It names its arguments by position (`%2$d`, `%*2$d`), which is not implemented.
+    positional: bool,
 }
 
 impl Spec {
@@ -182,8 +212,14 @@ impl Spec {
             precision: None,
             length: Length::Int,
             conv: None,
+            capped: false,
+            positional: false,
         };
         let mut i = start;
+        if let Some(after) = position(fmt, i) {
+            s.positional = true;
+            i = after;
+        }
         while let Some(&b) = fmt.get(i) {
             match b {
                 b'-' => s.left = true,
@@ -198,24 +234,36 @@ impl Spec {
         }
         if fmt.get(i) == Some(&b'*') {
             i += 1;
-            let w = f.next_arg().unwrap_or(0) as i32;
-            if w < 0 {
-                s.left = true;
+            if let Some(after) = position(fmt, i) {
+                s.positional = true;
+                i = after;
+            } else if !s.positional {
+                let w = f.next_arg().unwrap_or(0) as i32;
+                if w < 0 {
+                    s.left = true;
+                }
+                s.width = s.cap(w.unsigned_abs() as usize);
             }
-            s.width = (w.unsigned_abs() as usize).min(MAX_FIELD);
         } else {
-            (s.width, i) = digits(fmt, i);
+            let (w, next) = digits(fmt, i);
+            s.width = s.cap(w);
+            i = next;
         }
         if fmt.get(i) == Some(&b'.') {
             i += 1;
             if fmt.get(i) == Some(&b'*') {
                 i += 1;
-                let p = f.next_arg().unwrap_or(0) as i32;
-                // A negative precision is taken as if it were omitted.
-                s.precision = (p >= 0).then(|| (p as usize).min(MAX_FIELD));
+                if let Some(after) = position(fmt, i) {
+                    s.positional = true;
+                    i = after;
+                } else if !s.positional {
+                    let p = f.next_arg().unwrap_or(0) as i32;
+                    // A negative precision is taken as if it were omitted.
+                    s.precision = (p >= 0).then(|| s.cap(p as usize));
+                }
             } else {
                 let (p, next) = digits(fmt, i);
-                s.precision = Some(p);
+                s.precision = Some(s.cap(p));
                 i = next;
             }
         }
@@ -230,6 +278,12 @@ impl Spec {
         }
         s.conv = fmt.get(i).copied();
         (s, (i + 1).min(fmt.len()))
+    }
+
+    /// `v` capped at [`MAX_FIELD`], remembering that it was.
+    fn cap(&mut self, v: usize) -> usize {
+        self.capped |= v > MAX_FIELD;
+        v.min(MAX_FIELD)
     }
 
     fn signed(&self, word: u64) -> i64 {
@@ -251,14 +305,20 @@ impl Spec {
     }
 }
 
-/// A run of decimal digits at `i`, capped at [`MAX_FIELD`].
+/// A run of decimal digits at `i`; beyond [`MAX_FIELD`] it stays at `MAX_FIELD + 1` (capped later).
 fn digits(fmt: &[u8], mut i: usize) -> (usize, usize) {
     let mut v = 0usize;
     while let Some(d) = fmt.get(i).filter(|b| b.is_ascii_digit()) {
-        v = (v * 10 + (d - b'0') as usize).min(MAX_FIELD);
+        v = (v * 10 + (d - b'0') as usize).min(MAX_FIELD + 1);
         i += 1;
     }
     (v, i)
+}
+
+/// The index just past a positional `N$` at `i`, if there is one.
+fn position(fmt: &[u8], i: usize) -> Option<usize> {
+    let (_, end) = digits(fmt, i);
+    (end > i && fmt.get(end) == Some(&b'$')).then_some(end + 1)
 }
 
 struct Formatter<'a, S: Sink> {
@@ -287,9 +347,32 @@ impl<S: Sink> Formatter<'_, S> {
         if !takes_arg(conv) {
             return self.out.put(text);
         }
+        if s.positional {
+            self.outcome.not_implemented += 1;
+            self.out.put(b"<not implemented: ")?;
+            self.out.put(text)?;
+            return self.out.put(b">");
+        }
         let Some(word) = self.next_arg() else {
             return self.out.put(b"<missing arg>");
         };
+        self.value(s, conv, word, text, strings)?;
+        if s.capped {
+            self.outcome.capped_fields += 1;
+            write!(ByteWriter(&mut *self.out), "<field capped at {MAX_FIELD}>")?;
+        }
+        Ok(())
+    }
+
+    /// One conversion of `word`.
+    fn value<T: Strings>(
+        &mut self,
+        s: &Spec,
+        conv: u8,
+        word: u64,
+        text: &[u8],
+        strings: &mut T,
+    ) -> fmt::Result {
         match conv {
             b'd' | b'i' => {
                 let v = s.signed(word);
@@ -331,7 +414,13 @@ impl<S: Sink> Formatter<'_, S> {
                 self.outcome.refused_n += 1;
                 self.out.put(b"<%n refused>")
             }
-            _ => self.out.put(text),
+            // Floating-point and wide conversions: the raw word, so nothing is lost.
+            _ => {
+                self.outcome.not_implemented += 1;
+                self.out.put(b"<not implemented: ")?;
+                self.out.put(text)?;
+                write!(ByteWriter(&mut *self.out), " {word:#x}>")
+            }
         }
     }
 
@@ -340,8 +429,23 @@ impl<S: Sink> Formatter<'_, S> {
         if addr == 0 {
             return self.padded(s, if limit >= 6 { b"(null)" } else { b"" });
         }
-        match strings.c_string(addr, limit) {
-            Ok(bytes) => self.padded(s, &bytes[..bytes.len().min(limit)]),
+        // Without a precision one byte more is asked for, to tell a cut string from one that
+        // is exactly MAX_FIELD bytes long.
+        let ask = if s.precision.is_some() {
+            limit
+        } else {
+            limit + 1
+        };
+        match strings.c_string(addr, ask) {
+            Ok(bytes) if bytes.len() > limit => {
+                self.padded(s, &bytes[..limit])?;
+                self.outcome.cut_strings += 1;
+                write!(
+                    ByteWriter(&mut *self.out),
+                    "<cut: no NUL within {limit} bytes>"
+                )
+            }
+            Ok(bytes) => self.padded(s, bytes),
             Err(e) => {
                 self.outcome.unreadable_strings += 1;
                 write!(ByteWriter(&mut *self.out), "<unreadable {addr:#x}: {e}>")
@@ -647,14 +751,63 @@ mod tests {
         assert_eq!(s("%y %d", &[3]), "%y 3");
         assert_eq!(s("100%", &[]), "100%");
         assert_eq!(s("%5", &[]), "%5");
-        assert_eq!(s("%f|%d", &[1, 2]), "%f|2");
     }
 
     #[test]
-    fn hostile_widths_are_capped() {
+    fn unimplemented_conversions_are_marked_with_their_word() {
+        let (text, o) = fmt("%f|%d|%lS", &[0x4009_21fb_5444_2d18, 2, 0x1000]);
+        assert_eq!(
+            text,
+            "<not implemented: %f 0x400921fb54442d18>|2|<not implemented: %lS 0x1000>"
+        );
+        assert_eq!((o.not_implemented, o.args_used), (2, 3));
+        assert!(o.marked());
+    }
+
+    #[test]
+    fn positional_arguments_are_marked_and_consume_nothing() {
+        let (text, o) = fmt("%2$s %d %*3$d %.*1$x", &[7, 8, 9]);
+        assert_eq!(
+            text,
+            "<not implemented: %2$s> 7 <not implemented: %*3$d> <not implemented: %.*1$x>"
+        );
+        assert_eq!((o.not_implemented, o.args_used), (3, 1));
+    }
+
+    #[test]
+    fn hostile_widths_are_capped_and_marked() {
         let mut out = FixedBuf::<8192>::new();
-        format(&mut out, b"%2147483647d", &[1], &mut Fake).unwrap();
-        assert_eq!(out.as_bytes().len(), MAX_FIELD);
+        let o = format(&mut out, b"%2147483647d", &[1], &mut Fake).unwrap();
+        let mark = b"<field capped at 4096>";
+        assert_eq!(out.as_bytes().len(), MAX_FIELD + mark.len());
+        assert!(out.as_bytes().ends_with(mark));
+        assert_eq!(o.capped_fields, 1);
+        // At the limit nothing is capped; one past it is; `*` widths alike.
+        assert!(!fmt("%4096d", &[1]).1.marked());
+        assert_eq!(fmt("%.4097s", &[0x1000]).1.capped_fields, 1);
+        assert_eq!(fmt("%*d", &[5000, 1]).1.capped_fields, 1);
+        assert_eq!(fmt("%-*d", &[-4096i64 as u64, 1]).1.capped_fields, 0);
+    }
+
+    #[test]
+    fn strings_without_nul_are_cut_and_marked() {
+        /// A string with no NUL: as many `a`s as asked for.
+        struct Endless(Vec<u8>);
+        impl Strings for Endless {
+            type Error = &'static str;
+            fn c_string(&mut self, _: u64, max: usize) -> Result<&[u8], &'static str> {
+                self.0 = vec![b'a'; max];
+                Ok(&self.0)
+            }
+        }
+        let mut out = FixedBuf::<8192>::new();
+        let o = format(&mut out, b"%s|%.10s", &[1, 1], &mut Endless(Vec::new())).unwrap();
+        let text = out.as_bytes();
+        let mark = b"<cut: no NUL within 4096 bytes>";
+        assert_eq!(&text[MAX_FIELD..MAX_FIELD + mark.len()], mark);
+        // A precision is the format's own limit: not a cut.
+        assert!(text.ends_with(b"|aaaaaaaaaa"));
+        assert_eq!(o.cut_strings, 1);
     }
 
     #[test]

@@ -70,10 +70,57 @@ impl Clock {
     }
 }
 
+/// A format string as read from the dump.
+struct Format {
+    bytes: Box<[u8]>,
+    /// No NUL within [`STRING_MAX`] bytes: `bytes` is its first STRING_MAX.
+    cut: bool,
+}
+
+/// What became of a record's format string.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DescState {
+    #[default]
+    Read,
+    /// Read, but cut at [`STRING_MAX`] bytes.
+    Cut,
+    /// `desc` is 0: there is no format string to read.
+    Null,
+    Unreadable,
+}
+
+/// What decoding a message found besides its text; each mark is also in the text, where it
+/// happened.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Decoded {
+    pub printf: Outcome,
+    pub desc: DescState,
+}
+
+impl Decoded {
+    /// Short names of the marks, for JSON's `marks`.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+        let o = &self.printf;
+        [
+            (self.desc == DescState::Null, "desc_null"),
+            (self.desc == DescState::Unreadable, "desc_unreadable"),
+            (self.desc == DescState::Cut, "format_cut"),
+            (o.missing_args > 0, "missing_arg"),
+            (o.unreadable_strings > 0, "string_unreadable"),
+            (o.cut_strings > 0, "string_cut"),
+            (o.capped_fields > 0, "field_capped"),
+            (o.not_implemented > 0, "not_implemented"),
+            (o.refused_n > 0, "n_refused"),
+        ]
+        .into_iter()
+        .filter_map(|(set, name)| set.then_some(name))
+    }
+}
+
 /// Reads format strings and `%s` arguments from dump memory and formats messages.
 pub struct Decoder<'a> {
     mem: &'a (dyn Memory + Sync),
-    descs: HashMap<u64, Result<Box<[u8]>, Unreadable>, AddrHash>,
+    descs: HashMap<u64, Result<Format, Unreadable>, AddrHash>,
     strings: DumpStrings<'a>,
 }
 
@@ -89,35 +136,78 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// Appends the record's message to `text` (raw bytes) and returns what formatting found.
-    /// The format string is read once per address and kept.
-    pub fn message_into(&mut self, rec: &Record, text: &mut Vec<u8>) -> Outcome {
+    /// Appends the record's message to `text` (raw bytes) and returns what decoding found.
+    /// The format string is read once per address and kept. Without a format string the
+    /// arguments are shown raw, so nothing the record holds is hidden.
+    pub fn message_into(&mut self, rec: &Record, text: &mut Vec<u8>) -> Decoded {
         let desc = rec.desc();
+        let args = rec.data();
+        if desc == 0 {
+            text.extend_from_slice(b"<no format string: desc is 0; args");
+            push_raw_args(text, &args);
+            return Decoded {
+                printf: Outcome::default(),
+                desc: DescState::Null,
+            };
+        }
         if self.descs.len() >= DESC_CACHE_MAX && !self.descs.contains_key(&desc) {
             self.descs.clear();
         }
         let mem = self.mem;
         let format = self.descs.entry(desc).or_insert_with(|| {
+            // One byte more than is kept, to tell a cut format from one of exactly STRING_MAX.
             let mut s = Vec::new();
-            mem.read_cstring(desc, STRING_MAX, &mut s)
-                .map(|()| s.into_boxed_slice())
+            mem.read_cstring(desc, STRING_MAX + 1, &mut s).map(|()| {
+                let cut = s.len() > STRING_MAX;
+                s.truncate(STRING_MAX);
+                Format {
+                    bytes: s.into_boxed_slice(),
+                    cut,
+                }
+            })
         });
         match format {
             Ok(f) => {
                 let mut sink = VecSink(text);
-                printf::format(&mut sink, f, &rec.data(), &mut self.strings).unwrap_or_default()
+                let printf = printf::format(&mut sink, &f.bytes, &args, &mut self.strings)
+                    .unwrap_or_default();
+                let desc = if f.cut {
+                    text.extend_from_slice(
+                        format!("<format cut: no NUL within {STRING_MAX} bytes>").as_bytes(),
+                    );
+                    DescState::Cut
+                } else {
+                    DescState::Read
+                };
+                Decoded { printf, desc }
             }
             Err(e) => {
-                text.extend_from_slice(format!("<unreadable desc {e}>").as_bytes());
-                Outcome::default()
+                text.extend_from_slice(format!("<unreadable desc {e}; args").as_bytes());
+                push_raw_args(text, &args);
+                Decoded {
+                    printf: Outcome::default(),
+                    desc: DescState::Unreadable,
+                }
             }
         }
     }
 
     /// The format string at `desc`, if it has been read and could be.
     pub fn format(&self, desc: u64) -> Option<&[u8]> {
-        self.descs.get(&desc)?.as_deref().ok()
+        match self.descs.get(&desc)? {
+            Ok(f) => Some(&f.bytes),
+            Err(_) => None,
+        }
     }
+}
+
+/// ` 0x1 0x2 0x3>`: a record's data words when there is no format to print them with.
+fn push_raw_args(text: &mut Vec<u8>, args: &[u64]) {
+    for &a in args {
+        text.extend_from_slice(b" 0x");
+        push_hex(text, a);
+    }
+    text.push(b'>');
 }
 
 /// Hashes addresses by one multiplication: the desc cache is looked up once per record, and
@@ -167,9 +257,10 @@ impl Strings for DumpStrings<'_> {
     type Error = String;
 
     fn c_string(&mut self, addr: u64, max: usize) -> Result<&[u8], String> {
+        // The formatter asks for one byte past its limit to see whether a string was cut.
         match self
             .mem
-            .read_cstring(addr, max.min(STRING_MAX), &mut self.buf)
+            .read_cstring(addr, max.min(STRING_MAX + 1), &mut self.buf)
         {
             Ok(()) => Ok(&self.buf),
             // The formatter prints the address itself.
@@ -400,7 +491,7 @@ impl<'a> Printer<'a> {
         push_hex_array(b, &rec.data());
         field(b, "args_used");
         match outcome {
-            Some(o) => push_dec_padded(b, o.args_used as u64, 0, b' '),
+            Some(o) => push_dec_padded(b, o.printf.args_used as u64, 0, b' '),
             None => b.extend_from_slice(b"null"),
         }
         field(b, "message");
@@ -412,19 +503,14 @@ impl<'a> Printer<'a> {
         field(b, "unreadable_strings");
         push_dec_padded(
             b,
-            outcome.map_or(0, |o| o.unreadable_strings) as u64,
+            outcome.map_or(0, |o| o.printf.unreadable_strings) as u64,
             0,
             b' ',
         );
         field(b, "damage");
-        b.push(b'[');
-        for (i, name) in rec.damage.names().iter().enumerate() {
-            if i > 0 {
-                b.push(b',');
-            }
-            json_str(b, name.as_bytes(), &mut scratch);
-        }
-        b.push(b']');
+        push_names(b, rec.damage.names());
+        field(b, "marks");
+        push_names(b, outcome.iter().flat_map(Decoded::names));
         field(b, "note");
         match damage_note(rec, &self.names) {
             Some(n) => json_str(b, n.as_bytes(), &mut scratch),
@@ -465,6 +551,18 @@ fn push_hex_str(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(b"\"0x");
     push_hex(out, v);
     out.push(b'"');
+}
+
+/// A JSON array of short names (plain ASCII, nothing to escape).
+fn push_names<'n>(out: &mut Vec<u8>, names: impl IntoIterator<Item = &'n str>) {
+    out.push(b'[');
+    for (i, name) in names.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        json_quoted(out, name.as_bytes());
+    }
+    out.push(b']');
 }
 
 fn push_hex_array(out: &mut Vec<u8>, values: &[u64]) {

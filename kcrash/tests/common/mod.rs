@@ -185,6 +185,13 @@ pub fn check_records(got: &HashMap<(u64, u64), Value>, expected: &Expected, what
                 ev.unreadable_at.len(),
                 "{ctx}: unreadable strings"
             );
+            // The kernels log well-formed events: an unreadable string is the only mark.
+            let want_marks: &[&str] = if ev.unreadable_at.is_empty() {
+                &[]
+            } else {
+                &["string_unreadable"]
+            };
+            assert_eq!(v["marks"], serde_json::json!(want_marks), "{ctx}: marks");
         }
     }
     assert_eq!(
