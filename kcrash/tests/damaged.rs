@@ -240,3 +240,136 @@ fn limits_and_unimplemented_conversions_are_marked() {
         .count();
     assert_eq!(untouched + 4, records.len());
 }
+
+/// Splits the ELF dump's PT_LOAD that holds file offset `at` around the page holding it, so that
+/// page is no longer in the dump (as a dump that left a page out). The program headers move to
+/// the end of the file to make room for the extra one.
+fn drop_page(bytes: &mut Vec<u8>, at: usize) {
+    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes(b[o..o + 2].try_into().unwrap()) as usize;
+    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    let (phoff, phentsize, phnum) = (
+        u64_at(bytes, 0x20) as usize,
+        u16_at(bytes, 0x36),
+        u16_at(bytes, 0x38),
+    );
+    let mut headers: Vec<Vec<u8>> = (0..phnum)
+        .map(|i| bytes[phoff + i * phentsize..phoff + (i + 1) * phentsize].to_vec())
+        .collect();
+    let i = headers
+        .iter()
+        .position(|h| {
+            let (offset, filesz) = (u64_at(h, 8) as usize, u64_at(h, 32) as usize);
+            u32::from_le_bytes(h[..4].try_into().unwrap()) == 1
+                && (offset..offset + filesz).contains(&at)
+        })
+        .expect("a PT_LOAD holds the offset");
+    let h = headers[i].clone();
+    let (offset, paddr, size) = (u64_at(&h, 8), u64_at(&h, 24), u64_at(&h, 32));
+    let page = (paddr + (at as u64 - offset)) & !0xfff;
+    let set = |h: &mut Vec<u8>, o: usize, v: u64| h[o..o + 8].copy_from_slice(&v.to_le_bytes());
+    let mut low = h.clone();
+    for field in [32, 40] {
+        set(&mut low, field, page - paddr);
+    }
+    let mut high = h;
+    let skip = page + 0x1000 - paddr;
+    set(&mut high, 8, offset + skip);
+    for field in [16, 24] {
+        let moved = u64_at(&high, field) + skip;
+        set(&mut high, field, moved);
+    }
+    for field in [32, 40] {
+        set(&mut high, field, size - skip);
+    }
+    headers.splice(i..=i, [low, high]);
+    let new_phoff = bytes.len() as u64;
+    bytes.extend(headers.concat());
+    bytes[0x20..0x28].copy_from_slice(&new_phoff.to_le_bytes());
+    bytes[0x38..0x3a].copy_from_slice(&(headers.len() as u16).to_le_bytes());
+}
+
+/// What the dump cannot vouch for is printed as unknown, with the reason: the counts of a ring
+/// whose scribbled `next_write` (a multiple of 8 below the sanity bound) says it wrapped
+/// although most of its slots were never written, those slots (never written, not torn), and
+/// the clock rate when `klogClockHz` is not in the dump.
+#[test]
+fn what_the_dump_cannot_vouch_for_is_printed_as_unknown() {
+    let expected: kcrash_harness::expected::Expected =
+        serde_json::from_slice(&std::fs::read(corpus::file("bare/rings/expected.json")).unwrap())
+            .unwrap();
+    let sched = expected.ring_named("SCHED").unwrap();
+    let never = sched.num_recs - sched.written;
+    assert!(never > 0, "SCHED has slots never written");
+    let query = common::kcrash().commands(
+        &common::kdump(),
+        &common::vmlinux(),
+        &[&format!("p &KLogs[{}].next_write", sched.ring)],
+    );
+    let next_write_at = kcrash_harness::run::stdout(&query, "p")
+        .split_whitespace()
+        .find_map(|w| u64::from_str_radix(w.strip_prefix("0x")?, 16).ok())
+        .expect("an address");
+    let clock_at = common::nm(&common::vmlinux())["klogClockHz"].0;
+    let known = b"postProcess: task:%016lx curPD:%d\0";
+    let known_at = sched.records[0].event.as_ref().unwrap().desc;
+    let scribbled = ((1u64 << 53) - 1) * 8;
+    let dir = tempfile::tempdir().unwrap();
+    let dump = edited_dump(dir.path(), |b| {
+        let at = file_offset(b, known, known_at, next_write_at);
+        // The oracle's count is what the dump holds there: the edit is where it should be.
+        assert_eq!(b[at..at + 8], (sched.written * 8).to_le_bytes());
+        b[at..at + 8].copy_from_slice(&scribbled.to_le_bytes());
+        let clock = file_offset(b, known, known_at, clock_at);
+        drop_page(b, clock);
+    });
+    let sched_name = format!("klog {} full", sched.ring);
+    let out = common::kcrash().commands(
+        &dump,
+        &common::vmlinux(),
+        &["klog -s", "klog -s --json", &sched_name],
+    );
+    let stdout = kcrash_harness::run::stdout(&out, "klog");
+    let row = stdout
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("SCHED"))
+        .unwrap();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[3..7], ["?", "?", "?", "0"], "{row}");
+    assert!(
+        stdout.contains(&format!(
+            "COUNTS UNKNOWN: next_write {scribbled} says the ring wrapped, but {never} of its \
+             slots were never written"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("clock: rate unknown (klogClockHz is unreadable at 0xffffffff80129200"),
+        "{stdout}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(
+        &stdout[stdout.find("\n{").unwrap()..stdout.find("\n}\n").unwrap() + 2],
+    )
+    .unwrap();
+    assert!(doc["clock_hz"].is_null());
+    assert!(doc["clock_unknown"]
+        .as_str()
+        .unwrap()
+        .starts_with("klogClockHz is unreadable at 0xffffffff80129200"));
+    let ring = &doc["rings"][sched.ring as usize];
+    for field in ["written", "held", "overwritten", "laps"] {
+        assert!(ring[field].is_null(), "{field}: {ring}");
+    }
+    assert_eq!(
+        (ring["never_written"].as_u64(), ring["torn"].as_u64()),
+        (Some(never), Some(0))
+    );
+    // The listing marks each never-written slot as such, and calls none of them torn.
+    let listed = stdout
+        .lines()
+        .filter(|l| l.contains("<never written:"))
+        .count();
+    assert_eq!(listed as u64, never);
+    assert!(!stdout.contains("<torn"), "{stdout}");
+    // Times are raw ticks, not seconds from a guessed rate.
+    assert!(stdout.lines().any(|l| l.starts_with("[t=")), "{stdout}");
+}

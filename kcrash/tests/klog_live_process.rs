@@ -109,7 +109,13 @@ fn lines(
     order: Order,
     style: Style,
 ) -> Vec<String> {
-    let mut printer = Printer::new(mem, klog.names(), Clock { hz: klog.clock_hz });
+    let mut printer = Printer::new(
+        mem,
+        klog.names(),
+        Clock {
+            hz: klog.clock_rate.hz(),
+        },
+    );
     let mut out = Vec::new();
     for rec in klog.records(mem, sel, order) {
         printer.text(&mut out, &rec, style);
@@ -175,7 +181,7 @@ fn rings_rebuilt_from_memory() {
     let klog = Klog::read(&mem, layout());
     assert!(klog.rings.iter().all(|r| r.trusted()), "{:?}", klog.rings);
     assert_eq!(klog.names(), ["NONE", "FS", "SCHED", "VM"]);
-    assert_eq!(klog.clock_hz, Some(100));
+    assert_eq!(klog.clock_rate.hz(), Some(100));
     let sched = &klog.rings[2];
     assert_eq!(
         (

@@ -271,7 +271,9 @@ fn show(
     } else {
         Order::NewestFirst
     };
-    let clock = Clock { hz: klog.clock_hz };
+    let clock = Clock {
+        hz: klog.clock_rate.hz(),
+    };
     if args.summary {
         return summary(mem, klog, clock, args.json, out);
     }
@@ -477,7 +479,9 @@ struct Summary {
     rings: Vec<RingRow>,
     /// `klogLevel`: its value and name, or why it could not be read; absent from the image: null.
     klog_level: Option<String>,
-    clock_hz: Option<u64>,
+    clock_hz: Option<Dec>,
+    /// Why times are in ticks: klogClockHz absent, 0 or unreadable (with where and why).
+    clock_unknown: Option<String>,
     /// Not in JSON: how the text shows clock values.
     #[serde(skip)]
     clock: Clock,
@@ -488,11 +492,14 @@ struct RingRow {
     index: usize,
     name: String,
     capacity: u64,
-    written: u64,
-    held: u64,
-    overwritten: u64,
-    laps: u64,
+    /// Counts from the control block: null when it cannot be believed (`counts_unknown` says why).
+    written: Option<u64>,
+    held: Option<u64>,
+    overwritten: Option<u64>,
+    laps: Option<u64>,
+    counts_unknown: Option<String>,
     torn: u64,
+    never_written: u64,
     damaged: u64,
     oldest_clock: Option<Dec>,
     newest_clock: Option<Dec>,
@@ -518,6 +525,7 @@ impl Report for Summary {
                 self.clock.show(c.0 as u64).trim().to_owned()
             })
         };
+        let count = |c: Option<u64>| c.map_or("?".into(), |c| c.to_string());
         for r in &self.rings {
             writeln!(
                 out,
@@ -525,9 +533,9 @@ impl Report for Summary {
                 r.index,
                 r.name,
                 r.capacity,
-                r.written,
-                r.held,
-                r.overwritten,
+                count(r.written),
+                count(r.held),
+                count(r.overwritten),
                 r.torn,
                 time(r.oldest_clock),
                 time(r.newest_clock),
@@ -535,14 +543,20 @@ impl Report for Summary {
             )?;
             if !r.trusted {
                 writeln!(out, "    NOT TRUSTED: {}", r.problems.join("; "))?;
+            } else if let Some(why) = &r.counts_unknown {
+                writeln!(out, "    COUNTS UNKNOWN: {why}")?;
             }
         }
         if let Some(level) = &self.klog_level {
             writeln!(out, "klogLevel: {level}")?;
         }
-        match self.clock_hz {
-            Some(hz) => writeln!(out, "clock: {hz} Hz (klogClockHz); times in seconds"),
-            None => writeln!(out, "clock: rate unknown; times in ticks"),
+        match (&self.clock_hz, &self.clock_unknown) {
+            (Some(hz), _) => writeln!(out, "clock: {} Hz (klogClockHz); times in seconds", hz.0),
+            (None, why) => writeln!(
+                out,
+                "clock: rate unknown ({}); times in ticks",
+                why.as_deref().unwrap_or("?")
+            ),
         }
     }
 }
@@ -573,31 +587,38 @@ fn summary(
         .rings
         .iter()
         .zip(&figures)
-        .map(|(r, s)| RingRow {
-            index: r.index,
-            name: r.label(),
-            capacity: r.num_recs,
-            written: r.written(),
-            held: r.held(),
-            overwritten: r.overwritten(),
-            laps: r.laps(),
-            torn: s.torn,
-            damaged: s.damaged,
-            oldest_clock: s.oldest.map(|c| Dec(c.into())),
-            newest_clock: s.newest.map(|c| Dec(c.into())),
-            oldest_s: s.oldest.and_then(|c| clock.seconds(c)),
-            newest_s: s.newest.and_then(|c| clock.seconds(c)),
-            buffer: Hex(r.buffer),
-            next_write: Dec(r.next_write.into()),
-            debug_flags: flags(r.index),
-            trusted: r.trusted(),
-            problems: r.problems.clone(),
+        .map(|(r, s)| {
+            let counts_unknown = s.counts_unknown(r);
+            let known = |v: u64| counts_unknown.is_none().then_some(v);
+            RingRow {
+                index: r.index,
+                name: r.label(),
+                capacity: r.num_recs,
+                written: known(r.written()),
+                held: known(r.held()),
+                overwritten: known(r.overwritten()),
+                laps: known(r.laps()),
+                counts_unknown: counts_unknown.clone(),
+                torn: s.torn,
+                never_written: s.never_written,
+                damaged: s.damaged,
+                oldest_clock: s.oldest.map(|c| Dec(c.into())),
+                newest_clock: s.newest.map(|c| Dec(c.into())),
+                oldest_s: s.oldest.and_then(|c| clock.seconds(c)),
+                newest_s: s.newest.and_then(|c| clock.seconds(c)),
+                buffer: Hex(r.buffer),
+                next_write: Dec(r.next_write.into()),
+                debug_flags: flags(r.index),
+                trusted: r.trusted(),
+                problems: r.problems.clone(),
+            }
         })
         .collect();
     let summary = Summary {
         rings,
         klog_level,
-        clock_hz: klog.clock_hz,
+        clock_hz: klog.clock_rate.hz().map(|hz| Dec(hz.into())),
+        clock_unknown: klog.clock_rate.unknown_because(),
         clock,
     };
     report::document(&summary, json, out, Paint::default())?;

@@ -31,22 +31,55 @@ pub enum Selection {
 pub struct Klog {
     pub layout: KLogLayout,
     pub rings: Vec<Ring>,
-    /// `klogClockHz`, when the kernel has it and it is non-zero.
-    pub clock_hz: Option<u64>,
+    /// `klogClockHz` at the crash, or why it is not known.
+    pub clock_rate: ClockRate,
     /// `klogLevel` at the crash.
     pub level: Option<Result<u64, Unreadable>>,
     /// `DebugFlags[i]` at the crash.
     pub debug_flags: Vec<Result<u64, Unreadable>>,
 }
 
+/// What the dump says of the clock's frequency.
+#[derive(Clone, Debug)]
+pub enum ClockRate {
+    Hz(u64),
+    /// The image has no `klogClockHz`.
+    Absent,
+    /// `klogClockHz` is 0: the kernel never set it.
+    Zero,
+    Unreadable(Unreadable),
+}
+
+impl ClockRate {
+    /// The frequency, when it is known.
+    pub fn hz(&self) -> Option<u64> {
+        match self {
+            ClockRate::Hz(hz) => Some(*hz),
+            _ => None,
+        }
+    }
+
+    /// Why times are shown in ticks, when they are.
+    pub fn unknown_because(&self) -> Option<String> {
+        match self {
+            ClockRate::Hz(_) => None,
+            ClockRate::Absent => Some("the image has no klogClockHz".into()),
+            ClockRate::Zero => Some("klogClockHz is 0".into()),
+            ClockRate::Unreadable(e) => Some(format!("klogClockHz is unreadable at {e}")),
+        }
+    }
+}
+
 impl Klog {
     /// Reads the control blocks and globals; records are read later, as they are printed.
     pub fn read(mem: &dyn Memory, layout: KLogLayout) -> Klog {
         let rings = ring::read_rings(mem, &layout);
-        let clock_hz = layout
-            .clock_hz
-            .and_then(|v| mem.read_uint(v.addr, v.size).ok())
-            .filter(|&hz| hz > 0);
+        let clock_rate = match layout.clock_hz.map(|v| mem.read_uint(v.addr, v.size)) {
+            None => ClockRate::Absent,
+            Some(Ok(0)) => ClockRate::Zero,
+            Some(Ok(hz)) => ClockRate::Hz(hz),
+            Some(Err(e)) => ClockRate::Unreadable(e),
+        };
         let level = layout.klog_level.map(|v| mem.read_uint(v.addr, v.size));
         let debug_flags = layout.debug_flags.map_or_else(Vec::new, |a| {
             (0..a.len)
@@ -56,7 +89,7 @@ impl Klog {
         Klog {
             layout,
             rings,
-            clock_hz,
+            clock_rate,
             level,
             debug_flags,
         }
@@ -130,14 +163,14 @@ impl Klog {
             .map(|r| {
                 let mut s = RingSummary {
                     torn: 0,
+                    never_written: 0,
                     damaged: 0,
                     oldest: None,
                     newest: None,
                 };
                 for rec in Cursor::new(mem, r, Order::OldestFirst, None) {
-                    if rec.damage.torn {
-                        s.torn += 1;
-                    }
+                    s.torn += u64::from(rec.damage.torn);
+                    s.never_written += u64::from(rec.damage.never_written);
                     if rec.damage.any() {
                         s.damaged += 1;
                         continue;
@@ -212,11 +245,32 @@ impl Klog {
 #[derive(Clone, Debug)]
 pub struct RingSummary {
     pub torn: u64,
+    /// Slots `next_write` says were written that no writer touched.
+    pub never_written: u64,
     /// Records with any damage (torn included).
     pub damaged: u64,
     /// Clock of the oldest and newest undamaged records.
     pub oldest: Option<u64>,
     pub newest: Option<u64>,
+}
+
+impl RingSummary {
+    /// Why the ring's counts (written, held, overwritten, laps), which come from its control
+    /// block, cannot be believed; `None` when they can.
+    pub fn counts_unknown(&self, ring: &Ring) -> Option<String> {
+        if let Some(e) = &ring.unreadable {
+            return Some(format!("the control block is not in the dump: {e}"));
+        }
+        if !ring.trusted() {
+            return Some("the control block is inconsistent".into());
+        }
+        (self.never_written > 0).then(|| {
+            format!(
+                "next_write {} says the ring wrapped, but {} of its slots were never written",
+                ring.next_write, self.never_written
+            )
+        })
+    }
 }
 
 /// What `klog --salvage` found.

@@ -317,6 +317,13 @@ fn damage_note(rec: &Record, names: &[String]) -> Option<String> {
     if d.torn {
         return Some("<torn: the writer was interrupted before finishing this record>".into());
     }
+    if d.never_written {
+        return Some(
+            "<never written: all eight words are zero, yet next_write says the ring wrapped past \
+             this slot>"
+                .into(),
+        );
+    }
     if d.bad_header {
         return Some(format!(
             "<not a KLOG record: header {:#018x}>",
@@ -408,7 +415,7 @@ impl<'a> Printer<'a> {
         }
         drop(sub);
         let note = damage_note(rec, &self.names);
-        let readable = !(rec.damage.torn || rec.damage.bad_header || rec.damage.unreadable);
+        let readable = !rec.damage.no_message();
         if readable {
             // Formatted in place; escaped through the scratch buffer only when it must be.
             let start = line.len();
@@ -432,7 +439,7 @@ impl<'a> Printer<'a> {
     /// One JSON object (one line) for `rec`, with every raw word. Written byte by byte like the
     /// text lines; the fields are documented in kcrash/README.md.
     pub fn json(&mut self, b: &mut Vec<u8>, rec: &Record, ring_name: &str) {
-        let readable = !(rec.damage.torn || rec.damage.bad_header || rec.damage.unreadable);
+        let readable = !rec.damage.no_message();
         let start = b.len();
         self.message.clear();
         let outcome = readable.then(|| self.decoder.message_into(rec, &mut self.message));

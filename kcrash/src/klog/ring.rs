@@ -214,6 +214,9 @@ pub struct Damage {
     pub clock_backwards: bool,
     /// The slot itself could not be read from the dump.
     pub unreadable: bool,
+    /// All eight words are zero in a slot that `next_write` says was reserved on an earlier lap
+    /// too: no writer ever touched it, so `next_write` is wrong, and it is not a torn record.
+    pub never_written: bool,
 }
 
 impl Damage {
@@ -223,6 +226,12 @@ impl Damage {
             || self.foreign_header
             || self.clock_backwards
             || self.unreadable
+            || self.never_written
+    }
+
+    /// Whether the slot holds no record to print: only the mark is shown.
+    pub fn no_message(&self) -> bool {
+        self.torn || self.bad_header || self.unreadable || self.never_written
     }
 
     /// Short names of the damage, for text and JSON.
@@ -234,6 +243,7 @@ impl Damage {
             (self.foreign_header, "foreign_header"),
             (self.clock_backwards, "clock_backwards"),
             (self.unreadable, "unreadable"),
+            (self.never_written, "never_written"),
         ] {
             if set {
                 v.push(name);
@@ -487,6 +497,8 @@ fn classify(
     let mut subsystem = None;
     if unreadable.is_none() {
         match decode_header(words[0]) {
+            // A slot on its second lap or later has held a whole record before.
+            Header::Torn if words == [0; 8] && seq >= ring.num_recs => damage.never_written = true,
             Header::Torn => damage.torn = true,
             Header::Invalid { .. } => damage.bad_header = true,
             Header::Valid { subsystem: s } => {
