@@ -1,39 +1,22 @@
 //! kcrash on real corpus dumps edited the way damage or a hostile kernel would: what the dump
 //! says is shown as it is, marked, and never reaches the terminal as control sequences.
 
-use std::io::Read;
 use std::path::Path;
 
 use kcrash_harness::corpus;
 
 mod common;
 
+use common::edit::{drop_page, file_offset, inflated, replace_all, set_word};
+
 /// The bare kernel's ELF dump of its `rings` crash, inflated, with `edit` applied, written
 /// into `dir`.
 fn edited_dump(dir: &Path, edit: impl Fn(&mut Vec<u8>)) -> std::path::PathBuf {
-    let mut bytes = Vec::new();
-    flate2::read::GzDecoder::new(
-        std::fs::File::open(corpus::file("bare/rings/vmcore.elf.gz")).expect("corpus dump"),
-    )
-    .read_to_end(&mut bytes)
-    .expect("gunzip");
+    let mut bytes = inflated("bare/rings/vmcore.elf.gz");
     edit(&mut bytes);
     let path = dir.join("vmcore.elf");
     std::fs::write(&path, &bytes).unwrap();
     path
-}
-
-/// Every place `from` stands in `bytes` now holds `to` (of the same length).
-fn replace_all(bytes: &mut [u8], from: &[u8], to: &[u8]) -> usize {
-    assert_eq!(from.len(), to.len());
-    let mut n = 0;
-    let mut at = 0;
-    while let Some(i) = bytes[at..].windows(from.len()).position(|w| w == from) {
-        bytes[at + i..at + i + to.len()].copy_from_slice(to);
-        at += i + to.len();
-        n += 1;
-    }
-    n
 }
 
 /// A subsystem name in dump memory that holds an escape sequence and a line break is printed
@@ -130,24 +113,6 @@ fn an_unreadable_log_fails_and_an_empty_one_says_why() {
     assert_eq!(common::text(&out.stderr), "klog: no record matched\n");
 }
 
-/// Where `addr` of the bare kernel's image is in its ELF dump: the image is mapped linearly, so
-/// its distance from a known string is the same in the file.
-fn file_offset(bytes: &[u8], known: &[u8], known_addr: u64, addr: u64) -> usize {
-    let at = bytes
-        .windows(known.len())
-        .position(|w| w == known)
-        .expect("the known string is in the dump");
-    usize::try_from(at as i64 + (addr as i64).wrapping_sub(known_addr as i64)).unwrap()
-}
-
-/// Replaces word `index` of the record whose eight words are `words`, wherever the dump holds it.
-fn set_word(bytes: &mut [u8], words: &[u64], index: usize, value: u64) {
-    let raw = |w: &[u64]| w.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
-    let mut edited = words.to_vec();
-    edited[index] = value;
-    assert_eq!(replace_all(bytes, &raw(words), &raw(&edited)), 1);
-}
-
 /// A record whose format or `%s` argument ran past kcrash's limits, had no format, or asked for
 /// a conversion kcrash does not implement prints what it can and marks the rest, in text and
 /// in JSON's `marks` — never a silently cut or literal message.
@@ -239,53 +204,6 @@ fn limits_and_unimplemented_conversions_are_marked() {
         .filter(|v| v["marks"] == serde_json::json!([]))
         .count();
     assert_eq!(untouched + 4, records.len());
-}
-
-/// Splits the ELF dump's PT_LOAD that holds file offset `at` around the page holding it, so that
-/// page is no longer in the dump (as a dump that left a page out). The program headers move to
-/// the end of the file to make room for the extra one.
-fn drop_page(bytes: &mut Vec<u8>, at: usize) {
-    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes(b[o..o + 2].try_into().unwrap()) as usize;
-    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-    let (phoff, phentsize, phnum) = (
-        u64_at(bytes, 0x20) as usize,
-        u16_at(bytes, 0x36),
-        u16_at(bytes, 0x38),
-    );
-    let mut headers: Vec<Vec<u8>> = (0..phnum)
-        .map(|i| bytes[phoff + i * phentsize..phoff + (i + 1) * phentsize].to_vec())
-        .collect();
-    let i = headers
-        .iter()
-        .position(|h| {
-            let (offset, filesz) = (u64_at(h, 8) as usize, u64_at(h, 32) as usize);
-            u32::from_le_bytes(h[..4].try_into().unwrap()) == 1
-                && (offset..offset + filesz).contains(&at)
-        })
-        .expect("a PT_LOAD holds the offset");
-    let h = headers[i].clone();
-    let (offset, paddr, size) = (u64_at(&h, 8), u64_at(&h, 24), u64_at(&h, 32));
-    let page = (paddr + (at as u64 - offset)) & !0xfff;
-    let set = |h: &mut Vec<u8>, o: usize, v: u64| h[o..o + 8].copy_from_slice(&v.to_le_bytes());
-    let mut low = h.clone();
-    for field in [32, 40] {
-        set(&mut low, field, page - paddr);
-    }
-    let mut high = h;
-    let skip = page + 0x1000 - paddr;
-    set(&mut high, 8, offset + skip);
-    for field in [16, 24] {
-        let moved = u64_at(&high, field) + skip;
-        set(&mut high, field, moved);
-    }
-    for field in [32, 40] {
-        set(&mut high, field, size - skip);
-    }
-    headers.splice(i..=i, [low, high]);
-    let new_phoff = bytes.len() as u64;
-    bytes.extend(headers.concat());
-    bytes[0x20..0x28].copy_from_slice(&new_phoff.to_le_bytes());
-    bytes[0x38..0x3a].copy_from_slice(&(headers.len() as u16).to_le_bytes());
 }
 
 /// What the dump cannot vouch for is printed as unknown, with the reason: the counts of a ring

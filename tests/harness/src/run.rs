@@ -68,3 +68,70 @@ pub fn stdout(out: &Output, what: &str) -> String {
     );
     String::from_utf8(out.stdout.clone()).expect("kcrash prints UTF-8")
 }
+
+/// How a run under [`bounded`] ended.
+pub enum Ended {
+    /// It exited with this status and output.
+    Exited(Output),
+    /// A signal ended it (an abort, or the kernel's answer to an allocation past the limit).
+    Signalled(i32, Output),
+    /// It was still running at the deadline and was killed.
+    TimedOut,
+}
+
+/// Runs `cmd` with its address space limited to `memory` bytes, killed after `deadline`.
+pub fn bounded(mut cmd: Command, memory: u64, deadline: std::time::Duration) -> Ended {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let limit = libc::rlimit {
+        rlim_cur: memory,
+        rlim_max: memory,
+    };
+    // SAFETY: setrlimit is async-signal-safe, the only call made between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || match libc::setrlimit(libc::RLIMIT_AS, &limit) {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        });
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the program starts");
+    // Read both pipes while waiting, so a chatty child never blocks on a full pipe.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let output = |status| Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    };
+    match status {
+        None => Ended::TimedOut,
+        Some(s) => match s.signal() {
+            Some(sig) => Ended::Signalled(sig, output(s)),
+            None => Ended::Exited(output(s)),
+        },
+    }
+}
