@@ -82,9 +82,34 @@ impl<T, E: Into<Error>> Context<T> for std::result::Result<T, E> {
     }
 }
 
-/// A message on one line: embedded line breaks become "; ".
+/// Longest error line printed, in characters. Errors echo what they were given, and a line
+/// of input (or a name from a dump) may be megabytes.
+const LINE_MAX: usize = 400;
+
+/// A message on one line, safe for a terminal: embedded line breaks become "; ", control
+/// characters are escaped (`\x1b`, `\u{85}`), and a line longer than [`LINE_MAX`] keeps its
+/// start and its end (where the reason is) around a note of how much was left out.
 pub fn one_line(text: &str) -> String {
-    text.trim_end().lines().collect::<Vec<_>>().join("; ")
+    let mut line = String::with_capacity(text.len().min(4 * LINE_MAX));
+    let joined = text.trim_end().lines().collect::<Vec<_>>().join("; ");
+    let total = joined.chars().count();
+    let (head, tail) = (LINE_MAX / 2, LINE_MAX / 4);
+    for (i, c) in joined.chars().enumerate() {
+        if total > LINE_MAX && i == head {
+            line.push_str(&format!("…[{} characters left out]…", total - head - tail));
+        }
+        if total > LINE_MAX && (head..total - tail).contains(&i) {
+            continue;
+        }
+        match c {
+            c if (c as u32) < 0x80 && c.is_control() => {
+                line.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() => line.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => line.push(c),
+        }
+    }
+    line
 }
 
 /// An error with its causes, on one line. Messages here already end with their cause's (ours,
@@ -106,6 +131,23 @@ pub fn report(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_escapes_and_bounds_what_it_echoes() {
+        assert_eq!(
+            one_line("rd: \0\x1b[2J\u{85}: bad\nmore\n"),
+            r"rd: \x00\x1b[2J\u{85}: bad; more"
+        );
+        let long = format!("{}: no such command (try help)", "x".repeat(3_000_000));
+        let line = one_line(&long);
+        assert_eq!(
+            line.chars().count(),
+            200 + 100 + "…[2999727 characters left out]…".chars().count()
+        );
+        assert!(line.starts_with(&"x".repeat(200)));
+        assert!(line.ends_with("xxxxxx: no such command (try help)"));
+        assert!(one_line(&"y".repeat(LINE_MAX)).len() == LINE_MAX);
+    }
 
     #[test]
     fn report_names_each_cause_once() {

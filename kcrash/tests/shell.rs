@@ -112,6 +112,60 @@ fn exit_codes_and_one_line_errors() {
     assert!(text(&o.stdout).is_empty());
 }
 
+/// Lines of input that are megabytes long or hold NULs and escape sequences come back in error
+/// lines escaped and cut to their start and their reason, one line each.
+#[test]
+fn hostile_input_lines_are_echoed_escaped_and_bounded() {
+    let mut input = "x".repeat(3_000_000).into_bytes();
+    input.extend_from_slice(b"\nrd \0\x1b[2J 4\np ");
+    input.extend(std::iter::repeat_n(b'a', 200_000));
+    input.extend_from_slice(b"\nsym \x1b[31mfoo\n");
+    let mut child = kcrash()
+        .command()
+        .args([
+            "--keep-going",
+            kdump().to_str().unwrap(),
+            vmlinux().to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(&input).unwrap();
+    });
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        !o.stderr.iter().any(|&b| b < 0x20 && b != b'\n'),
+        "a raw control byte in an error line"
+    );
+    let err = text(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    assert!(lines.iter().all(|l| l.chars().count() < 500), "{err}");
+    assert!(
+        lines[0].ends_with(": no such command (try help)"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains("characters left out]"), "{}", lines[0]);
+    assert!(
+        lines[1].starts_with(r"kcrash: rd: \x00\x1b[2J: "),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[3].starts_with(r"kcrash: sym: \x1b[31mfoo: "),
+        "{}",
+        lines[3]
+    );
+}
+
 #[test]
 fn command_file_and_standard_input() {
     let dir = tempfile::tempdir().unwrap();
