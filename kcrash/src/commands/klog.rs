@@ -491,7 +491,8 @@ struct Summary {
 struct RingRow {
     index: usize,
     name: String,
-    capacity: u64,
+    /// Raw fields of the control block: null when it is not in the dump.
+    capacity: Option<u64>,
     /// Counts from the control block: null when it cannot be believed (`counts_unknown` says why).
     written: Option<u64>,
     held: Option<u64>,
@@ -505,8 +506,8 @@ struct RingRow {
     newest_clock: Option<Dec>,
     oldest_s: Option<f64>,
     newest_s: Option<f64>,
-    buffer: Hex,
-    next_write: Dec,
+    buffer: Option<Hex>,
+    next_write: Option<Dec>,
     /// The ring's DebugFlags by name, or why they could not be read.
     debug_flags: Option<String>,
     trusted: bool,
@@ -532,7 +533,7 @@ impl Report for Summary {
                 "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>16} {:>16}  {}",
                 r.index,
                 r.name,
-                r.capacity,
+                count(r.capacity),
                 count(r.written),
                 count(r.held),
                 count(r.overwritten),
@@ -590,10 +591,11 @@ fn summary(
         .map(|(r, s)| {
             let counts_unknown = s.counts_unknown(r);
             let known = |v: u64| counts_unknown.is_none().then_some(v);
+            let raw = |v: u64| r.unreadable.is_none().then_some(v);
             RingRow {
                 index: r.index,
                 name: r.label(),
-                capacity: r.num_recs,
+                capacity: raw(r.num_recs),
                 written: known(r.written()),
                 held: known(r.held()),
                 overwritten: known(r.overwritten()),
@@ -606,8 +608,8 @@ fn summary(
                 newest_clock: s.newest.map(|c| Dec(c.into())),
                 oldest_s: s.oldest.and_then(|c| clock.seconds(c)),
                 newest_s: s.newest.and_then(|c| clock.seconds(c)),
-                buffer: Hex(r.buffer),
-                next_write: Dec(r.next_write.into()),
+                buffer: raw(r.buffer).map(Hex),
+                next_write: raw(r.next_write).map(|n| Dec(n.into())),
                 debug_flags: flags(r.index),
                 trusted: r.trusted(),
                 problems: r.problems.clone(),

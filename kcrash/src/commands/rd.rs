@@ -126,6 +126,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         symbols: args.symbols && !args.physical,
         json: args.json,
         unreadable: None,
+        missing: 0,
         line: Vec::new(),
     };
     // A page's worth of lines is read at once; a chunk that fails is read line by line.
@@ -151,6 +152,13 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         at += len;
     }
     dump.flush_unreadable(cx, start.wrapping_add(bytes))?;
+    // Everything readable is printed; the status tells a script that not all of it was.
+    if dump.missing > 0 {
+        bail!(
+            "{:#x} of the {bytes:#x} bytes from {start:#x} are unreadable (marked above)",
+            dump.missing
+        );
+    }
     Ok(Flow::Continue)
 }
 
@@ -202,6 +210,8 @@ struct Dumper<'s, 'a, 'd> {
     json: bool,
     /// A run of wholly unreadable lines not yet printed: its start and the reason.
     unreadable: Option<(u64, String)>,
+    /// Bytes asked for that could not be read.
+    missing: u64,
     /// The line being built, kept for its allocation.
     line: Vec<u8>,
 }
@@ -231,6 +241,7 @@ impl Dumper<'_, '_, '_> {
             reason.get_or_insert(why);
         }
         let units = (len / self.size) as usize;
+        self.missing += readable[..units].iter().filter(|r| !**r).count() as u64 * self.size;
         if readable[..units].iter().all(|r| !r) {
             let reason = reason.unwrap_or_default();
             match &self.unreadable {
@@ -398,6 +409,7 @@ fn string(
         bytes.extend_from_slice(&chunk);
         at = at.wrapping_add(want as u64);
     }
+    let stopped_at = failure.as_ref().map(|(at, _)| *at);
     if json {
         let item = Item::String {
             address: Hex(start),
@@ -410,24 +422,28 @@ fn string(
             }),
         };
         report::json_line(&item, cx.out)?;
-        return Ok(());
+    } else {
+        for (i, piece) in bytes.chunks(STRING_LINE).enumerate() {
+            let addr = start.wrapping_add((i * STRING_LINE) as u64);
+            writeln!(
+                cx.out,
+                "{}:  {}",
+                cx.paint.addr(format_args!("{addr:016x}")),
+                piece.escape_ascii()
+            )?;
+        }
+        if let Some((addr, why)) = failure {
+            writeln!(
+                cx.out,
+                "{}:  {}",
+                cx.paint.addr(format_args!("{addr:016x}")),
+                cx.paint.bad(format_args!("<unreadable: {why}>"))
+            )?;
+        }
     }
-    for (i, piece) in bytes.chunks(STRING_LINE).enumerate() {
-        let addr = start.wrapping_add((i * STRING_LINE) as u64);
-        writeln!(
-            cx.out,
-            "{}:  {}",
-            cx.paint.addr(format_args!("{addr:016x}")),
-            piece.escape_ascii()
-        )?;
+    // What could be read is printed; the status tells a script that the rest could not be.
+    match stopped_at {
+        Some(at) => bail!("the string at {start:#x} is unreadable from {at:#x} on (marked above)"),
+        None => Ok(()),
     }
-    if let Some((addr, why)) = failure {
-        writeln!(
-            cx.out,
-            "{}:  {}",
-            cx.paint.addr(format_args!("{addr:016x}")),
-            cx.paint.bad(format_args!("<unreadable: {why}>"))
-        )?;
-    }
-    Ok(())
 }

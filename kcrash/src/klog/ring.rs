@@ -119,16 +119,21 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
         }
     };
     let subsystem = field("subsystem", f.subsystem);
-    let name_ptr = field("name", f.name);
     let num_recs = field("num_recs", f.num_recs);
     let rec_size = field("rec_size", f.rec_size);
     let header = field("header", f.header);
     let buffer = field("buffer", f.buffer);
     let buffer_size_1 = field("buffer_size_1", f.buffer_size_1);
     let next_write = field("next_write", f.next_write);
+    // Without its pointer there is no name to read (address 0 is not one).
+    let name_ptr = mem.read_uint(base + f.name.offset, f.name.size);
+    if let Err(e) = &name_ptr {
+        problems.push(format!("name unreadable at {e}"));
+        unreadable.get_or_insert(e.clone());
+    }
     let mut raw = Vec::new();
-    let name = mem
-        .read_cstring(name_ptr, NAME_MAX, &mut raw)
+    let name = name_ptr
+        .and_then(|at| mem.read_cstring(at, NAME_MAX, &mut raw))
         .map(|()| escaped(&raw));
     let mut ring = Ring {
         index,
