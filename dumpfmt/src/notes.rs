@@ -221,12 +221,23 @@ impl<'a> Note<'a> {
                 let name = names
                     .next()
                     .ok_or_else(|| bad(&format!("entry {i} has no file name")))?;
+                // The table fits in the descriptor (checked above).
+                let (start, end) = (u64_le(d, e).unwrap_or_default(), u64_le(d, e + 8).unwrap_or_default());
+                if end < start {
+                    return Err(bad(&format!(
+                        "entry {i} ends at {end:#x}, before its start {start:#x}"
+                    )));
+                }
+                let pages = u64_le(d, e + 16).unwrap_or_default();
+                let file_offset = pages.checked_mul(page_size).ok_or_else(|| {
+                    bad(&format!(
+                        "entry {i}: file offset of {pages:#x} pages of {page_size:#x} bytes overflows"
+                    ))
+                })?;
                 Ok(FileMapping {
-                    start: u64_le(d, e).unwrap_or_default(),
-                    end: u64_le(d, e + 8).unwrap_or_default(),
-                    file_offset: u64_le(d, e + 16)
-                        .unwrap_or_default()
-                        .saturating_mul(page_size),
+                    start,
+                    end,
+                    file_offset,
                     path: String::from_utf8_lossy(name).into_owned(),
                 })
             })

@@ -111,6 +111,7 @@ fn check_core(core: &Path, exe: &Path, line: &str, pid: u32) {
                     .any(|f| Path::new(&f.path) == exe && f.start < f.end),
                 "{files:?}"
             );
+            swapped_file_mapping_is_refused(core, files[0].start, files[0].end);
             saw.2 = true;
         } else if note.is("CORE", dumpfmt::notes::NT_AUXV) {
             // AT_PAGESZ (6) is the machine's page size.
@@ -123,6 +124,35 @@ fn check_core(core: &Path, exe: &Path, line: &str, pid: u32) {
         saw,
         (true, true, true, true),
         "PRSTATUS, PRPSINFO, FILE, AUXV notes"
+    );
+}
+
+/// The core with its first NT_FILE entry's start and end swapped: the entry is refused with
+/// the file, the offset and both addresses, not read as a range of 2^64 - n bytes.
+fn swapped_file_mapping_is_refused(core: &Path, start: u64, end: u64) {
+    let mut bytes = std::fs::read(core).unwrap();
+    let entry = [start.to_le_bytes(), end.to_le_bytes()].concat();
+    let at = bytes
+        .windows(16)
+        .position(|w| w == entry)
+        .expect("the entry is in the note");
+    bytes[at..at + 8].copy_from_slice(&end.to_le_bytes());
+    bytes[at + 8..at + 16].copy_from_slice(&start.to_le_bytes());
+    let edited = core.with_extension("swapped");
+    std::fs::write(&edited, &bytes).unwrap();
+    let dump = Dump::open(&edited).unwrap();
+    let note = dump
+        .notes()
+        .map(Result::unwrap)
+        .find(|n| n.is("CORE", dumpfmt::notes::NT_FILE))
+        .unwrap();
+    let e = note.file_mappings().unwrap_err().to_string();
+    assert!(
+        e.contains(&edited.display().to_string())
+            && e.contains(&format!(
+                "entry 0 ends at {start:#x}, before its start {end:#x}"
+            )),
+        "{e}"
     );
 }
 

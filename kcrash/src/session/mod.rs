@@ -110,7 +110,12 @@ impl<'d> Session<'d> {
         for note in dump.notes() {
             let note = note?;
             if note.is("CORE", 0x4649_4c45) {
-                mappings = note.file_mappings()?;
+                // The core's own memory is still there to read without the files.
+                mappings = note.file_mappings().unwrap_or_else(|e| {
+                    self.notes
+                        .push(format!("{e}: the files the process mapped are not used"));
+                    Vec::new()
+                });
             }
             if note.is("CORE", 6) {
                 entry = note.auxv().find(|&(t, _)| t == AT_ENTRY).map(|(_, v)| v);
