@@ -61,6 +61,25 @@ impl FileKind {
 
 /// The first [`DETECT_LEN`] bytes of `source` (fewer when it ends first), read to the end of
 /// that many whatever the reads return, and what [`detect`] makes of them.
+/// Opens `path` for reading if it is a regular file. Opened without blocking, so a FIFO (or a
+/// device that waits) named as a dump, or by a core's note, is refused instead of hanging; then
+/// checked on the open file, so nothing can be swapped in between.
+pub fn open_regular(path: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if file.metadata()?.file_type().is_file() {
+        Ok(file)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device, socket or directory)",
+        ))
+    }
+}
+
 pub fn read_head(source: &mut impl Read) -> io::Result<(Vec<u8>, Option<FileKind>)> {
     let mut head = Vec::with_capacity(DETECT_LEN);
     source.take(DETECT_LEN as u64).read_to_end(&mut head)?;

@@ -44,7 +44,7 @@ mod vmcoreinfo;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use detect::{detect, read_head, FileKind, DETECT_LEN};
+pub use detect::{detect, open_regular, read_head, FileKind, DETECT_LEN};
 pub use elf::Segment;
 pub use error::{Error, MissingReason, VirtReason};
 pub use linux::LinuxInfo;

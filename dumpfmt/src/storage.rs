@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use memmap2::Mmap;
 
 use crate::bytes::{u16_le, u32_le, u64_le};
-use crate::detect::{detect, read_head, FileKind};
+use crate::detect::{detect, open_regular, read_head, FileKind};
 use crate::error::{Error, FileRef};
 
 /// A whole dump's bytes: a memory map, or a caller's buffer.
@@ -44,7 +44,7 @@ const LIVE_HEADERS_MAX: u64 = 16 << 20;
 
 impl Storage {
     pub fn open(file_ref: &FileRef) -> Result<Storage, Error> {
-        let file = File::open(&file_ref.0).map_err(|e| file_ref.io("cannot open", e))?;
+        let file = open_regular(&file_ref.0).map_err(|e| file_ref.io("cannot open", e))?;
         let map = map_file(&file).map_err(|e| file_ref.io("cannot memory-map", e))?;
         Self::whole(file_ref, map)
     }
@@ -66,7 +66,7 @@ impl Storage {
     /// Opens a live ELF core (/proc/kcore): reads its ELF header, then its program headers,
     /// then as far as its last note ends, each bounded by [`LIVE_HEADERS_MAX`].
     pub fn open_live(file_ref: &FileRef) -> Result<Storage, Error> {
-        let file = File::open(&file_ref.0).map_err(|e| file_ref.io("cannot open", e))?;
+        let file = open_regular(&file_ref.0).map_err(|e| file_ref.io("cannot open", e))?;
         let read = |len: u64| -> Result<Vec<u8>, Error> {
             let mut buf = vec![0u8; len as usize];
             let n = read_full(&file, 0, &mut buf).map_err(|e| file_ref.io("cannot read", e))?;

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::Duration;
 
 mod common;
 
@@ -67,6 +68,39 @@ fn a_file_that_is_neither() {
         ),
         "{line}"
     );
+}
+
+/// A FIFO, a directory or a device where the dump or the image should be is refused at once
+/// with exit status 2; opening one no longer waits for a writer that never comes.
+#[test]
+fn a_file_that_is_not_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("vmcore");
+    let status = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+    let (dump, image) = (corpus("bare/rings/vmcore.kdump"), corpus("bare/vmlinux"));
+    let not_regular = [fifo.as_path(), dir.path(), Path::new("/dev/null")];
+    for odd in not_regular {
+        for files in [[odd, image.as_path()], [dump.as_path(), odd]] {
+            let mut cmd = common::kcrash().command();
+            cmd.args(["-c", "klog -n 1"]).args(files);
+            let out = match kcrash_harness::run::bounded(cmd, 1 << 30, Duration::from_secs(20)) {
+                kcrash_harness::run::Ended::Exited(out) => out,
+                _ => panic!("{files:?}: kcrash did not exit by itself"),
+            };
+            let line = failure(&out, 2);
+            assert!(
+                line.ends_with(&format!(
+                    "{}: not a regular file (a FIFO, device, socket or directory)",
+                    odd.display()
+                )),
+                "{line}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -77,6 +77,25 @@ fn load_segments(data: &[u8], elf_error: impl Fn(String) -> Error) -> Result<Vec
         .collect())
 }
 
+/// Opens `path` for reading, with `flags` added, if it is a regular file. Opened without
+/// blocking, so a FIFO (or a device that waits) where an image, a debug file or a cache file
+/// should be is refused instead of hanging the session; checked on the open file.
+pub(crate) fn open_regular(path: &Path, flags: i32) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | flags)
+        .open(path)?;
+    if file.metadata()?.file_type().is_file() {
+        Ok(file)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device, socket or directory)",
+        ))
+    }
+}
+
 impl ElfFile {
     /// Maps `path` read-only and parses its headers.
     pub(crate) fn open(path: &Path) -> Result<ElfFile> {
@@ -84,7 +103,7 @@ impl ElfFile {
             path: path.to_owned(),
             source: Arc::new(source),
         };
-        let file = File::open(path).map_err(io_error)?;
+        let file = open_regular(path, 0).map_err(io_error)?;
         // SAFETY: the map is read-only. Like every tool that maps its input, we rely on nobody
         // truncating the file while it is open; all parsing is bounds-checked against the
         // length seen at map time.

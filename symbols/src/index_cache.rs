@@ -38,13 +38,14 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::UNIX_EPOCH;
 
 use memmap2::Mmap;
 
+use crate::elf::open_regular;
 use crate::name_key::{Kind, NameHash};
 
 const MAGIC: &[u8; 8] = b"KCRSHIDX";
@@ -145,23 +146,17 @@ impl CacheFile {
     pub(crate) fn open(dir: &Path, key: &Key) -> Result<CacheFile, Rejected> {
         // Not blocking (a FIFO put there would hang every session in open) and not following a
         // link (the cache names no file but its own).
-        let opened = File::options()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-            .open(key.path_in(dir));
-        let file = match opened {
+        let file = match open_regular(&key.path_in(dir), libc::O_NOFOLLOW) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Rejected::Missing),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
                 return Err(Rejected::Invalid("a symbolic link".into()))
             }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                return Err(Rejected::Invalid("not a regular file".into()))
+            }
             Err(e) => return Err(Rejected::Invalid(format!("cannot open: {e}"))),
         };
-        match file.metadata() {
-            Ok(m) if m.file_type().is_file() => {}
-            Ok(_) => return Err(Rejected::Invalid("not a regular file".into())),
-            Err(e) => return Err(Rejected::Invalid(format!("cannot stat: {e}"))),
-        }
         // SAFETY: the map is read-only. Cache files are only ever replaced by rename, never
         // rewritten in place, so the mapped file does not change under us.
         let map = unsafe { Mmap::map(&file) }

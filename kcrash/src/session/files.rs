@@ -1,6 +1,5 @@
 //! The command line's files, sorted by what they are (told by content, not by name).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -21,7 +20,7 @@ fn detect(path: &Path) -> Result<Option<dumpfmt::FileKind>> {
         what: path.display().to_string(),
         source,
     };
-    let mut file = File::open(path).map_err(io)?;
+    let mut file = dumpfmt::open_regular(path).map_err(io)?;
     Ok(dumpfmt::read_head(&mut file).map_err(io)?.1)
 }
 
