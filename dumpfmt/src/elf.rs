@@ -18,6 +18,8 @@ const NO_PADDR: u64 = u64::MAX;
 const PT_NOTE: u32 = 4;
 const PN_XNUM: u16 = 0xffff;
 const PHDR_SIZE: u64 = 56;
+/// p_flags: the memory was writable.
+const PF_W: u32 = 0x2;
 /// makedumpfile's DUMP_ELF_INCOMPLETE.
 const EF_INCOMPLETE: u32 = 0x1;
 
@@ -29,8 +31,17 @@ pub struct Segment {
     pub offset: u64,
     pub filesz: u64,
     pub memsz: u64,
+    /// `p_flags` (PF_X 1, PF_W 2, PF_R 4): a process core's mapping's permissions at the crash.
+    pub flags: u32,
     /// File offset of the program header, for error messages.
     pub header_offset: u64,
+}
+
+impl Segment {
+    /// The memory was writable (PF_W): only the dump's bytes say what it held.
+    pub fn writable(&self) -> bool {
+        self.flags & PF_W != 0
+    }
 }
 
 /// What an ELF core's notes say it is.
@@ -130,6 +141,7 @@ impl ElfCore {
             let at = phoff + i as u64 * PHDR_SIZE;
             let f = |o: u64| u64_le(ph, o).unwrap_or_default();
             let (offset, vaddr, paddr, filesz, memsz) = (f(8), f(16), f(24), f(32), f(40));
+            let p_flags = u32_le(ph, 4).unwrap_or_default();
             match u32_le(ph, 0).unwrap_or_default() {
                 PT_NOTE => {
                     if offset
@@ -169,6 +181,7 @@ impl ElfCore {
                         offset,
                         filesz,
                         memsz,
+                        flags: p_flags,
                         header_offset: at,
                     });
                 }
