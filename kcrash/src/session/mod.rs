@@ -80,6 +80,13 @@ impl<'d> Session<'d> {
             images: RwLock::default(),
             klog: OnceLock::new(),
         };
+        if let Some(end) = dump.gzip_stopped_at() {
+            s.notes.push(format!(
+                "{}: the gzip stream goes on past {end:#x}, where the dump's headers say it \
+                 ends: the rest was not decompressed",
+                dump.path().display()
+            ));
+        }
         if dump.is_process_core() {
             s.open_process(image)?;
         } else if let Some(path) = image {
