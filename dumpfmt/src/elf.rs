@@ -7,7 +7,7 @@ use crate::bytes::{slice, u16_le, u32_le, u64_le};
 use crate::detect::ET_CORE;
 use crate::error::{Error, FileRef, MissingReason};
 use crate::range_map::{RangeMap, RangeMapBuilder};
-use crate::storage::Storage;
+use crate::storage::{Claim, Storage, HEADERS_MAX, INFLATED_MAX};
 
 /// QEMU writes EM_386 (still ELF64) when the first vCPU was not in long mode.
 const EM_386: u16 = 3;
@@ -18,6 +18,11 @@ const NO_PADDR: u64 = u64::MAX;
 const PT_NOTE: u32 = 4;
 const PN_XNUM: u16 = 0xffff;
 const PHDR_SIZE: u64 = 56;
+const SHDR_SIZE: u64 = 64;
+/// A section that takes no bytes of the file.
+const SHT_NOBITS: u32 = 8;
+/// p_flags: the memory was writable.
+const PF_W: u32 = 0x2;
 /// makedumpfile's DUMP_ELF_INCOMPLETE.
 const EF_INCOMPLETE: u32 = 0x1;
 
@@ -29,8 +34,103 @@ pub struct Segment {
     pub offset: u64,
     pub filesz: u64,
     pub memsz: u64,
+    /// `p_flags` (PF_X 1, PF_W 2, PF_R 4): a process core's mapping's permissions at the crash.
+    pub flags: u32,
     /// File offset of the program header, for error messages.
     pub header_offset: u64,
+}
+
+impl Segment {
+    /// The memory was writable (PF_W): only the dump's bytes say what it held.
+    pub fn writable(&self) -> bool {
+        self.flags & PF_W != 0
+    }
+}
+
+/// How far a gzipped ELF core's headers say its data reaches: the program header table, every
+/// segment's file bytes and the section headers. `read(offset, len)`: the inflated bytes there,
+/// `None` while they are not inflated yet.
+pub(crate) fn claimed_len(
+    read: &dyn Fn(u64, u64) -> Option<Vec<u8>>,
+    file: &FileRef,
+) -> Result<Claim, Error> {
+    let Some(header) = read(0, 64) else {
+        return Ok(Claim::Need(64));
+    };
+    let f64 = |at: u64| u64_le(&header, at).unwrap_or_default();
+    let f16 = |at: u64| u64::from(u16_le(&header, at).unwrap_or_default());
+    let (phoff, shoff, phnum, shentsize, shnum) = (f64(32), f64(40), f16(56), f16(58), f16(60));
+    let past = |at: u64, what: &str, end: Option<u64>, max: u64| match end {
+        Some(end) if end <= max => Ok(end),
+        _ => Err(file.malformed(at, format!("{what} would end past {max:#x} bytes"))),
+    };
+    // gdb writes its section headers after the memory: they bound the file too.
+    let sections_end = past(
+        40,
+        "the section headers",
+        shoff.checked_add(shentsize * shnum),
+        INFLATED_MAX,
+    )?;
+    // PN_XNUM: the real count is in section header 0, as the ELF reader reads it.
+    let phnum = if phnum == u64::from(PN_XNUM) {
+        let at = past(40, "section header 0", shoff.checked_add(64), INFLATED_MAX)?;
+        let Some(sh) = read(shoff, 64) else {
+            return Ok(Claim::Need(at));
+        };
+        u64::from(u32_le(&sh, 44).unwrap_or_default())
+    } else {
+        phnum
+    };
+    // Held in memory to be read: bounded as a live core's headers are.
+    let table_end = past(
+        32,
+        "the program headers",
+        phoff.checked_add(phnum * PHDR_SIZE),
+        HEADERS_MAX,
+    )?;
+    let Some(table) = read(phoff, phnum * PHDR_SIZE) else {
+        return Ok(Claim::Need(table_end));
+    };
+    let mut end = table_end.max(sections_end);
+    // Section contents (QEMU's .shstrtab, behind the memory) are part of the file too.
+    if shentsize == SHDR_SIZE && shnum > 0 {
+        let Some(sections) = read(shoff, shnum * SHDR_SIZE) else {
+            return Ok(Claim::Need(sections_end));
+        };
+        for (i, sh) in sections.chunks_exact(SHDR_SIZE as usize).enumerate() {
+            let (kind, offset, size) = (
+                u32_le(sh, 4).unwrap_or_default(),
+                u64_le(sh, 24).unwrap_or_default(),
+                u64_le(sh, 32).unwrap_or_default(),
+            );
+            if kind != SHT_NOBITS && size > 0 {
+                let at = shoff + i as u64 * SHDR_SIZE;
+                end = end.max(past(
+                    at,
+                    "the section's bytes",
+                    offset.checked_add(size),
+                    INFLATED_MAX,
+                )?);
+            }
+        }
+    }
+    for (i, ph) in table.chunks_exact(PHDR_SIZE as usize).enumerate() {
+        let (offset, filesz) = (
+            u64_le(ph, 8).unwrap_or_default(),
+            u64_le(ph, 32).unwrap_or_default(),
+        );
+        // QEMU's "offset -1, size 0" holds no bytes.
+        if filesz > 0 {
+            let at = phoff + i as u64 * PHDR_SIZE;
+            end = end.max(past(
+                at,
+                "the segment's file bytes",
+                offset.checked_add(filesz),
+                INFLATED_MAX,
+            )?);
+        }
+    }
+    Ok(Claim::End(end))
 }
 
 /// What an ELF core's notes say it is.
@@ -130,6 +230,7 @@ impl ElfCore {
             let at = phoff + i as u64 * PHDR_SIZE;
             let f = |o: u64| u64_le(ph, o).unwrap_or_default();
             let (offset, vaddr, paddr, filesz, memsz) = (f(8), f(16), f(24), f(32), f(40));
+            let p_flags = u32_le(ph, 4).unwrap_or_default();
             match u32_le(ph, 0).unwrap_or_default() {
                 PT_NOTE => {
                     if offset
@@ -169,6 +270,7 @@ impl ElfCore {
                         offset,
                         filesz,
                         memsz,
+                        flags: p_flags,
                         header_offset: at,
                     });
                 }

@@ -5,6 +5,7 @@
 use crate::bytes::{i64_be, slice};
 use crate::error::{Error, FileRef};
 use crate::range_map::{RangeMap, RangeMapBuilder};
+use crate::storage::{Claim, INFLATED_MAX};
 
 const HEADER_SIZE: u64 = 4096;
 const RECORD_HEADER: u64 = 16;
@@ -14,6 +15,42 @@ const RECORD_HEADER: u64 = 16;
 struct Anchor {
     logical: u64,
     stream: u64,
+}
+
+/// How far a gzipped flattened stream goes: to its end marker, found by walking the records
+/// from `pos` (the first one's at [`HEADER_SIZE`]; left at the next record header to read, so
+/// the walk resumes there as more is inflated). `read(offset, len)`: the inflated bytes there,
+/// `None` while they are not inflated yet.
+pub(crate) fn claimed_len(
+    pos: &mut u64,
+    read: &dyn Fn(u64, u64) -> Option<Vec<u8>>,
+    file: &FileRef,
+) -> Result<Claim, Error> {
+    *pos = (*pos).max(HEADER_SIZE);
+    loop {
+        let Some(record) = read(*pos, RECORD_HEADER) else {
+            return Ok(Claim::Need(*pos + RECORD_HEADER));
+        };
+        let (offset, size) = (
+            i64_be(&record, 0).unwrap_or_default(),
+            i64_be(&record, 8).unwrap_or_default(),
+        );
+        if offset == -1 {
+            return Ok(Claim::End(*pos + RECORD_HEADER));
+        }
+        *pos = u64::try_from(size)
+            .ok()
+            .and_then(|size| (*pos + RECORD_HEADER).checked_add(size))
+            .filter(|&next| next <= INFLATED_MAX)
+            .ok_or_else(|| {
+                file.malformed(
+                    *pos,
+                    format!(
+                        "flattened record of {size} bytes would end past {INFLATED_MAX:#x} bytes"
+                    ),
+                )
+            })?;
+    }
 }
 
 pub(crate) struct FlatMap {

@@ -12,6 +12,7 @@ use crate::codec::{Codec, Decoders};
 use crate::detect::KDUMP_SIGNATURE;
 use crate::error::{Error, FileRef, MissingReason};
 use crate::flat::FlatMap;
+use crate::storage::{Claim, INFLATED_MAX};
 use crate::KdumpHeader;
 
 const HEADER_SIZE: usize = 464;
@@ -134,6 +135,127 @@ impl Region {
     }
 }
 
+/// block_size, checked: where the sub-header is, and the unit of everything after it.
+fn block_size(h: &[u8], file: &FileRef) -> Result<u64, Error> {
+    let raw = i32_le(h, 428).unwrap_or_default();
+    u64::try_from(raw)
+        .ok()
+        .filter(|b| b.is_power_of_two() && (1024..=1 << 16).contains(b))
+        .ok_or_else(|| {
+            file.malformed(
+                428,
+                format!("block_size {raw} is not a power of two between 1 KiB and 64 KiB"),
+            )
+        })
+}
+
+/// Where the two headers put the bitmaps and the page descriptors, and how many pages there
+/// can be.
+struct Layout {
+    bitmap_start: u64,
+    bitmaps_len: u64,
+    bitmap_blocks: u64,
+    desc_base: u64,
+    max_mapnr: u64,
+}
+
+impl Layout {
+    /// From the disk_dump_header `h` and the kdump_sub_header `s`.
+    fn of(h: &[u8], s: &[u8], block_size: u64, file: &FileRef) -> Result<Layout, Error> {
+        let header_version = i32_le(h, 8).unwrap_or_default();
+        let sub_hdr_size = i32_le(h, 432).unwrap_or_default();
+        let bitmap_blocks = u64::from(u32_le(h, 436).unwrap_or_default());
+        let sub_hdr_blocks = u64::try_from(sub_hdr_size)
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| {
+                file.malformed(
+                    432,
+                    format!("sub_hdr_size {sub_hdr_size} is not a positive block count"),
+                )
+            })?;
+        if bitmap_blocks == 0 {
+            return Err(file.malformed(436, "bitmap_blocks is 0"));
+        }
+        let max_mapnr = if header_version >= 6 {
+            u64_le(s, 96).unwrap_or_default()
+        } else {
+            u64::from(u32_le(h, 440).unwrap_or_default())
+        };
+        let bitmap_start = (1 + sub_hdr_blocks)
+            .checked_mul(block_size)
+            .ok_or_else(|| file.malformed(432, "sub_hdr_size overflows"))?;
+        let bitmaps_len = bitmap_blocks
+            .checked_mul(block_size)
+            .ok_or_else(|| file.malformed(436, "bitmap_blocks overflows"))?;
+        let desc_base = bitmap_start
+            .checked_add(bitmaps_len)
+            .ok_or_else(|| file.malformed(436, "bitmap_blocks overflows"))?;
+        Ok(Layout {
+            bitmap_start,
+            bitmaps_len,
+            bitmap_blocks,
+            desc_base,
+            max_mapnr,
+        })
+    }
+}
+
+/// Offsets in the sub-header of (offset, size) pairs of the optional regions, with the header
+/// version that has each: VMCOREINFO, the note area, eraseinfo.
+const REGIONS: [(u64, i32); 3] = [(32, 3), (48, 4), (64, 5)];
+
+/// How far a gzipped kdump file's headers say it reaches: the descriptors and data of
+/// max_mapnr pages (each at most a block: makedumpfile stores a page raw when compressing does
+/// not shrink it) and the optional regions. `read(offset, len)`: the inflated bytes there,
+/// `None` while they are not inflated yet.
+pub(crate) fn claimed_len(
+    read: &dyn Fn(u64, u64) -> Option<Vec<u8>>,
+    file: &FileRef,
+) -> Result<Claim, Error> {
+    let Some(h) = read(0, HEADER_SIZE as u64) else {
+        return Ok(Claim::Need(HEADER_SIZE as u64));
+    };
+    let block_size = block_size(&h, file)?;
+    let Some(s) = read(block_size, SUB_HEADER_SIZE as u64) else {
+        return Ok(Claim::Need(block_size + SUB_HEADER_SIZE as u64));
+    };
+    let layout = Layout::of(&h, &s, block_size, file)?;
+    let header_version = i32_le(&h, 8).unwrap_or_default();
+    let pages = layout
+        .max_mapnr
+        .checked_mul(DESC_SIZE + block_size)
+        .and_then(|n| n.checked_add(layout.desc_base))
+        .filter(|&end| end <= INFLATED_MAX)
+        .ok_or_else(|| {
+            let at = if header_version >= 6 { block_size + 96 } else { 440 };
+            file.malformed(
+                at,
+                format!(
+                    "max_mapnr {:#x} pages of {block_size} bytes would end past {INFLATED_MAX:#x} bytes",
+                    layout.max_mapnr
+                ),
+            )
+        })?;
+    let mut end = pages;
+    for (field, since) in REGIONS {
+        let (offset, size) = (
+            u64_le(&s, field).unwrap_or_default(),
+            u64_le(&s, field + 8).unwrap_or_default(),
+        );
+        if header_version >= since && size > 0 && i64::try_from(offset).is_ok_and(|o| o > 0) {
+            let region_end = offset.checked_add(size).filter(|&e| e <= INFLATED_MAX).ok_or_else(|| {
+                file.malformed(
+                    block_size + field,
+                    format!("a region of {size:#x} bytes at {offset:#x} would end past {INFLATED_MAX:#x} bytes"),
+                )
+            })?;
+            end = end.max(region_end);
+        }
+    }
+    Ok(Claim::End(end))
+}
+
 pub(crate) struct Kdump {
     pub image: Image,
     pub header: KdumpHeader,
@@ -168,51 +290,27 @@ impl Kdump {
         }
         let header_version = i32_le(&h, 8).unwrap_or_default();
         let status = u32_le(&h, 424).unwrap_or_default();
-        let block_size_raw = i32_le(&h, 428).unwrap_or_default();
-        let sub_hdr_size = i32_le(&h, 432).unwrap_or_default();
-        let bitmap_blocks = u64::from(u32_le(&h, 436).unwrap_or_default());
-        let max_mapnr_32 = u64::from(u32_le(&h, 440).unwrap_or_default());
         let nr_cpus = i32_le(&h, 460).unwrap_or_default();
-
-        let block_size = u64::try_from(block_size_raw)
-            .ok()
-            .filter(|b| b.is_power_of_two() && (1024..=1 << 16).contains(b))
-            .ok_or_else(|| file.malformed(428, format!("block_size {block_size_raw} is not a power of two between 1 KiB and 64 KiB")))?;
-        let sub_hdr_blocks = u64::try_from(sub_hdr_size)
-            .ok()
-            .filter(|&n| n >= 1)
-            .ok_or_else(|| {
-                file.malformed(
-                    432,
-                    format!("sub_hdr_size {sub_hdr_size} is not a positive block count"),
-                )
-            })?;
-        if bitmap_blocks == 0 {
-            return Err(file.malformed(436, "bitmap_blocks is 0"));
-        }
-
+        let block_size = block_size(&h, file)?;
         let s: [u8; SUB_HEADER_SIZE] = image.header(data, block_size, file, "kdump_sub_header")?;
         let sub = |off: u64| u64_le(&s, off).unwrap_or_default();
         let phys_base = sub(0);
         let dump_level = i32_le(&s, 8).unwrap_or_default();
         let split = header_version >= 2 && i32_le(&s, 12).unwrap_or_default() != 0;
-        let (start_pfn, end_pfn, max_mapnr) = if header_version >= 6 {
-            (sub(80), sub(88), sub(96))
+        let (start_pfn, end_pfn) = if header_version >= 6 {
+            (sub(80), sub(88))
         } else {
-            (sub(16), sub(24), max_mapnr_32)
+            (sub(16), sub(24))
         };
-
-        // The bitmaps come right after the sub-header blocks; check them against the file
-        // before trusting max_mapnr or sizing anything by it.
-        let bitmap_start = (1 + sub_hdr_blocks)
-            .checked_mul(block_size)
-            .ok_or_else(|| file.malformed(432, "sub_hdr_size overflows"))?;
-        let bitmaps_len = bitmap_blocks
-            .checked_mul(block_size)
-            .ok_or_else(|| file.malformed(436, "bitmap_blocks overflows"))?;
-        let desc_base = bitmap_start
-            .checked_add(bitmaps_len)
-            .ok_or_else(|| file.malformed(436, "bitmap_blocks overflows"))?;
+        // The bitmaps come right after the sub-header blocks; they are checked against the file
+        // before max_mapnr is trusted or anything is sized by it.
+        let Layout {
+            bitmap_start,
+            bitmaps_len,
+            bitmap_blocks,
+            desc_base,
+            max_mapnr,
+        } = Layout::of(&h, &s, block_size, file)?;
         let one_bitmap = max_mapnr.div_ceil(8).div_ceil(block_size) * block_size;
         let two_bitmaps = bitmap_blocks * block_size >= 2 * one_bitmap;
         let bitmap_len = if two_bitmaps {
@@ -277,8 +375,9 @@ impl Kdump {
                 }
                 Region::locate(&image, data, file, offset as u64, size, what).map(Some)
             };
-        let vmcoreinfo = optional_region(3, 32, "VMCOREINFO")?;
-        let notes = optional_region(4, 48, "note area")?;
+        let [(vmcoreinfo_at, vmcoreinfo_since), (notes_at, notes_since), _] = REGIONS;
+        let vmcoreinfo = optional_region(vmcoreinfo_since, vmcoreinfo_at, "VMCOREINFO")?;
+        let notes = optional_region(notes_since, notes_at, "note area")?;
 
         Ok(Kdump {
             header: KdumpHeader {

@@ -205,6 +205,13 @@ impl Dump {
         self.storage.gunzipped()
     }
 
+    /// For a gzipped dump whose stream went on past the end its headers claim: that end. The
+    /// rest was not inflated (it cannot be the dump's; a bomb appended to a real dump stops
+    /// there).
+    pub fn gzip_stopped_at(&self) -> Option<u64> {
+        self.storage.inflate_stopped()
+    }
+
     /// The dumper marked the dump incomplete (kdump status 0x8, ELF e_flags 0x1), or a
     /// flattened stream ends before its end marker.
     pub fn is_incomplete(&self) -> bool {

@@ -6,7 +6,7 @@
 //! [`Storage::read_at`], caching nothing, so it reads a live file and a dump alike.
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
@@ -23,6 +23,9 @@ pub(crate) enum Storage {
     Whole {
         bytes: Bytes,
         gunzipped: bool,
+        /// A gzip stream that went on past the end the dump's headers claim: that end (the
+        /// rest was not inflated).
+        inflate_stopped: Option<u64>,
     },
     /// A file whose contents change as it is read (/proc/kcore): it cannot be mapped and its
     /// size is not its length. Only the ELF header, program headers and notes are held (read
@@ -38,9 +41,29 @@ pub(crate) enum Storage {
     },
 }
 
-/// More header than any /proc/kcore has (a few program headers per RAM range, and notes): a
-/// bigger claim is not a header.
-const LIVE_HEADERS_MAX: u64 = 16 << 20;
+/// More header than any /proc/kcore or gzipped core has (a few program headers per RAM range,
+/// and notes): a bigger claim is not a header.
+pub(crate) const HEADERS_MAX: u64 = 16 << 20;
+
+/// More than any dump that is gzipped whole (4 TiB): a gzipped dump whose headers claim more is
+/// refused rather than inflated.
+pub(crate) const INFLATED_MAX: u64 = 1 << 42;
+
+/// What a dump's headers, as far as they are inflated, say of its length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// The headers go on: inflate up to this offset and ask again.
+    Need(u64),
+    /// Nothing of the dump lies at or past this offset.
+    End(u64),
+}
+
+/// The inner format whose headers bound a gzipped dump (the flattened walk's next record).
+enum Bound {
+    Elf,
+    Kdump,
+    Flat(u64),
+}
 
 impl Storage {
     pub fn open(file_ref: &FileRef) -> Result<Storage, Error> {
@@ -60,11 +83,12 @@ impl Storage {
         Ok(Storage::Whole {
             bytes: Box::new(bytes),
             gunzipped: false,
+            inflate_stopped: None,
         })
     }
 
     /// Opens a live ELF core (/proc/kcore): reads its ELF header, then its program headers,
-    /// then as far as its last note ends, each bounded by [`LIVE_HEADERS_MAX`].
+    /// then as far as its last note ends, each bounded by [`HEADERS_MAX`].
     pub fn open_live(file_ref: &FileRef) -> Result<Storage, Error> {
         let file = open_regular(&file_ref.0).map_err(|e| file_ref.io("cannot open", e))?;
         let read = |len: u64| -> Result<Vec<u8>, Error> {
@@ -75,10 +99,10 @@ impl Storage {
         };
         let elf = read(64)?;
         let too_big = |offset: u64, what: &str, end: Option<u64>| match end {
-            Some(end) if end <= LIVE_HEADERS_MAX => Ok(end),
+            Some(end) if end <= HEADERS_MAX => Ok(end),
             _ => Err(file_ref.malformed(
                 offset,
-                format!("{what} end beyond {LIVE_HEADERS_MAX:#x}: not a live core's headers"),
+                format!("{what} end beyond {HEADERS_MAX:#x}: not a live core's headers"),
             )),
         };
         let (Some(phoff), Some(phnum)) = (u64_le(&elf, 32), u16_le(&elf, 56)) else {
@@ -119,7 +143,8 @@ impl Storage {
     /// Decompress into an unlinked temporary file (the size is only known at the end, and a
     /// dump can exceed RAM), then map that. The first bytes are looked at before the rest is
     /// inflated: when they are no dump's signature, only they are kept (for the reader to say
-    /// what they are), so a small file of anything else never fills the disk.
+    /// what they are), so a small file of anything else never fills the disk. A dump is
+    /// inflated no further than its own headers say it reaches, read as they are inflated.
     fn gunzip(file_ref: &FileRef, compressed: &[u8]) -> Result<Storage, Error> {
         let mut out =
             tempfile::tempfile().map_err(|e| file_ref.io("cannot create a temporary file", e))?;
@@ -128,17 +153,24 @@ impl Storage {
         let (head, kind) = read_head(&mut decoder).map_err(inflate_error)?;
         out.write_all(&head)
             .map_err(|e| file_ref.io("cannot write the temporary file", e))?;
-        if matches!(
-            kind,
-            Some(FileKind::ElfCore | FileKind::Kdump | FileKind::KdumpFlattened)
-        ) {
-            io::copy(&mut decoder, &mut out).map_err(inflate_error)?;
-        }
+        let bound = match kind {
+            Some(FileKind::ElfCore) => Some(Bound::Elf),
+            Some(FileKind::Kdump) => Some(Bound::Kdump),
+            Some(FileKind::KdumpFlattened) => Some(Bound::Flat(0)),
+            _ => None,
+        };
+        let inflate_stopped = match bound {
+            Some(bound) => {
+                inflate_bounded(&mut decoder, &mut out, head.len() as u64, bound, file_ref)?
+            }
+            None => None,
+        };
         let bytes =
             map_file(&out).map_err(|e| file_ref.io("cannot map the decompressed dump", e))?;
         Ok(Storage::Whole {
             bytes: Box::new(bytes),
             gunzipped: true,
+            inflate_stopped,
         })
     }
 
@@ -168,6 +200,16 @@ impl Storage {
         Ok(n)
     }
 
+    /// Where inflating stopped while the gzip stream went on: the end the dump's headers claim.
+    pub fn inflate_stopped(&self) -> Option<u64> {
+        match self {
+            Storage::Whole {
+                inflate_stopped, ..
+            } => *inflate_stopped,
+            Storage::Live { .. } => None,
+        }
+    }
+
     pub fn gunzipped(&self) -> bool {
         matches!(
             self,
@@ -180,6 +222,52 @@ impl Storage {
 
     pub fn is_live(&self) -> bool {
         matches!(self, Storage::Live { .. })
+    }
+}
+
+/// Inflates `decoder` into `out` (which holds the first `written` bytes already) as far as the
+/// dump's headers, read back from `out` as they arrive, say it reaches. A stream that ends
+/// first is kept as it is (the readers say what is missing); one that goes on is cut there,
+/// and where is returned.
+fn inflate_bounded(
+    decoder: &mut impl io::Read,
+    out: &mut File,
+    mut written: u64,
+    mut bound: Bound,
+    file_ref: &FileRef,
+) -> Result<Option<u64>, Error> {
+    let inflate_error = |e| file_ref.io("cannot decompress gzip", e);
+    loop {
+        let claim = {
+            let inflated = written;
+            let file: &File = out;
+            let read = |offset: u64, len: u64| -> Option<Vec<u8>> {
+                let end = offset.checked_add(len).filter(|&end| end <= inflated)?;
+                let mut buf = vec![0u8; usize::try_from(end - offset).ok()?];
+                let n = read_full(file, offset, &mut buf).ok()?;
+                (n == buf.len()).then_some(buf)
+            };
+            match &mut bound {
+                Bound::Elf => crate::elf::claimed_len(&read, file_ref)?,
+                Bound::Kdump => crate::kdump::claimed_len(&read, file_ref)?,
+                Bound::Flat(pos) => crate::flat::claimed_len(pos, &read, file_ref)?,
+            }
+        };
+        let (Claim::Need(target) | Claim::End(target)) = claim;
+        if written < target {
+            written += io::copy(&mut decoder.take(target - written), out).map_err(inflate_error)?;
+            if written < target {
+                return Ok(None);
+            }
+        }
+        if let Claim::End(end) = claim {
+            let mut probe = Vec::new();
+            decoder
+                .take(1)
+                .read_to_end(&mut probe)
+                .map_err(inflate_error)?;
+            return Ok((!probe.is_empty()).then_some(end));
+        }
     }
 }
 

@@ -6,6 +6,9 @@ use std::io::Read;
 use dumpfmt::Dump;
 use kcrash_harness::corpus::file as corpus;
 
+#[path = "common/broken.rs"]
+mod broken;
+
 /// Including QEMU's paging=true dump of a kernel that maps everything from physical address 0
 /// (so every PT_LOAD has p_paddr 0, as a process core's do).
 #[test]
@@ -85,14 +88,38 @@ fn bytes_in_memory_read_as_the_file_does() {
         } else {
             vec![(file_bytes, false)]
         };
+        let plain = bytes.last().map(|(b, _)| b.clone()).unwrap_or_default();
+        // The same dump with 64 MiB of zeros behind it in its gzip stream.
+        let bomb = broken::gzip_with_zeros(&plain, 64);
+        let mut bytes: Vec<(Vec<u8>, bool, bool)> =
+            bytes.into_iter().map(|(b, gz)| (b, gz, false)).collect();
+        bytes.push((bomb, true, true));
         let expected = sample_reads(&from_file);
         assert!(
             expected.iter().filter(|r| r.is_ok()).count() > 16,
             "{rel}: too few reads to compare"
         );
-        for (bytes, gzipped) in bytes {
+        for (bytes, gzipped, bomb) in bytes {
             // Named as the file, so that errors read alike.
+            let written = broken::written_by_this_thread();
             let from_bytes = Dump::from_bytes(&path, bytes).unwrap();
+            let written = broken::written_by_this_thread() - written;
+            if bomb {
+                // Inflated as far as the headers claim: an ELF core or a flattened stream to
+                // its very end; a kdump's claim (max_mapnr pages) can reach into the zeros.
+                let len = plain.len() as u64;
+                if from_file.format() == dumpfmt::Format::Kdump {
+                    assert!(
+                        from_bytes.gzip_stopped_at().is_none_or(|end| end >= len),
+                        "{rel}"
+                    );
+                } else {
+                    assert_eq!(from_bytes.gzip_stopped_at(), Some(len), "{rel}");
+                    assert!(written < len + (1 << 20), "{rel}: {written} bytes written");
+                }
+            } else {
+                assert_eq!(from_bytes.gzip_stopped_at(), None, "{rel}");
+            }
             assert_eq!(from_bytes.path(), path);
             assert_eq!(from_bytes.was_gzipped(), gzipped, "{rel}");
             assert_eq!(from_bytes.format(), from_file.format(), "{rel}");

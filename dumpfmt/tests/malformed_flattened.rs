@@ -59,29 +59,31 @@ fn corrupt_gzip_names_the_file() {
     assert!(e.to_string().starts_with(NAME));
 }
 
-/// Bytes this process has handed to write(2) so far (`wchar` of /proc/self/io).
-fn written_by_this_process() -> u64 {
-    let io = std::fs::read_to_string("/proc/self/io").expect("/proc/self/io");
-    io.lines()
-        .find_map(|l| l.strip_prefix("wchar: "))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("wchar")
-}
-
 /// A small gzip file of something that is no dump is refused after its first bytes: the
 /// 256 MiB it would inflate to are never written out.
 #[test]
 fn gzip_of_no_dump_is_refused_before_it_is_inflated() {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    std::io::Write::write_all(&mut e, b"hello, this is no dump").unwrap();
-    let zeros = vec![0u8; 1 << 20];
-    for _ in 0..256 {
-        std::io::Write::write_all(&mut e, &zeros).unwrap();
-    }
-    let small = e.finish().unwrap();
-    assert!(small.len() < 1 << 20, "{} bytes", small.len());
-    let before = written_by_this_process();
+    let small = gzip_with_zeros(b"hello, this is no dump", 256);
+    assert!(small.len() < 2 << 20, "{} bytes", small.len());
+    let before = written_by_this_thread();
     open_fails(&small, 0, "not a recognised dump");
-    let written = written_by_this_process() - before;
+    let written = written_by_this_thread() - before;
     assert!(written < 16 << 20, "{written} bytes written");
+}
+
+/// A gzipped dump whose headers claim more than any dump holds (an exabyte of segment, a kdump
+/// of 2^32 pages) is refused at the field that claims it, before the 256 MiB of zeros behind
+/// its headers are inflated.
+#[test]
+fn a_gzipped_dump_claiming_too_much_is_refused_before_it_is_inflated() {
+    let elf_claim = elf(&[load(payload_at(1), 0, 1 << 60, 1 << 60)], &[]);
+    let mut kdump_claim = kdump(&[]);
+    kdump_claim[BS + 96..BS + 104].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    for (bytes, at) in [(elf_claim, PH_START), (kdump_claim, BS as u64 + 96)] {
+        let bomb = gzip_with_zeros(&bytes, 256);
+        let before = written_by_this_thread();
+        open_fails(&bomb, at, "would end past 0x40000000000 bytes");
+        let written = written_by_this_thread() - before;
+        assert!(written < 16 << 20, "{written} bytes written");
+    }
 }

@@ -276,6 +276,17 @@ fn linux_kernel_core() {
         .iter()
         .find(|s| s.filesz < s.memsz)
         .expect("a file-backed segment the kernel stored only in part");
+    // Its permissions are kept (p_flags): text is not writable; the buffers the program filled
+    // are.
+    assert!(!partial.writable(), "{partial:?}");
+    for (addr, _, _) in buffers(&line) {
+        let holder = dump
+            .segments()
+            .iter()
+            .find(|s| s.vaddr <= addr && addr < s.vaddr + s.memsz)
+            .expect("a segment holds the buffer");
+        assert!(holder.writable(), "{holder:?}");
+    }
     let space = AddressSpace::from_dump(&dump).unwrap();
     let missing = partial.vaddr + partial.filesz;
     match space.read_virt(missing - 4, &mut [0u8; 8]) {

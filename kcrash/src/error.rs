@@ -33,9 +33,11 @@ pub enum Error {
     /// The expression names something no image has: print tries the next image.
     #[error("No symbol \"{name}\" in current context.")]
     NoSymbol { name: String },
-    /// gdb's words for memory an expression needs and cannot read.
-    #[error("Cannot access memory at address {addr:#x}")]
-    CannotAccess { addr: u64 },
+    /// gdb's words for memory an expression needs and cannot read, then why when it is known
+    /// (inside a printed value gdb's words stand alone, as gdb prints them).
+    #[error("Cannot access memory at address {addr:#x}{}",
+        .reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    CannotAccess { addr: u64, reason: Option<String> },
     /// The image given is not the one the dump was taken from.
     #[error("{} does not belong to {}: {why}", image.display(), dump.display())]
     NotBelonging {
@@ -57,6 +59,14 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An expression could not read memory: where and why.
+    pub fn cannot_access(u: Unreadable) -> Error {
+        Error::CannotAccess {
+            addr: u.addr,
+            reason: Some(u.reason),
+        }
+    }
+
     /// `self` as the cause of a failure while doing `what`.
     pub fn context(self, what: impl Into<String>) -> Error {
         Error::Context {

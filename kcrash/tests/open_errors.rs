@@ -174,3 +174,43 @@ fn an_image_without_dwarf_says_what_still_works() {
     let line = failure(&klog(&[&corpus("bare/rings/vmcore.kdump"), &stripped]), 1);
     assert!(line.ends_with("has no DWARF debug information, which klog needs to lay out KLogs; sym and rd still work from its ELF symbols"), "{line}");
 }
+
+/// A gzipped dump with 64 MiB of zeros behind it in the same stream reads as the dump itself:
+/// inflating stops where its headers say it ends, and that is said once.
+#[test]
+fn a_gzipped_dump_with_more_behind_it_is_read_to_its_end_only() {
+    use std::io::{Read, Write};
+    let gz = corpus("bare/rings/vmcore.elf.gz");
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap())
+        .read_to_end(&mut plain)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = dir.path().join("vmcore.elf.gz");
+    let mut e = flate2::write::GzEncoder::new(
+        std::fs::File::create(&bomb).unwrap(),
+        flate2::Compression::fast(),
+    );
+    e.write_all(&plain).unwrap();
+    let mib = vec![0u8; 1 << 20];
+    for _ in 0..64 {
+        e.write_all(&mib).unwrap();
+    }
+    e.finish().unwrap();
+    let image = corpus("bare/vmlinux");
+    let (want, got) = (klog(&[&gz, &image]), klog(&[&bomb, &image]));
+    assert!(
+        got.status.success(),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    assert_eq!(got.stdout, want.stdout);
+    let said = format!(
+        "kcrash: {}: the gzip stream goes on past {:#x}, where the dump's headers say it ends: \
+         the rest was not decompressed",
+        bomb.display(),
+        plain.len()
+    );
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert_eq!(stderr.lines().filter(|l| *l == said).count(), 1, "{stderr}");
+}

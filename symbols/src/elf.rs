@@ -96,6 +96,23 @@ pub(crate) fn open_regular(path: &Path, flags: i32) -> std::io::Result<File> {
     }
 }
 
+/// The GNU build-id of the 64-bit little-endian ELF file whose first bytes are `head`, found
+/// through its program headers (PT_NOTE), as the loader sees it: a process core holds a
+/// program's first page, not its section headers. `None` when `head` does not reach it.
+pub fn build_id_in_head(head: &[u8]) -> Option<&[u8]> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let e = object::LittleEndian;
+    let header = object::elf::FileHeader64::<object::LittleEndian>::parse(head).ok()?;
+    header
+        .program_headers(e, head)
+        .ok()?
+        .iter()
+        .filter_map(|ph| ph.notes(e, head).ok().flatten())
+        .flat_map(|notes| notes.map_while(Result::ok))
+        .find(|note| note.name() == b"GNU" && note.n_type(e) == object::elf::NT_GNU_BUILD_ID)
+        .map(|note| note.desc())
+}
+
 impl ElfFile {
     /// Maps `path` read-only and parses its headers.
     pub(crate) fn open(path: &Path) -> Result<ElfFile> {

@@ -34,7 +34,7 @@ mod symtab;
 mod types;
 mod units;
 
-pub use elf::LoadSegment;
+pub use elf::{build_id_in_head, LoadSegment};
 pub use error::{Error, Result};
 pub use image::{default_index_cache, Image, Options, Variable};
 pub use lines::Frame;

@@ -147,6 +147,28 @@ pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+/// One gzip stream of `bytes` followed by `zeros` MiB of zeros: a real dump with a bomb behind
+/// it, small on disk.
+pub fn gzip_with_zeros(bytes: &[u8], zeros: usize) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    let mib = vec![0u8; 1 << 20];
+    for _ in 0..zeros {
+        e.write_all(&mib).unwrap();
+    }
+    e.finish().unwrap()
+}
+
+/// Bytes this thread has handed to write(2) so far (`wchar` of /proc/thread-self/io: tests run
+/// side by side in one process).
+pub fn written_by_this_thread() -> u64 {
+    let io = std::fs::read_to_string("/proc/thread-self/io").expect("/proc/thread-self/io");
+    io.lines()
+        .find_map(|l| l.strip_prefix("wchar: "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("wchar")
+}
+
 pub fn zlib(page: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(page).unwrap();

@@ -127,7 +127,7 @@ pub struct Evaluator<'a> {
 
 /// "Cannot access memory at address 0x…", gdb's words for a failed read.
 pub fn cannot_access(addr: u64) -> String {
-    Error::CannotAccess { addr }.to_string()
+    Error::CannotAccess { addr, reason: None }.to_string()
 }
 
 impl<'a> Evaluator<'a> {
@@ -372,10 +372,7 @@ impl<'a> Evaluator<'a> {
     pub fn bits(&self, v: &Value, size: u64) -> Result<u64> {
         match v.place {
             Place::Immediate(b) => Ok(b),
-            Place::Memory(addr) => self
-                .mem
-                .read_uint(addr, size)
-                .map_err(|u| Error::CannotAccess { addr: u.addr }),
+            Place::Memory(addr) => self.mem.read_uint(addr, size).map_err(Error::cannot_access),
             Place::Bits {
                 addr,
                 bit_offset,
@@ -387,7 +384,7 @@ impl<'a> Evaluator<'a> {
                 let mut b = [0u8; 16];
                 self.mem
                     .read(first, &mut b[..len])
-                    .map_err(|u| Error::CannotAccess { addr: u.addr })?;
+                    .map_err(Error::cannot_access)?;
                 let all = u128::from_le_bytes(b) >> shift;
                 let mask = if bit_size >= 64 {
                     u64::MAX

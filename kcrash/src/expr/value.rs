@@ -161,8 +161,8 @@ impl<'e, 'a> Reader<'e, 'a> {
                 Shape::Function => {}
                 _ => {
                     let mut probe = [0u8; 1];
-                    if self.ev.mem.read(addr, &mut probe).is_err() {
-                        return Err(Error::CannotAccess { addr });
+                    if let Err(u) = self.ev.mem.read(addr, &mut probe) {
+                        return Err(Error::cannot_access(u));
                     }
                 }
             }

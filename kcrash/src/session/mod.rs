@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use dumpfmt::translate::{AddressSpace, LinearMap, Source};
-use dumpfmt::Dump;
+use dumpfmt::{Dump, MissingReason, VirtReason};
 use symbols::{Image, ImageSet};
 
 use crate::error::{Context, Error, Result};
@@ -18,7 +18,7 @@ use crate::linux::{self, Linux};
 use crate::memory::{Memory, Unreadable};
 
 pub use files::{is_gzip, sort_files, Files};
-pub use process::{FileBacked, FileRange};
+pub use process::{FileBacked, FileRange, Verdict};
 
 /// An open dump with its image.
 pub struct Session<'d> {
@@ -80,6 +80,13 @@ impl<'d> Session<'d> {
             images: RwLock::default(),
             klog: OnceLock::new(),
         };
+        if let Some(end) = dump.gzip_stopped_at() {
+            s.notes.push(format!(
+                "{}: the gzip stream goes on past {end:#x}, where the dump's headers say it \
+                 ends: the rest was not decompressed",
+                dump.path().display()
+            ));
+        }
         if dump.is_process_core() {
             s.open_process(image)?;
         } else if let Some(path) = image {
@@ -101,8 +108,9 @@ impl<'d> Session<'d> {
         Ok(Image::open_with(path, &options)?)
     }
 
-    /// A process core: the executable (given, or named by NT_FILE), its load bias from AT_ENTRY,
-    /// and the files whose read-only pages the core left out.
+    /// A process core: the executable (given, or named by NT_FILE), which must be the one the
+    /// process ran, its load bias from AT_ENTRY, and the files whose read-only pages the core
+    /// left out.
     fn open_process(&mut self, given: Option<PathBuf>) -> Result<()> {
         let dump = self.dump;
         let mut mappings = Vec::new();
@@ -157,7 +165,28 @@ impl<'d> Session<'d> {
             }
         }
         let exe = exe_path.as_deref().map(|name| (name, path.clone()));
-        self.file_backed = FileBacked::new(&mappings, exe, &self.space, &mut self.notes);
+        let (file_backed, verdict) = FileBacked::new(
+            &mappings,
+            exe,
+            &self.space,
+            dump.segments(),
+            &mut self.notes,
+        );
+        match verdict {
+            Verdict::Same => {}
+            Verdict::Differs(why) => {
+                return Err(Error::NotBelonging {
+                    image: path,
+                    dump: dump.path().to_owned(),
+                    why,
+                })
+            }
+            Verdict::Unchecked(why) => self.notes.push(format!(
+                "{} could not be checked against the core: {why}",
+                path.display()
+            )),
+        }
+        self.file_backed = file_backed;
         self.image = Some(Arc::new(image));
         Ok(())
     }
@@ -330,15 +359,26 @@ impl Memory for Session<'_> {
         if self.file_backed.is_empty() {
             return Err(unreadable(addr, err));
         }
-        // Page by page: each from the core if it has it, else from the mapped file.
+        // Page by page: each from the core if it has it, else, when the core left it out on
+        // purpose (past p_filesz, or no segment at all) and did not lose it to truncation, from
+        // the mapped file.
         let mut done = 0;
         while done < buf.len() {
             let at = addr.wrapping_add(done as u64);
             let n = ((0x1000 - (at & 0xfff)) as usize).min(buf.len() - done);
             let chunk = &mut buf[done..done + n];
             if let Err(e) = self.space.read_virt(at, chunk) {
-                if !self.file_backed.read(at, chunk) {
-                    return Err(unreadable(at, e));
+                let left_out = match &e {
+                    dumpfmt::Error::Virt {
+                        reason: VirtReason::NotMapped { .. },
+                        ..
+                    } => true,
+                    e => matches!(e.missing_reason(), Some(MissingReason::Excluded)),
+                };
+                match left_out.then(|| self.file_backed.read(at, chunk)).flatten() {
+                    Some(Ok(())) => {}
+                    Some(Err(reason)) => return Err(Unreadable { addr: at, reason }),
+                    None => return Err(unreadable(at, e)),
                 }
             }
             done += n;
