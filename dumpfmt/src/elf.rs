@@ -4,10 +4,11 @@
 //! reads the live /proc/kcore.
 
 use crate::bytes::{slice, u16_le, u32_le, u64_le};
+use crate::claim::{Claim, HEADERS_MAX, INFLATED_MAX};
 use crate::detect::ET_CORE;
 use crate::error::{Error, FileRef, MissingReason};
 use crate::range_map::{RangeMap, RangeMapBuilder};
-use crate::storage::{Claim, Storage, HEADERS_MAX, INFLATED_MAX};
+use crate::storage::Storage;
 
 /// QEMU writes EM_386 (still ELF64) when the first vCPU was not in long mode.
 const EM_386: u16 = 3;

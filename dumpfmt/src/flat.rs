@@ -3,9 +3,9 @@
 //! scanned once into an offset map; reads then go straight to the mapped stream.
 
 use crate::bytes::{i64_be, slice};
+use crate::claim::{Claim, INFLATED_MAX};
 use crate::error::{Error, FileRef};
 use crate::range_map::{RangeMap, RangeMapBuilder};
-use crate::storage::{Claim, INFLATED_MAX};
 
 const HEADER_SIZE: u64 = 4096;
 const RECORD_HEADER: u64 = 16;

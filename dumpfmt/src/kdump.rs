@@ -8,11 +8,11 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::bytes::{array, c_string, i32_le, i64_le, slice, u32_le, u64_le};
 use crate::cache::PageCache;
+use crate::claim::{Claim, INFLATED_MAX};
 use crate::codec::{Codec, Decoders};
 use crate::detect::KDUMP_SIGNATURE;
 use crate::error::{Error, FileRef, MissingReason};
 use crate::flat::FlatMap;
-use crate::storage::{Claim, INFLATED_MAX};
 use crate::KdumpHeader;
 
 const HEADER_SIZE: usize = 464;

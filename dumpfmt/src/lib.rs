@@ -27,11 +27,13 @@
 
 mod bytes;
 mod cache;
+mod claim;
 mod codec;
 mod detect;
 mod elf;
 mod error;
 mod flat;
+mod inflate;
 mod kdump;
 mod linux;
 pub mod lzo;
@@ -111,7 +113,7 @@ impl Dump {
     /// Open and identify a dump. Only headers are parsed here.
     pub fn open(path: impl AsRef<Path>) -> Result<Dump, Error> {
         let file = FileRef(Arc::from(path.as_ref()));
-        let storage = Storage::open(&file)?;
+        let storage = inflate::storage(&file, Storage::map(&file)?)?;
         Self::identify(file, storage)
     }
 
@@ -123,7 +125,7 @@ impl Dump {
         bytes: impl AsRef<[u8]> + Send + Sync + 'static,
     ) -> Result<Dump, Error> {
         let file = FileRef(Arc::from(name.as_ref()));
-        let storage = Storage::whole(&file, bytes)?;
+        let storage = inflate::storage(&file, bytes)?;
         Self::identify(file, storage)
     }
 

@@ -1,19 +1,20 @@
 //! The bytes of a dump: the file memory-mapped read-only; bytes a caller already holds; for a
-//! gzip-compressed dump, an unlinked temporary file it was decompressed into once; or, for a
+//! gzip-compressed dump, the temporary file it was inflated into (by `inflate`); or, for a
 //! running kernel's /proc/kcore, the file itself read with `pread` on every access.
 //!
 //! The ELF reader parses headers from [`Storage::bytes`] and reads memory only through
 //! [`Storage::read_at`], caching nothing, so it reads a live file and a dump alike.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
 use memmap2::Mmap;
 
 use crate::bytes::{u16_le, u32_le, u64_le};
-use crate::detect::{detect, open_regular, read_head, FileKind};
+use crate::claim::HEADERS_MAX;
+use crate::detect::open_regular;
 use crate::error::{Error, FileRef};
 
 /// A whole dump's bytes: a memory map, or a caller's buffer.
@@ -41,50 +42,33 @@ pub(crate) enum Storage {
     },
 }
 
-/// More header than any /proc/kcore or gzipped core has (a few program headers per RAM range,
-/// and notes): a bigger claim is not a header.
-pub(crate) const HEADERS_MAX: u64 = 16 << 20;
-
-/// More than any dump that is gzipped whole (4 TiB): a gzipped dump whose headers claim more is
-/// refused rather than inflated.
-pub(crate) const INFLATED_MAX: u64 = 1 << 42;
-
-/// What a dump's headers, as far as they are inflated, say of its length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Claim {
-    /// The headers go on: inflate up to this offset and ask again.
-    Need(u64),
-    /// Nothing of the dump lies at or past this offset.
-    End(u64),
-}
-
-/// The inner format whose headers bound a gzipped dump (the flattened walk's next record).
-enum Bound {
-    Elf,
-    Kdump,
-    Flat(u64),
-}
-
 impl Storage {
-    pub fn open(file_ref: &FileRef) -> Result<Storage, Error> {
+    /// `file_ref`'s bytes, memory-mapped (a gzipped file is inflated by the caller).
+    pub fn map(file_ref: &FileRef) -> Result<impl AsRef<[u8]> + Send + Sync + 'static, Error> {
         let file = open_regular(&file_ref.0).map_err(|e| file_ref.io("cannot open", e))?;
-        let map = map_file(&file).map_err(|e| file_ref.io("cannot memory-map", e))?;
-        Self::whole(file_ref, map)
+        map_file(&file).map_err(|e| file_ref.io("cannot memory-map", e))
     }
 
-    /// A dump already in memory (or mapped); gzip is inflated as for a file.
-    pub fn whole(
-        file_ref: &FileRef,
-        bytes: impl AsRef<[u8]> + Send + Sync + 'static,
-    ) -> Result<Storage, Error> {
-        if detect(bytes.as_ref()) == Some(FileKind::Gzip) {
-            return Self::gunzip(file_ref, bytes.as_ref());
-        }
-        Ok(Storage::Whole {
+    /// Bytes as they are.
+    pub fn whole(bytes: impl AsRef<[u8]> + Send + Sync + 'static) -> Storage {
+        Storage::Whole {
             bytes: Box::new(bytes),
             gunzipped: false,
             inflate_stopped: None,
-        })
+        }
+    }
+
+    /// A dump inflated from gzip; `stopped`: where inflating stopped, if the stream went on
+    /// past the end the dump's headers claim.
+    pub fn inflated(
+        bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+        stopped: Option<u64>,
+    ) -> Storage {
+        Storage::Whole {
+            bytes: Box::new(bytes),
+            gunzipped: true,
+            inflate_stopped: stopped,
+        }
     }
 
     /// Opens a live ELF core (/proc/kcore): reads its ELF header, then its program headers,
@@ -140,40 +124,6 @@ impl Storage {
         })
     }
 
-    /// Decompress into an unlinked temporary file (the size is only known at the end, and a
-    /// dump can exceed RAM), then map that. The first bytes are looked at before the rest is
-    /// inflated: when they are no dump's signature, only they are kept (for the reader to say
-    /// what they are), so a small file of anything else never fills the disk. A dump is
-    /// inflated no further than its own headers say it reaches, read as they are inflated.
-    fn gunzip(file_ref: &FileRef, compressed: &[u8]) -> Result<Storage, Error> {
-        let mut out =
-            tempfile::tempfile().map_err(|e| file_ref.io("cannot create a temporary file", e))?;
-        let inflate_error = |e| file_ref.io("cannot decompress gzip", e);
-        let mut decoder = flate2::read::MultiGzDecoder::new(compressed);
-        let (head, kind) = read_head(&mut decoder).map_err(inflate_error)?;
-        out.write_all(&head)
-            .map_err(|e| file_ref.io("cannot write the temporary file", e))?;
-        let bound = match kind {
-            Some(FileKind::ElfCore) => Some(Bound::Elf),
-            Some(FileKind::Kdump) => Some(Bound::Kdump),
-            Some(FileKind::KdumpFlattened) => Some(Bound::Flat(0)),
-            _ => None,
-        };
-        let inflate_stopped = match bound {
-            Some(bound) => {
-                inflate_bounded(&mut decoder, &mut out, head.len() as u64, bound, file_ref)?
-            }
-            None => None,
-        };
-        let bytes =
-            map_file(&out).map_err(|e| file_ref.io("cannot map the decompressed dump", e))?;
-        Ok(Storage::Whole {
-            bytes: Box::new(bytes),
-            gunzipped: true,
-            inflate_stopped,
-        })
-    }
-
     /// The whole dump; a live file's headers only.
     pub fn bytes(&self) -> &[u8] {
         match self {
@@ -225,54 +175,8 @@ impl Storage {
     }
 }
 
-/// Inflates `decoder` into `out` (which holds the first `written` bytes already) as far as the
-/// dump's headers, read back from `out` as they arrive, say it reaches. A stream that ends
-/// first is kept as it is (the readers say what is missing); one that goes on is cut there,
-/// and where is returned.
-fn inflate_bounded(
-    decoder: &mut impl io::Read,
-    out: &mut File,
-    mut written: u64,
-    mut bound: Bound,
-    file_ref: &FileRef,
-) -> Result<Option<u64>, Error> {
-    let inflate_error = |e| file_ref.io("cannot decompress gzip", e);
-    loop {
-        let claim = {
-            let inflated = written;
-            let file: &File = out;
-            let read = |offset: u64, len: u64| -> Option<Vec<u8>> {
-                let end = offset.checked_add(len).filter(|&end| end <= inflated)?;
-                let mut buf = vec![0u8; usize::try_from(end - offset).ok()?];
-                let n = read_full(file, offset, &mut buf).ok()?;
-                (n == buf.len()).then_some(buf)
-            };
-            match &mut bound {
-                Bound::Elf => crate::elf::claimed_len(&read, file_ref)?,
-                Bound::Kdump => crate::kdump::claimed_len(&read, file_ref)?,
-                Bound::Flat(pos) => crate::flat::claimed_len(pos, &read, file_ref)?,
-            }
-        };
-        let (Claim::Need(target) | Claim::End(target)) = claim;
-        if written < target {
-            written += io::copy(&mut decoder.take(target - written), out).map_err(inflate_error)?;
-            if written < target {
-                return Ok(None);
-            }
-        }
-        if let Claim::End(end) = claim {
-            let mut probe = Vec::new();
-            decoder
-                .take(1)
-                .read_to_end(&mut probe)
-                .map_err(inflate_error)?;
-            return Ok((!probe.is_empty()).then_some(end));
-        }
-    }
-}
-
 /// `pread` until `buf` is full or the file ends; how many bytes were read.
-fn read_full(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn read_full(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
     let mut done = 0;
     while done < buf.len() {
         match file.read_at(&mut buf[done..], offset + done as u64) {
@@ -286,7 +190,7 @@ fn read_full(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// A file's bytes, memory-mapped.
-struct MappedFile(
+pub(crate) struct MappedFile(
     /// `None` for an empty file, which cannot be mapped.
     Option<Mmap>,
 );
@@ -297,7 +201,7 @@ impl AsRef<[u8]> for MappedFile {
     }
 }
 
-fn map_file(file: &File) -> io::Result<MappedFile> {
+pub(crate) fn map_file(file: &File) -> io::Result<MappedFile> {
     if file.metadata()?.len() == 0 {
         return Ok(MappedFile(None));
     }
