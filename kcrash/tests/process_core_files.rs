@@ -178,7 +178,10 @@ fn a_truncated_core_does_not_serve_crash_time_data_from_the_executable() {
     let why = format!("data at file offset {at:#x} is beyond the end of the file (truncated dump)");
     assert_eq!(
         stderr,
-        format!("kcrash: print: Cannot access memory at address {counter:#x}: in the dump's own mapping, but {why}\n")
+        format!(
+            "kcrash: print: Cannot access memory at address {counter:#x}: in the dump's own mapping, but {why}\n\
+             kcrash: rd: 0x8 of the 0x8 bytes from {counter:#x} are unreadable (marked above)\n"
+        )
     );
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{stdout}");
