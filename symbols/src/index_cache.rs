@@ -330,6 +330,64 @@ fn checksum(bytes: &[u8]) -> u64 {
     hash
 }
 
+/// Checks `bytes` as a cache file for a debug file with the figures its own header gives (so
+/// that every check after the key's is reached), then reads every unit offset and entry as
+/// lookups do: the number of units and of entries that read, or why the file was refused.
+/// Public for the fuzz target, which holds bytes, not a file: sessions only ever map files.
+pub fn check_index_cache(bytes: &[u8]) -> Result<(usize, usize), String> {
+    if bytes.is_empty() {
+        return Err("0 bytes".into());
+    }
+    let word = |at: usize| u64_at(bytes, at).unwrap_or(0);
+    let id_len = (word(8) >> 32) as usize;
+    let key = Key {
+        build_id: bytes
+            .get(16..16 + id_len.min(MAX_BUILD_ID))
+            .unwrap_or_default()
+            .to_vec(),
+        file_size: word(80),
+        mtime_ns: word(88),
+        debug_info_len: word(96),
+    };
+    let mut map = memmap2::MmapMut::map_anon(bytes.len()).map_err(|e| e.to_string())?;
+    map.copy_from_slice(bytes);
+    let file = CacheFile::validate(map.make_read_only().map_err(|e| e.to_string())?, &key)?;
+    let units = file.unit_offsets().count();
+    let mut read = 0;
+    for kind in [Kind::Variables, Kind::Types] {
+        read += (0..file.len(kind))
+            .filter(|&i| file.entry(kind, i).is_ok())
+            .count();
+    }
+    Ok((units, read))
+}
+
+/// Makes the checksums of a cache file's bytes right again, when its counts give its length;
+/// false when they do not. For the tests that damage a field on purpose and for the fuzz
+/// target, whose mutations must reach the checks after the checksums.
+pub fn reseal_index_cache(bytes: &mut [u8]) -> bool {
+    let counts = (u64_at(bytes, 104), u64_at(bytes, 112), u64_at(bytes, 120));
+    let (Some(units), Some(variables), Some(types)) = counts else {
+        return false;
+    };
+    let Some(layout) = Layout::of(units, variables, types) else {
+        return false;
+    };
+    if layout.len != bytes.len() as u64 {
+        return false;
+    }
+    // All fit in the length checked just above.
+    let (sums_at, entries_at) = (layout.sums_at as usize, layout.entries_at as usize);
+    let sums: Vec<u64> = bytes[entries_at..].chunks(BLOCK).map(checksum).collect();
+    for (i, sum) in sums.into_iter().enumerate() {
+        let at = sums_at + i * 8;
+        bytes[at..at + 8].copy_from_slice(&sum.to_le_bytes());
+    }
+    let sum = checksum(&bytes[HEADER..entries_at]);
+    bytes[128..136].copy_from_slice(&sum.to_le_bytes());
+    true
+}
+
 /// Writes the index for `key` into `dir`: to a temporary file, renamed into place, so that a
 /// reader sees either no file or a whole one, and two sessions writing at once each rename a
 /// whole file.
@@ -694,19 +752,22 @@ mod tests {
 
     /// Makes every checksum right again after a deliberate change.
     fn reseal(bytes: &mut [u8]) {
-        let layout = Layout::of(
-            get_u64(bytes, 104),
-            get_u64(bytes, 112),
-            get_u64(bytes, 120),
-        )
-        .unwrap();
-        let (sums_at, entries_at) = (layout.sums_at as usize, layout.entries_at as usize);
-        let sums: Vec<u64> = bytes[entries_at..].chunks(BLOCK).map(checksum).collect();
-        for (i, sum) in sums.into_iter().enumerate() {
-            set_u64(bytes, sums_at + i * 8, sum);
-        }
-        let sum = checksum(&bytes[HEADER..entries_at]);
-        set_u64(bytes, 128, sum);
+        assert!(reseal_index_cache(bytes), "counts that give the length");
+    }
+
+    /// What the fuzz target calls: a valid file's bytes read whole, damaged ones are refused.
+    #[test]
+    fn cache_bytes_are_checked_as_a_file_is() {
+        let Some(valid) = valid() else { return };
+        let (units, entries) = check_index_cache(&valid.bytes).unwrap();
+        assert_eq!(units as u64, get_u64(&valid.bytes, 104));
+        let counted = get_u64(&valid.bytes, 112) + get_u64(&valid.bytes, 120);
+        assert_eq!(entries as u64, counted);
+        let mut damaged = valid.bytes.clone();
+        damaged[0] ^= 1;
+        let e = check_index_cache(&damaged).unwrap_err();
+        assert!(e.contains("magic"), "{e}");
+        assert!(check_index_cache(&[]).is_err());
     }
 
     type Damage = fn(&mut Vec<u8>, &Key);

@@ -37,6 +37,7 @@ mod units;
 pub use elf::{build_id_in_head, LoadSegment};
 pub use error::{Error, Result};
 pub use image::{default_index_cache, Image, Options, Variable};
+pub use index_cache::{check_index_cache, reseal_index_cache};
 pub use lines::Frame;
 pub use placement::SectionAddresses;
 pub use set::ImageSet;

@@ -2,6 +2,8 @@
 //! its code is and how big it is (6.1's `core_layout`, 6.4's `mem[]`, told apart by the DWARF),
 //! its taint flags, and where its sections were put (`sect_attrs`), which places its `.ko`.
 
+use std::collections::HashSet;
+
 use symbols::SectionAddresses;
 
 use crate::error::{Context, Error, Result};
@@ -95,8 +97,16 @@ pub fn modules(kernel: Kernel<'_>) -> Result<Vec<Module>> {
     )
     .ok();
     let mut out = Vec::new();
+    // A damaged list can loop without coming back to the head: without this, each of
+    // MAX_MODULES laps would be read in full (seconds of DWARF lookups) before giving up.
+    let mut seen = HashSet::new();
     let mut next = kernel.mem.read_u64(head).context("modules")?;
     while next != head {
+        if !seen.insert(next) {
+            return Err(Error::Damaged(format!(
+                "the modules list loops at {next:#x} without coming back to {head:#x}"
+            )));
+        }
         if out.len() == MAX_MODULES {
             return Err(Error::Damaged(format!(
                 "the modules list does not come back to {head:#x}"
@@ -106,7 +116,8 @@ pub fn modules(kernel: Kernel<'_>) -> Result<Vec<Module>> {
         let mut name = Vec::new();
         kernel
             .mem
-            .read_cstring(addr + name_off, NAME_MAX, &mut name)
+            // Hostile list pointers can put the name past the top: an unreadable address then.
+            .read_cstring(addr.wrapping_add(name_off), NAME_MAX, &mut name)
             .with_context(|| format!("module at {addr:#x}: name"))?;
         let mut m = Module {
             addr,
@@ -135,4 +146,105 @@ pub fn modules(kernel: Kernel<'_>) -> Result<Vec<Module>> {
             .with_context(|| format!("modules list at {next:#x}"))?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{Memory, Unreadable};
+    use kcrash_harness::tools;
+    use symbols::Image;
+
+    /// Memory holding only some u64s, each at its address.
+    struct Words(Vec<(u64, u64)>);
+
+    impl Memory for Words {
+        fn read(&self, addr: u64, buf: &mut [u8]) -> std::result::Result<(), Unreadable> {
+            for (i, b) in buf.iter_mut().enumerate() {
+                let at = addr.wrapping_add(i as u64);
+                let word = self.0.iter().find(|&&(w, _)| (w..w + 8).contains(&at));
+                *b = match word {
+                    Some(&(w, v)) => v.to_le_bytes()[(at - w) as usize],
+                    None => {
+                        return Err(Unreadable {
+                            addr: at,
+                            reason: "not in the test's memory".into(),
+                        })
+                    }
+                };
+            }
+            Ok(())
+        }
+    }
+
+    /// `tests/data/linux_structs.c` built by gcc, or `None` (and a note) without gcc.
+    fn structs(test: &str, dir: &std::path::Path) -> Option<Image> {
+        if !tools::available_for(test, &["gcc"]) {
+            return None;
+        }
+        let program = dir.join("linux_structs");
+        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/linux_structs.c");
+        let built = std::process::Command::new("gcc")
+            .args(["-g", "-o"])
+            .arg(&program)
+            .arg(source)
+            .status()
+            .unwrap();
+        assert!(built.success(), "gcc");
+        Some(Image::open(&program).unwrap())
+    }
+
+    /// The fuzz target's first finding: a list head holding 0 puts its "module" just below 2^64,
+    /// and its name past the top. That is an unreadable name, not an overflow.
+    #[test]
+    fn a_module_address_at_the_top_is_unreadable_not_an_overflow() {
+        let dir = tempfile::tempdir().unwrap();
+        let test = "a_module_address_at_the_top_is_unreadable_not_an_overflow";
+        let Some(image) = structs(test, dir.path()) else {
+            return;
+        };
+        let head = image.symbol("modules").unwrap().address;
+        let mem = Words(vec![(head, 0)]);
+        let kernel = Kernel {
+            image: Some(&image),
+            mem: &mem,
+        };
+        let e = modules(kernel).unwrap_err().to_string();
+        assert!(e.contains("name"), "{e}");
+    }
+
+    /// The fuzz target's second finding: a list that loops without passing its head again
+    /// was walked MAX_MODULES times (over ten seconds); it is refused at its first repeat.
+    #[test]
+    fn a_list_looping_away_from_its_head_is_refused_at_the_repeat() {
+        let dir = tempfile::tempdir().unwrap();
+        let test = "a_list_looping_away_from_its_head_is_refused_at_the_repeat";
+        let Some(image) = structs(test, dir.path()) else {
+            return;
+        };
+        let head = image.symbol("modules").unwrap().address;
+        let list = 8; // offsetof(struct module, list)
+        let node = 0x10_0000u64;
+        let nothing = Words(Vec::new());
+        let ev = crate::expr::Evaluator::new(&image, &nothing);
+        let sizeof = ev
+            .eval(&crate::expr::parse_expr("sizeof(struct module)").unwrap())
+            .and_then(|v| ev.scalar(&v))
+            .unwrap()
+            .0;
+        // head -> node -> node -> ...; the module's other members read as zeros.
+        let mut words = vec![(head, node + list), (node + list, node + list)];
+        words.extend(
+            (0..sizeof / 8)
+                .map(|i| (node + i * 8, 0))
+                .filter(|&(a, _)| a != node + list),
+        );
+        let mem = Words(words);
+        let kernel = Kernel {
+            image: Some(&image),
+            mem: &mem,
+        };
+        let e = modules(kernel).unwrap_err().to_string();
+        assert!(e.contains("loops at"), "{e}");
+    }
 }

@@ -1,0 +1,55 @@
+//! The KLog engine over hostile memory: the input is the bytes of memory from `fixed::BASE` on
+//! (KLogs, DebugFlags, klogLevel, klogClockHz, KLogBuffer, then strings), anything past it
+//! unreadable. Every ring is read, merged in both orders, summarised and salvaged, and every
+//! record rendered in both text styles and as JSON. A panic, or output without bound, is a bug.
+//!
+//! Seeds: `seeds klog` relocates the corpus dumps' rings to these addresses.
+
+#![no_main]
+
+use kcrash::klog::render::{Clock, Printer, Style};
+use kcrash::klog::ring::Order;
+use kcrash::klog::{Klog, Selection};
+use kcrash_fuzz::{fixed, Windows};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let mem = Windows::at(fixed::BASE, data);
+    let klog = Klog::read(&mem, fixed::layout());
+    let names = klog.names();
+    let mut printer = Printer::new(&mem, names.clone(), Clock { hz: klog.clock_hz });
+    let mut line = Vec::new();
+    let mut render = |rec: &kcrash::klog::ring::Record, line: &mut Vec<u8>| {
+        for style in [Style::Full, Style::Terse] {
+            line.clear();
+            printer.text(line, rec, style);
+        }
+        line.clear();
+        let ring = names.get(rec.ring).map_or("", String::as_str);
+        printer.json(line, rec, ring);
+    };
+    for order in [Order::NewestFirst, Order::OldestFirst] {
+        let selections = [
+            Selection::All,
+            Selection::Subsystem(0),
+            Selection::Subsystem(1),
+        ];
+        for sel in selections {
+            // Each ring holds at most RING_RECORDS; more out of one selection is a bug.
+            let mut n = 0;
+            for rec in klog.records(&mem, sel, order) {
+                n += 1;
+                assert!(n <= 2 * fixed::RECORDS, "more records than slots");
+                render(&rec, &mut line);
+            }
+        }
+        let salvage = klog.salvage(&mem, order);
+        for rec in salvage.groups.iter().flatten() {
+            render(rec, &mut line);
+        }
+    }
+    klog.summary(&mem);
+    for spec in ["0", "1", "3", "4", "vm", "DBG_NONE", ""] {
+        let _ = klog.select(spec);
+    }
+});

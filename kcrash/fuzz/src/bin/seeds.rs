@@ -1,0 +1,291 @@
+//! Writes seed inputs made from real dumps and images: `seeds OUT` fills OUT/klog, OUT/printf,
+//! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux and OUT/shell_line, from the corpus,
+//! the gcc fixtures and the small text files under kcrash/fuzz/seeds. Run by `.ci/fuzz` before
+//! fuzzing; nothing it writes is committed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use kcrash::klog::Klog;
+use kcrash::linux::{facts::int, Kernel};
+use kcrash::memory::Memory;
+use kcrash::session::Session;
+use kcrash_fuzz::{data_segment, encode, fixed, gcc, repo, Windows};
+use symbols::Image;
+
+// Built with the targets' coverage flags, so it needs libFuzzer's coverage hooks; its own `main`
+// keeps libFuzzer's out.
+use libfuzzer_sys as _;
+
+fn main() {
+    let out = PathBuf::from(std::env::args().nth(1).expect("usage: seeds OUT"));
+    let mut formats = Vec::new();
+    klog(&out.join("klog"), &mut formats);
+    printf(&out.join("printf"), &formats);
+    for entry in std::fs::read_dir(repo().join("kcrash/fuzz/seeds/printf")).expect("committed") {
+        let path = entry.expect("committed format").path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        write(
+            &out.join("printf"),
+            &name,
+            &std::fs::read(&path).expect("format"),
+        );
+    }
+    expr(&out);
+    linux(&out.join("linux"));
+    lines("kcrash/fuzz/seeds/expr/lines", &out.join("expr_parse"));
+    lines("kcrash/fuzz/seeds/shell/lines", &out.join("shell_line"));
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) {
+    std::fs::create_dir_all(dir).expect("seed directory");
+    std::fs::write(dir.join(name), bytes).expect("seed file");
+}
+
+/// Each corpus entry's rings relocated to `fixed`'s addresses: the newest records of the first
+/// rings, with their format strings and `%s` arguments copied after the buffer.
+fn klog(dir: &Path, formats: &mut Vec<Vec<u8>>) {
+    for (kernel, image) in [
+        ("bare", "vmlinux"),
+        ("hosted", "hosted"),
+        ("hosted-c", "hosted-c"),
+    ] {
+        let root = repo().join("corpus").join(kernel);
+        let Ok(entries) = std::fs::read_dir(&root) else {
+            continue;
+        };
+        for entry in entries.flatten().filter(|e| e.path().is_dir()) {
+            let Some(dump) = ["vmcore.kdump", "core.gz", "vmcore.elf.gz"]
+                .iter()
+                .map(|f| entry.path().join(f))
+                .find(|p| p.exists())
+            else {
+                continue;
+            };
+            let Ok(dump) = dumpfmt::Dump::open(&dump) else {
+                continue;
+            };
+            let Ok(session) = Session::open(&dump, Some(root.join(image))) else {
+                continue;
+            };
+            let Ok(klog) = session.klog() else {
+                continue;
+            };
+            let name = format!("{kernel}-{}", entry.file_name().to_string_lossy());
+            write(dir, &name, &relocate(klog, &session, formats));
+        }
+    }
+}
+
+fn relocate(klog: &Klog, mem: &dyn Memory, formats: &mut Vec<Vec<u8>>) -> Vec<u8> {
+    let mut bytes = vec![0u8; (fixed::STRINGS - fixed::BASE) as usize];
+    let mut moved: HashMap<u64, u64> = HashMap::new();
+    let mut string = |bytes: &mut Vec<u8>, addr: u64| -> Option<u64> {
+        if let Some(&at) = moved.get(&addr) {
+            return Some(at);
+        }
+        let mut s = Vec::new();
+        mem.read_cstring(addr, 4096, &mut s).ok()?;
+        let at = fixed::BASE + bytes.len() as u64;
+        bytes.extend_from_slice(&s);
+        bytes.push(0);
+        moved.insert(addr, at);
+        Some(at)
+    };
+    let put = |bytes: &mut Vec<u8>, addr: u64, v: &[u8]| {
+        let at = (addr - fixed::BASE) as usize;
+        bytes[at..at + v.len()].copy_from_slice(v);
+    };
+    for (i, ring) in klog.rings.iter().take(fixed::RINGS as usize).enumerate() {
+        let cb = fixed::BASE + i as u64 * fixed::KLOG_SIZE;
+        let name = ring.name.clone().unwrap_or_default();
+        let name_at = fixed::BASE + bytes.len() as u64;
+        bytes.extend_from_slice(name.as_bytes());
+        bytes.push(0);
+        let buffer = fixed::BUFFER + i as u64 * fixed::RING_RECORDS * 64;
+        let words = [
+            ring.subsystem,
+            name_at,
+            fixed::RING_RECORDS,
+            ring.rec_size,
+            ring.header,
+            buffer,
+            fixed::RING_RECORDS * 8 - 1,
+            ring.next_write,
+        ];
+        for (w, v) in words.iter().enumerate() {
+            put(&mut bytes, cb + w as u64 * 8, &v.to_le_bytes());
+        }
+        let written = ring.written();
+        for seq in written.saturating_sub(fixed::RING_RECORDS)..written {
+            let mut rec = [0u8; 64];
+            if mem.read(ring.record_addr(seq), &mut rec).is_err() {
+                continue;
+            }
+            let word = |rec: &[u8; 64], w: usize| {
+                u64::from_le_bytes(rec[w * 8..w * 8 + 8].try_into().unwrap_or_default())
+            };
+            let desc = word(&rec, 4);
+            if let Some(at) = string(&mut bytes, desc) {
+                rec[32..40].copy_from_slice(&at.to_le_bytes());
+                let mut format = Vec::new();
+                if mem.read_cstring(desc, 4096, &mut format).is_ok() {
+                    formats.push(format.clone());
+                }
+                // Data words that point at strings are `%s` arguments: moved along.
+                if format.windows(2).any(|w| w == b"%s") {
+                    for w in 5..8 {
+                        if let Some(at) = string(&mut bytes, word(&rec, w)) {
+                            rec[w * 8..w * 8 + 8].copy_from_slice(&at.to_le_bytes());
+                        }
+                    }
+                }
+            }
+            let slot = seq % fixed::RING_RECORDS;
+            put(&mut bytes, buffer + slot * 64, &rec);
+        }
+    }
+    let layout = &klog.layout;
+    if let Some(flags) = layout.debug_flags {
+        for i in 0..flags.len.min(fixed::RINGS) {
+            let v = mem.read_uint(flags.addr + i * flags.stride, 4).unwrap_or(0) as u32;
+            put(&mut bytes, fixed::DEBUG_FLAGS + i * 4, &v.to_le_bytes());
+        }
+    }
+    if let Some(Ok(level)) = klog.level {
+        put(&mut bytes, fixed::KLOG_LEVEL, &(level as u32).to_le_bytes());
+    }
+    let hz = klog.clock_hz.unwrap_or(0);
+    put(&mut bytes, fixed::CLOCK_HZ, &hz.to_le_bytes());
+    bytes
+}
+
+/// The corpus's format strings, each with three data words and a pool of strings.
+fn printf(dir: &Path, formats: &[Vec<u8>]) {
+    let mut seen = std::collections::HashSet::new();
+    for (i, format) in formats.iter().filter(|f| seen.insert(*f)).enumerate() {
+        let mut seed = vec![3u8];
+        for word in [42u64, 0x10, u64::MAX] {
+            seed.extend_from_slice(&word.to_le_bytes());
+        }
+        seed.extend_from_slice(format);
+        seed.extend_from_slice(b"\0vm\0sched\0");
+        write(dir, &format!("corpus-{i}"), &seed);
+    }
+}
+
+/// The gcc fixture's data segment, after each expression line (expr_eval), and with the image
+/// itself in front, as DWARF 5 and 4 (expr_dwarf).
+fn expr(out: &Path) {
+    let lines = std::fs::read_to_string(repo().join("kcrash/fuzz/seeds/expr/lines"))
+        .expect("committed expression lines");
+    for (flags, name) in [
+        (&["-g"][..], "klog"),
+        (&["-g", "-gdwarf-4"][..], "klog-dwarf4"),
+    ] {
+        let path = gcc("symbols/tests/data/klog.c", flags, name);
+        let image = Image::open(&path).expect("fixture opens");
+        let Some((_, data)) = data_segment(&image, "klogLevel") else {
+            continue;
+        };
+        let file = std::fs::read(&path).expect("fixture reads");
+        let mut seed = (file.len() as u32).to_le_bytes().to_vec();
+        seed.extend_from_slice(&file);
+        seed.extend_from_slice(data);
+        write(&out.join("expr_dwarf"), name, &seed);
+        if name == "klog" {
+            for (i, line) in lines.lines().enumerate() {
+                let mut seed = format!("{line}\n").into_bytes();
+                seed.extend_from_slice(data);
+                write(&out.join("expr_eval"), &format!("line-{i}"), &seed);
+            }
+        }
+    }
+}
+
+/// The 6.1 guest's VMCOREINFO with a two-module list at the fixture's addresses; with the
+/// guest's dump, also its printk ring's structures and the start of each of its arrays.
+fn linux(dir: &Path) {
+    let info = std::fs::read(repo().join("kcrash/fuzz/seeds/linux/vmcoreinfo-6.1"))
+        .expect("committed VMCOREINFO");
+    let image =
+        Image::open(gcc("kcrash/tests/data/linux_structs.c", &["-g"], "linux")).expect("fixture");
+    let none = Windows::default();
+    let kernel = Kernel {
+        image: Some(&image),
+        mem: &none,
+    };
+    let off = |e: &str| int(kernel, e).expect("fixture offset") as u64;
+    let head = off("&modules");
+    let (list, name, taints) = (
+        off("&((struct module *)0)->list"),
+        off("&((struct module *)0)->name"),
+        off("&((struct module *)0)->taints"),
+    );
+    let size = off("sizeof(struct module)");
+    // Two modules after the fixture's data, linked head -> a -> b -> head.
+    let (a, b) = (0x10_0000u64, 0x10_0000 + size.next_multiple_of(64));
+    let module = |at: u64, next: u64, label: &[u8]| {
+        let mut m = vec![0u8; size as usize];
+        m[list as usize..list as usize + 8].copy_from_slice(&next.to_le_bytes());
+        m[name as usize..name as usize + label.len()].copy_from_slice(label);
+        m[taints as usize] = 0x30; // OE
+        (at, m)
+    };
+    let ma = module(a, b + list, b"klogtest");
+    let mb = module(b, head, b"pvpanic");
+    let head_bytes = (a + list).to_le_bytes();
+    let mut windows: Vec<(u64, Vec<u8>)> = vec![(head, head_bytes.to_vec()), ma, mb];
+    let guest = Path::new("/var/cache/kcrash-ci/linux-guest/6.1.0-56-amd64/vmcore.kdump");
+    if let Ok(dump) = dumpfmt::Dump::open(guest) {
+        if let Ok(session) = Session::open(&dump, None) {
+            windows.extend(printk_windows(&info, &session));
+        }
+    }
+    let borrowed: Vec<(u64, &[u8])> = windows.iter().map(|(a, b)| (*a, b.as_slice())).collect();
+    let mut seed = info.clone();
+    seed.push(0);
+    seed.extend_from_slice(&encode(&borrowed));
+    write(dir, "guest-6.1", &seed);
+}
+
+/// `prb`, the ring it points at, and the first KiB of its descriptors, infos and text.
+fn printk_windows(info: &[u8], mem: &dyn Memory) -> Vec<(u64, Vec<u8>)> {
+    let text = String::from_utf8_lossy(info);
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .and_then(|v| u64::from_str_radix(v, 16).ok())
+    };
+    let mut out = Vec::new();
+    let read = |addr: u64, len: usize| {
+        let mut b = vec![0u8; len];
+        mem.read(addr, &mut b).ok().map(|()| (addr, b))
+    };
+    let Some(prb) = value("SYMBOL(prb)") else {
+        return out;
+    };
+    let Some((_, p)) = read(prb, 8) else {
+        return out;
+    };
+    let rb = u64::from_le_bytes(p.clone().try_into().unwrap_or_default());
+    out.push((prb, p));
+    let Some(ring) = read(rb, 88) else {
+        return out;
+    };
+    // 6.1's offsets (as this VMCOREINFO gives them): descs, infos, text data.
+    for at in [8usize, 16, 56] {
+        let ptr = u64::from_le_bytes(ring.1[at..at + 8].try_into().unwrap_or_default());
+        out.extend(read(ptr, 1024));
+    }
+    out.push(ring);
+    out
+}
+
+/// One seed per line of a committed lines file.
+fn lines(from: &str, dir: &Path) {
+    let text = std::fs::read_to_string(repo().join(from)).expect("committed lines");
+    for (i, line) in text.lines().enumerate() {
+        write(dir, &format!("line-{i}"), line.as_bytes());
+    }
+}
