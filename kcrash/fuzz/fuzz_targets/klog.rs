@@ -17,7 +17,13 @@ fuzz_target!(|data: &[u8]| {
     let mem = Windows::at(fixed::BASE, data);
     let klog = Klog::read(&mem, fixed::layout());
     let names = klog.names();
-    let mut printer = Printer::new(&mem, names.clone(), Clock { hz: klog.clock_hz });
+    let mut printer = Printer::new(
+        &mem,
+        names.clone(),
+        Clock {
+            hz: klog.clock_rate.hz(),
+        },
+    );
     let mut line = Vec::new();
     let mut render = |rec: &kcrash::klog::ring::Record, line: &mut Vec<u8>| {
         for style in [Style::Full, Style::Terse] {

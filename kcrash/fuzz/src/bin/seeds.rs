@@ -155,7 +155,7 @@ fn relocate(klog: &Klog, mem: &dyn Memory, formats: &mut Vec<Vec<u8>>) -> Vec<u8
     if let Some(Ok(level)) = klog.level {
         put(&mut bytes, fixed::KLOG_LEVEL, &(level as u32).to_le_bytes());
     }
-    let hz = klog.clock_hz.unwrap_or(0);
+    let hz = klog.clock_rate.hz().unwrap_or(0);
     put(&mut bytes, fixed::CLOCK_HZ, &hz.to_le_bytes());
     bytes
 }
