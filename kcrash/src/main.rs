@@ -166,8 +166,9 @@ fn main() -> ExitCode {
         load_klog_module(&session, cli.silent);
     }
     if !cli.silent {
+        // Notes name files and values from the dump: one line each, control bytes escaped.
         for note in &session.notes {
-            eprintln!("kcrash: {note}");
+            eprintln!("kcrash: {}", one_line(note));
         }
     }
     let mut lines: Vec<String> = cli.commands.clone();

@@ -253,4 +253,11 @@ fn an_executable_the_core_cannot_check_is_said_once() {
         ran.display()
     );
     assert_eq!(stderr.lines().filter(|l| *l == said).count(), 1, "{stderr}");
+    // The C library, left out as well, is named in one line for every library used unchecked.
+    let libraries: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("kcrash: not checked against the core"))
+        .collect();
+    assert_eq!(libraries.len(), 1, "{stderr}");
+    assert!(libraries[0].contains("libc.so"), "{stderr}");
 }

@@ -413,7 +413,7 @@ fn string(
     if json {
         let item = Item::String {
             address: Hex(start),
-            string: String::from_utf8_lossy(&bytes).into_owned(),
+            string: crate::escape::escaped(&bytes),
             bytes: bytes.len(),
             terminated,
             unreadable: failure.map(|(a, reason)| StringEnd {
@@ -429,7 +429,7 @@ fn string(
                 cx.out,
                 "{}:  {}",
                 cx.paint.addr(format_args!("{addr:016x}")),
-                piece.escape_ascii()
+                crate::escape::escaped(piece)
             )?;
         }
         if let Some((addr, why)) = failure {

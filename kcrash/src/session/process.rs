@@ -84,6 +84,7 @@ impl FileBacked {
             None => "the core names no executable (no NT_FILE and AT_ENTRY)".into(),
         });
         let mut stale: Vec<PathBuf> = Vec::new();
+        let mut unchecked: Vec<String> = Vec::new();
         for m in mappings {
             let is_exe = matches!(&exe, Some((name, _)) if *name == m.path);
             let path = match &exe {
@@ -101,12 +102,23 @@ impl FileBacked {
                 let verdict = compare(&map, &held_head(core, m));
                 if is_exe {
                     exe_verdict = verdict;
-                } else if let Verdict::Differs(why) = verdict {
-                    notes.push(format!(
-                        "{} is not the file the process ran ({why}): not used",
-                        path.display()
-                    ));
-                    stale.push(path.clone());
+                } else {
+                    match verdict {
+                        Verdict::Differs(why) => {
+                            notes.push(format!(
+                                "{} is not the file the process ran ({why}): not used",
+                                path.display()
+                            ));
+                            stale.push(path.clone());
+                        }
+                        Verdict::Unchecked(_) => {
+                            let name = path.display().to_string();
+                            if !unchecked.contains(&name) {
+                                unchecked.push(name);
+                            }
+                        }
+                        Verdict::Same => {}
+                    }
                 }
             }
             let map = Arc::new(map);
@@ -121,6 +133,14 @@ impl FileBacked {
             }
         }
         ranges.retain(|f| !stale.contains(&f.path));
+        // Said once for all: a gdb core leaves out every library's first page.
+        if !unchecked.is_empty() {
+            notes.push(format!(
+                "not checked against the core, which holds none of their first page, and used as \
+                 found here: {}",
+                unchecked.join(", ")
+            ));
+        }
         (FileBacked { ranges }, exe_verdict)
     }
 
