@@ -28,7 +28,10 @@ pub struct Utsname {
 impl Utsname {
     pub fn read(kernel: Kernel<'_>, info: Option<&VmcoreInfo<'_>>) -> Result<Utsname> {
         let from_info = info.and_then(|i| {
-            Some(i.symbol("init_uts_ns").ok()?? + i.offset("uts_namespace.name").ok()??)
+            // A sum past 2^64 is no address: the image is asked instead.
+            i.symbol("init_uts_ns")
+                .ok()??
+                .checked_add(i.offset("uts_namespace.name").ok()??)
         });
         let name = match from_info {
             Some(name) => name,
@@ -40,9 +43,12 @@ impl Utsname {
         };
         let field = |n: u64| -> Result<String> {
             let mut out = Vec::new();
+            let at = name.checked_add(n * UTS_LEN).ok_or_else(|| {
+                Error::Damaged(format!("init_uts_ns.name at {name:#x} runs past 2^64"))
+            })?;
             kernel
                 .mem
-                .read_cstring(name + n * UTS_LEN, UTS_LEN as usize, &mut out)
+                .read_cstring(at, UTS_LEN as usize, &mut out)
                 .context("init_uts_ns")?;
             Ok(escaped(&out))
         };
