@@ -1,5 +1,10 @@
 //! `klog_config!`: a kernel's static KLog configuration, and the const checks behind it.
 
+use crate::descriptor::{
+    klog_fields, rec_fields, stored_magic, Addr, Descriptor, Head, ABI_MAJOR, ABI_MINOR,
+    BUILD_ID_MAX, ENDIAN, HEAD_SIZE, NAME_SIZE,
+};
+
 /// A subsystem's name as its KLog stores it: the identifier without `DBG_`, NUL-terminated.
 /// Fails to compile when the identifier lacks the prefix.
 pub const fn subsystem_name(ident_nul: &'static [u8]) -> &'static [u8] {
@@ -48,12 +53,69 @@ pub const fn check_first_is_none(ident: &str) {
     );
 }
 
+/// The addresses `klogDescriptor` records, taken by `klog_config!`.
+pub struct Statics {
+    pub this: Addr,
+    pub klogs: Addr,
+    pub buffer: Addr,
+    pub buffer_bytes: u64,
+    pub debug_flags: Addr,
+    pub klog_level: Addr,
+    pub clock_hz: Addr,
+    pub commits: Addr,
+}
+
+/// A kernel's descriptor as the linker can complete it: everything but what `klog_init` seals.
+pub const fn descriptor<const N: usize>(at: Statics, names: [[u8; NAME_SIZE]; N]) -> Descriptor<N> {
+    use core::mem::size_of;
+    use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
+    Descriptor {
+        head: Head {
+            magic: stored_magic(),
+            abi_major: ABI_MAJOR,
+            abi_minor: ABI_MINOR,
+            endian: ENDIAN,
+            word_size: 8,
+            build_id_len: AtomicU8::new(0),
+            subsystems: N as u16,
+            size: (HEAD_SIZE + NAME_SIZE * N) as u32,
+            this: at.this,
+            klogs: at.klogs,
+            buffer: at.buffer,
+            buffer_bytes: at.buffer_bytes,
+            debug_flags: at.debug_flags,
+            klog_level: at.klog_level,
+            clock_hz: at.clock_hz,
+            commits: at.commits,
+            page_table_root: AtomicU64::new(0),
+            klog_stride: size_of::<crate::KLog>() as u16,
+            rec_stride: size_of::<crate::KLogRec>() as u16,
+            debug_flags_stride: size_of::<crate::DbgIntensity>() as u16,
+            commits_stride: size_of::<crate::CacheAligned<AtomicU64>>() as u16,
+            klog_level_size: 4,
+            clock_hz_size: 8,
+            debug_flags_size: 4,
+            commits_size: 8,
+            zero: 0,
+            klog_fields: klog_fields(),
+            rec_fields: rec_fields(),
+            build_id: [const { AtomicU8::new(0) }; BUILD_ID_MAX],
+            checksum: AtomicU32::new(0),
+            name_size: NAME_SIZE as u32,
+        },
+        names,
+    }
+}
+
 /// Declares a kernel's subsystems and ring sizes, and emits the statics of the design with their
 /// fixed names, statically initialised so logging works from the first instruction:
 ///
 /// - `KLogs: [KLog; DBG_MAX]`, one per subsystem, indexed by id; `KLogBuffer:
 ///   CacheAligned<[AtomicU64; _]>` holding every ring, aligned to 64 bytes; `DebugFlags: [DbgIntensity; DBG_MAX]`; `klogLevel: AtomicU32`;
-///   `klogClockHz: AtomicU64` (the clock's frequency, 0 until the kernel sets it);
+///   `klogClockHz: AtomicU64` (the clock's frequency, 0 until the kernel sets it); `KLogCommits:
+///   [CacheAligned<AtomicU64>; DBG_MAX]` (records each ring's writers finished); and
+///   `klogDescriptor`, the [`crate::descriptor`] that lets a reader without debug information
+///   find all of them;
 /// - `DBG_<NAME>: Subsys<KlogConfig>` constants (ids in declaration order, `DBG_NONE` = 0) and
 ///   `DBG_MAX`; `KlogConfig`, `KLOG_REGISTRY`, and `klog_init()` (the design's `klogInit`).
 ///
@@ -137,6 +199,30 @@ macro_rules! klog_config {
         #[allow(non_upper_case_globals)]
         pub static klogClockHz: ::core::sync::atomic::AtomicU64 = ::core::sync::atomic::AtomicU64::new(0);
 
+        #[no_mangle]
+        #[allow(non_upper_case_globals)]
+        pub static KLogCommits: [$crate::CacheAligned<::core::sync::atomic::AtomicU64>; DBG_MAX] =
+            [const { $crate::CacheAligned(::core::sync::atomic::AtomicU64::new(0)) }; DBG_MAX];
+
+        #[no_mangle]
+        #[allow(non_upper_case_globals)]
+        pub static klogDescriptor: $crate::descriptor::Descriptor<DBG_MAX> = $crate::config::descriptor(
+            $crate::config::Statics {
+                this: $crate::descriptor::Addr((&raw const klogDescriptor).cast()),
+                klogs: $crate::descriptor::Addr((&raw const KLogs).cast()),
+                buffer: $crate::descriptor::Addr((&raw const KLogBuffer).cast()),
+                buffer_bytes: (__KLOG_WORDS * 8) as u64,
+                debug_flags: $crate::descriptor::Addr((&raw const DebugFlags).cast()),
+                klog_level: $crate::descriptor::Addr((&raw const klogLevel).cast()),
+                clock_hz: $crate::descriptor::Addr((&raw const klogClockHz).cast()),
+                commits: $crate::descriptor::Addr((&raw const KLogCommits).cast()),
+            },
+            $crate::descriptor::name_slots([
+                $crate::config::subsystem_str(concat!(stringify!($first), "\0").as_bytes()),
+                $($crate::config::subsystem_str(concat!(stringify!($name), "\0").as_bytes()),)*
+            ]),
+        );
+
         /// The statics above, for the write path and for `klog_init`.
         pub static KLOG_REGISTRY: $crate::Registry = $crate::Registry {
             logs: &KLogs,
@@ -148,6 +234,8 @@ macro_rules! klog_config {
             flags: &DebugFlags,
             level: &klogLevel,
             clock_hz: &klogClockHz,
+            commits: &KLogCommits,
+            descriptor: &klogDescriptor,
         };
 
         /// This kernel's platform and static level.
@@ -162,7 +250,7 @@ macro_rules! klog_config {
 
         /// The design's `klogInit()`: subdivides KLogBuffer among the subsystems.
         pub fn klog_init() {
-            KLOG_REGISTRY.init();
+            KLOG_REGISTRY.init::<$platform>();
         }
     };
 }

@@ -12,6 +12,7 @@
 
 pub mod config;
 mod console;
+pub mod descriptor;
 mod macros;
 pub mod printf;
 pub mod record;

@@ -133,6 +133,17 @@ pub trait Platform: 'static {
     fn proc_dom() -> u64;
     /// Writes a console line (used for `d_klogprintf`). Does nothing by default.
     fn console(_text: &str) {}
+    /// The image's GNU build-id, for the descriptor (`klog_init` copies it once). Empty when the
+    /// kernel cannot say.
+    fn build_id() -> &'static [u8] {
+        &[]
+    }
+    /// The physical address of the top page table that maps the kernel's statics (CR3's on
+    /// x86_64), for the descriptor: with it a reader of raw physical memory can translate every
+    /// address. 0 when the kernel cannot say. Called once, by `klog_init`.
+    fn page_table_root() -> u64 {
+        0
+    }
 }
 
 /// The statics one `klog_config!` invocation emits, gathered so the write path can reach them.
@@ -144,13 +155,19 @@ pub struct Registry {
     pub flags: &'static [DbgIntensity],
     pub level: &'static AtomicU32,
     pub clock_hz: &'static AtomicU64,
+    /// Per ring, the records whose writers stored their header (`KLogCommits`): with
+    /// `next_write`, a reader knows exactly how many reservations were never finished.
+    pub commits: &'static [CacheAligned<AtomicU64>],
+    /// `klogDescriptor`, sealed by `init`.
+    pub descriptor: &'static dyn crate::descriptor::Seal,
 }
 
 impl Registry {
     /// The design's `klogInit()`: gives every subsystem its own part of `KLogBuffer`, in subsystem
     /// order. The NONE ring stays at the start, so records logged before this call stay in place.
+    /// Seals the descriptor with what the platform says of the image and its page tables.
     /// Call it once, early, before other processors log.
-    pub fn init(&self) {
+    pub fn init<P: Platform>(&self) {
         let base = self.buffer.as_ptr() as *mut u64;
         let mut offset = 0usize;
         for log in self.logs {
@@ -159,6 +176,7 @@ impl Registry {
             offset += (log.buffer_size_1 + 1) as usize;
         }
         debug_assert_eq!(offset, self.buffer.len());
+        self.descriptor.seal(P::build_id(), P::page_table_root());
     }
 
     /// Sets the clock frequency readers use to turn `clock` ticks into seconds.
@@ -183,7 +201,8 @@ impl Registry {
         desc: u64,
         data: [u64; 3],
     ) -> u64 {
-        let (seq, slot) = self.logs[self.ring_of(id) as usize].reserve();
+        let ring = self.ring_of(id) as usize;
+        let (seq, slot) = self.logs[ring].reserve();
         // SAFETY: `slot` is REC_WORDS aligned words inside KLogBuffer (see `KLog::reserve`), and
         // every access to KLogBuffer words is atomic.
         let words = unsafe { &*(slot as *const [AtomicU64; REC_WORDS as usize]) };
@@ -198,6 +217,7 @@ impl Registry {
         words[6].store(data[1], Ordering::Relaxed);
         words[7].store(data[2], Ordering::Relaxed);
         words[0].store(encode_header(id), Ordering::Release);
+        self.commits[ring].fetch_add(1, Ordering::Relaxed);
         seq
     }
 

@@ -1,0 +1,172 @@
+//! `klogDescriptor` as klog_config! and klog_init leave it, read back through the reader's own
+//! parser: every address and field offset it records must be the one the compiler chose, and
+//! every damage a reader must refuse is refused.
+
+use std::sync::atomic::Ordering;
+
+use klog_runtime::descriptor::{self, DescriptorError, Parsed, CHECKSUM_AT, HEAD_SIZE};
+use klog_runtime::{KLog, KLogRec};
+
+pub struct Platform;
+impl klog_runtime::Platform for Platform {
+    fn clock() -> u64 {
+        0
+    }
+    fn chore_id() -> u64 {
+        0
+    }
+    fn proc_dom() -> u64 {
+        0
+    }
+    fn build_id() -> &'static [u8] {
+        &[0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4]
+    }
+    fn page_table_root() -> u64 {
+        0x1000
+    }
+}
+
+klog_runtime::klog_config! {
+    platform = Platform;
+    static_level = klog_runtime::KLOG_PROLOG;
+    subsystems { DBG_NONE = 8, DBG_PARCHORE = 16, DBG_A_VERY_LONG_SUBSYSTEM_NAME_X = 4 }
+}
+
+fn bytes() -> Vec<u8> {
+    klog_init();
+    let size = std::mem::size_of_val(&klogDescriptor);
+    let base = (&raw const klogDescriptor).cast::<u8>();
+    // SAFETY: the descriptor's own bytes; nothing writes them after klog_init.
+    unsafe { std::slice::from_raw_parts(base, size) }.to_vec()
+}
+
+fn addr<T>(p: *const T) -> u64 {
+    p as u64
+}
+
+#[test]
+fn the_sealed_descriptor_records_every_static_and_field() {
+    let b = bytes();
+    let d: Parsed = descriptor::parse(&b).expect("sealed descriptor parses");
+    assert_eq!(d.this, addr(&raw const klogDescriptor));
+    assert_eq!(d.klogs, addr(&raw const KLogs));
+    assert_eq!(d.subsystems as usize, DBG_MAX);
+    assert_eq!(d.klog_stride as usize, std::mem::size_of::<KLog>());
+    assert_eq!(d.buffer, addr(&raw const KLogBuffer));
+    assert_eq!(d.buffer_bytes as usize, std::mem::size_of_val(&KLogBuffer));
+    assert_eq!(d.klog_level, Some((addr(&raw const klogLevel), 4)));
+    assert_eq!(d.clock_hz, Some((addr(&raw const klogClockHz), 8)));
+    assert_eq!(
+        d.debug_flags.map(|f| f.0),
+        Some(addr(&raw const DebugFlags))
+    );
+    assert_eq!(
+        d.commits.map(|f| (f.0, f.1)),
+        Some((addr(&raw const KLogCommits), 64))
+    );
+    assert_eq!(d.page_table_root, Some(0x1000));
+    assert_eq!(
+        d.build_id(),
+        Some(&[0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4][..])
+    );
+    assert_eq!(d.rec_stride as usize, std::mem::size_of::<KLogRec>());
+    let next_write = std::mem::offset_of!(KLog, next_write) as u16;
+    assert_eq!(d.klog_fields[7].offset, next_write);
+    assert_eq!(d.rec_fields[4].offset, 32, "desc is word 4");
+    assert_eq!(descriptor::name(&b, 0), Some(&b"NONE"[..]));
+    assert_eq!(descriptor::name(&b, 1), Some(&b"PARCHORE"[..]));
+    assert_eq!(
+        descriptor::name(&b, 2),
+        Some(&b"A_VERY_LONG_SUBSYSTEM_NAME_X"[..])
+    );
+    assert_eq!(b.len(), HEAD_SIZE + 32 * DBG_MAX);
+}
+
+#[test]
+fn a_reader_refuses_a_descriptor_that_is_damaged_or_unsealed() {
+    let good = bytes();
+    let check = |edit: &dyn Fn(&mut Vec<u8>), want: &dyn Fn(&DescriptorError) -> bool| {
+        let mut b = good.clone();
+        edit(&mut b);
+        let got = descriptor::parse(&b);
+        assert!(matches!(&got, Err(e) if want(e)), "{got:?}");
+    };
+    check(&|b| b[0] ^= 1, &|e| *e == DescriptorError::BadMagic);
+    check(&|b| b[0x10] = 2, &|e| {
+        matches!(e, DescriptorError::Abi { major: 2, .. })
+    });
+    check(&|b| b[0x14] = 9, &|e| {
+        matches!(e, DescriptorError::Endian(_))
+    });
+    check(&|b| b[0x18] = 4, &|e| *e == DescriptorError::WordSize(4));
+    check(&|b| b[0x1a] = 200, &|e| {
+        matches!(e, DescriptorError::Size { .. })
+    });
+    check(&|b| b[CHECKSUM_AT..CHECKSUM_AT + 4].fill(0), &|e| {
+        *e == DescriptorError::Unsealed
+    });
+    // Any byte changed after sealing, even one a reader would not look at.
+    check(&|b| b[HEAD_SIZE + 40] ^= 0x20, &|e| {
+        matches!(e, DescriptorError::Checksum { .. })
+    });
+    check(&|b| b.truncate(b.len() - 1), &|e| {
+        matches!(e, DescriptorError::Short { .. })
+    });
+    // A field out of its struct, resealed so that only the field check can catch it.
+    let reseal = |b: &mut Vec<u8>| {
+        b[CHECKSUM_AT..CHECKSUM_AT + 4].fill(0);
+        let crc = descriptor::crc32(0, b.iter().copied());
+        b[CHECKSUM_AT..CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    };
+    check(
+        &|b| {
+            b[0x78 + 4 * 7] = 60; // next_write at 60, 8 bytes: past the 64-byte KLog
+            reseal(b)
+        },
+        &|e| {
+            matches!(
+                e,
+                DescriptorError::Field {
+                    table: "KLog",
+                    index: 7
+                }
+            )
+        },
+    );
+    check(
+        &|b| {
+            b[0x71] = 3;
+            reseal(b)
+        },
+        &|e| *e == DescriptorError::Scalar("klogClockHz"),
+    );
+    check(
+        &|b| {
+            b[0x19] = 33;
+            reseal(b)
+        },
+        &|e| *e == DescriptorError::BuildIdLen(33),
+    );
+    check(
+        &|b| {
+            b[0x30..0x38].copy_from_slice(&u64::MAX.to_le_bytes());
+            reseal(b)
+        },
+        &|e| *e == DescriptorError::Extent("KLogBuffer"),
+    );
+}
+
+#[test]
+fn the_checksum_is_zlibs_crc32() {
+    // The check value every CRC-32/ISO-HDLC implementation gives for "123456789".
+    assert_eq!(descriptor::crc32(0, *b"123456789"), 0xcbf4_3926);
+}
+
+#[test]
+fn writers_count_the_records_they_finish() {
+    klog_init();
+    let before = KLogCommits[1].load(Ordering::Relaxed);
+    klog_runtime::KLOGT1!(DBG_PARCHORE, "x %d", 1);
+    klog_runtime::KLOGT0!(DBG_PARCHORE, "y");
+    assert_eq!(KLogCommits[1].load(Ordering::Relaxed), before + 2);
+}
