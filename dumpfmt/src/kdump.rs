@@ -419,6 +419,23 @@ impl Kdump {
         self.header.status & DUMP_DH_COMPRESSED_INCOMPLETE != 0
     }
 
+    /// The page frames the file holds, in order: the set bits of the second bitmap, so the walk is
+    /// bounded by the file's own size, whatever range its header claims.
+    pub fn dumped_pfns<'a>(&'a self, data: &'a [u8]) -> impl Iterator<Item = u64> + 'a {
+        let bitmap = self.bitmap2.bytes(data);
+        let (start, end) = (self.start_pfn, self.end_pfn);
+        bitmap
+            .iter()
+            .enumerate()
+            .filter(|(_, &byte)| byte != 0)
+            .flat_map(|(i, &byte)| {
+                (0..8u64)
+                    .filter(move |b| byte & (1 << b) != 0)
+                    .map(move |b| i as u64 * 8 + b)
+            })
+            .filter(move |pfn| (start..end).contains(pfn))
+    }
+
     /// Whether the page is dumped; also whether it exists at all when it is not.
     pub fn page_state(&self, data: &[u8], pfn: u64) -> Result<(), MissingReason> {
         if pfn < self.start_pfn || pfn >= self.end_pfn {

@@ -3,7 +3,7 @@
 
 use symbols::{Image, TypeId, TypeKind};
 
-use super::layout::{ArrayAt, Field, KLogFields, KLogLayout, LayoutError, ScalarAt};
+use super::layout::{ArrayAt, Field, KLogFields, KLogLayout, LayoutError, ScalarArray, ScalarAt};
 
 /// A global with its address and type.
 fn variable(image: &Image, name: &'static str) -> Result<Option<(u64, TypeId)>, LayoutError> {
@@ -76,6 +76,15 @@ impl KLogLayout {
             Some((a, t)) => Some(array(image, "DebugFlags", a, t)?.0),
             None => None,
         };
+        let commits = match variable(image, "KLogCommits")? {
+            Some((a, t)) => {
+                let (array, element) = array(image, "KLogCommits", a, t)?;
+                // Each counter is the first 8 bytes of its cache-line-sized slot.
+                let size = image.size_of(element)?.map_or(8, |s| s.min(8));
+                Some(ScalarArray { array, size })
+            }
+            None => None,
+        };
         Ok(KLogLayout {
             klogs,
             fields,
@@ -83,6 +92,8 @@ impl KLogLayout {
             debug_flags,
             klog_level: scalar(image, "klogLevel")?,
             clock_hz: scalar(image, "klogClockHz")?,
+            commits,
+            names: Vec::new(),
         })
     }
 }

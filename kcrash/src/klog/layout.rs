@@ -1,5 +1,5 @@
-//! Where the KLog statics and their fields sit in memory, as the image's DWARF describes them.
-//! Nothing here is hard-coded: a rustc kernel and a gcc kernel lay `KLog` out as their compilers
+//! Where the KLog statics and their fields sit in memory, as the image's DWARF or the writer's
+//! descriptor describes them. Nothing here is hard-coded: a rustc kernel and a gcc kernel lay `KLog` out as their compilers
 //! chose, and kcrash reads each field at its DWARF member offset with its DWARF size.
 
 /// One member of a struct: byte offset and size.
@@ -56,6 +56,14 @@ pub struct ScalarAt {
     pub size: u64,
 }
 
+/// An array of scalars that may sit in wider slots (`KLogCommits`: a u64 per 64-byte line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScalarArray {
+    pub array: ArrayAt,
+    /// Bytes of the value at the start of each slot.
+    pub size: u64,
+}
+
 /// Everything kcrash needs to find the rings of one kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KLogLayout {
@@ -70,6 +78,11 @@ pub struct KLogLayout {
     pub klog_level: Option<ScalarAt>,
     /// `klogClockHz`, when the kernel has it.
     pub clock_hz: Option<ScalarAt>,
+    /// `KLogCommits`, when the writer keeps it: records finished per ring.
+    pub commits: Option<ScalarArray>,
+    /// Subsystem names the descriptor holds inline (empty from DWARF): shown when a KLog's
+    /// `name` pointer cannot be followed.
+    pub names: Vec<String>,
 }
 
 impl KLogLayout {

@@ -1,6 +1,7 @@
 //! The Tera kernel event log rebuilt from memory: every `KLogs` ring, checked, streamed, merged by
 //! clock and printed as the design's klogPrint(subsys, type) does.
 
+pub mod descriptor;
 pub mod dwarf;
 pub mod layout;
 pub mod live;
@@ -13,6 +14,7 @@ use klog_runtime::{decode_header, Header, REC_WORDS};
 
 use crate::error::{Error, Result};
 use crate::memory::{Memory, Unreadable};
+use descriptor::LayoutSource;
 use layout::KLogLayout;
 use merge::Merge;
 use ring::{Cursor, Damage, Order, Record, Ring};
@@ -37,6 +39,11 @@ pub struct Klog {
     pub level: Option<Result<u64, Unreadable>>,
     /// `DebugFlags[i]` at the crash.
     pub debug_flags: Vec<Result<u64, Unreadable>>,
+    /// Where the layout came from.
+    pub source: LayoutSource,
+    /// What finding the layout noticed: a descriptor that disagrees with DWARF, descriptors
+    /// refused, the translations a scan implied.
+    pub notes: Vec<String>,
 }
 
 /// What the dump says of the clock's frequency.
@@ -92,6 +99,8 @@ impl Klog {
             clock_rate,
             level,
             debug_flags,
+            source: LayoutSource::Dwarf,
+            notes: Vec::new(),
         }
     }
 

@@ -5,5 +5,5 @@ fn main() {
     println!("cargo:rustc-link-arg-bins=-T{dir}/linker.ld");
     println!("cargo:rustc-link-arg-bins=-nostartfiles");
     println!("cargo:rustc-link-arg-bins=-static");
-    println!("cargo:rustc-link-arg-bins=-Wl,--build-id=none");
+    println!("cargo:rustc-link-arg-bins=-Wl,--build-id=sha1");
 }

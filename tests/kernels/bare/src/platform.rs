@@ -37,6 +37,34 @@ impl klog_runtime::Platform for BarePlatform {
         serial::write_str(line);
         serial::write_str("\n");
     }
+
+    fn build_id() -> &'static [u8] {
+        extern "C" {
+            static __build_id_note: [u8; 0];
+            static __build_id_note_end: [u8; 0];
+        }
+        // SAFETY: the linker script puts the image's one build-id note between the two symbols.
+        let note = unsafe {
+            let start = (&raw const __build_id_note).cast::<u8>();
+            let end = (&raw const __build_id_note_end).cast::<u8>();
+            core::slice::from_raw_parts(start, end as usize - start as usize)
+        };
+        // namesz, descsz, type, "GNU\0", then the id.
+        match note.get(4..8) {
+            Some(d) => {
+                let len = u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as usize;
+                note.get(16..16 + len).unwrap_or(&[])
+            }
+            None => &[],
+        }
+    }
+
+    fn page_table_root() -> u64 {
+        let cr3: u64;
+        // SAFETY: reading CR3 has no side effects; the kernel runs in ring 0.
+        unsafe { core::arch::asm!("mov {}, cr3", out(reg) cr3, options(nomem, nostack)) };
+        cr3 & 0x000f_ffff_ffff_f000
+    }
 }
 
 /// Records per ring, by subsystem id. The oracle computes record addresses from these (the
