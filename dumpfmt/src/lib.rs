@@ -51,8 +51,8 @@ pub use detect::{detect, open_regular, read_head, FileKind, DETECT_LEN};
 pub use elf::Segment;
 pub use error::{Error, MissingReason, VirtReason};
 pub use linux::LinuxInfo;
-pub use search::Searched;
 pub use notes::{Note, Notes, PrStatus, QemuCpuState};
+pub use search::Searched;
 pub use translate::{AddressSpace, LinearMap, PhysMemory, Source};
 pub use vmcoreinfo::VmcoreInfo;
 

@@ -69,7 +69,8 @@ impl Dump {
                         let window = &mut buf[..n as usize];
                         let at = start.wrapping_add(done);
                         let read = if s.virtual_addresses {
-                            self.read_dump_mapping(at, window).map(|got| got as u64 == n)
+                            self.read_dump_mapping(at, window)
+                                .map(|got| got as u64 == n)
                         } else {
                             self.read_phys(at, window).map(|()| true)
                         };

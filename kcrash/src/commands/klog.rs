@@ -11,15 +11,19 @@ use serde::Serialize;
 
 use super::args::number;
 use super::{Context, Flow};
+use crate::error::one_line;
+use crate::klog::descriptor::LayoutSource;
 use crate::klog::layout::KLogLayout;
 use crate::klog::live::Snapshot;
 use crate::klog::pipeline::render_stream;
 use crate::klog::render::{Clock, Printer, Style};
 use crate::klog::ring::{Order, Record, Ring};
+use crate::klog::salvage::{self, Salvage};
 use crate::klog::{Klog, Selection};
 use crate::memory::Memory;
 use crate::paint::Paint;
 use crate::report::{self, Dec, Hex, Report};
+use crate::session::Session;
 
 /// Print the kernel event log (KLog rings) as it was at the crash.
 ///
@@ -152,7 +156,14 @@ fn parse(argv: &[String]) -> Result<Args> {
 }
 
 pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
-    let klog = cx.session.klog()?;
+    let klog = match cx.session.klog() {
+        Ok(klog) => klog,
+        Err(e) if !cx.session.dump.is_live() && argv.iter().any(|a| a == "--salvage") => {
+            salvage_anywhere(argv, cx.session, &e.to_string(), cx.out, cx.err)?;
+            return Ok(Flow::Continue);
+        }
+        Err(e) => return Err(e.into()),
+    };
     if cx.session.dump.is_live() {
         run_live(argv, cx.session, &klog.layout, cx.out, cx.err)?;
     } else {
@@ -296,51 +307,8 @@ fn show(
         Ok(true)
     };
     if args.salvage {
-        let mut printer = Printer::new(mem, klog.names(), clock);
         let found = klog.salvage(mem, order);
-        for e in &found.unreadable {
-            writeln!(err, "klog: part of KLogBuffer is unreadable: {e}")?;
-        }
-        if found.unknown_subsystem > 0 {
-            writeln!(
-                err,
-                "klog: {} valid headers name subsystems this kernel does not declare",
-                found.unknown_subsystem
-            )?;
-        }
-        let mut shown = 0u64;
-        let mut line = Vec::new();
-        for (id, group) in found.groups.iter().enumerate() {
-            if !matches!(sel, Selection::All) && sel != Selection::Subsystem(id as u16) {
-                continue;
-            }
-            if !json && !group.is_empty() {
-                writeln!(
-                    out,
-                    "== {} ({} records salvaged) ==",
-                    names[id],
-                    group.len()
-                )?;
-            }
-            for rec in group {
-                crate::interrupt::check()?;
-                if shown >= limit {
-                    break;
-                }
-                line.clear();
-                if render(&mut printer, rec, &mut line)? {
-                    out.write_all(&line)?;
-                    shown += 1;
-                }
-            }
-        }
-        if shown == 0 && !filtered(args) {
-            if found.groups.iter().all(Vec::is_empty) && !found.unreadable.is_empty() {
-                bail!("KLogBuffer could not be read: nothing to salvage");
-            }
-            writeln!(err, "klog: no valid record found in KLogBuffer")?;
-        }
-        return Ok(());
+        return print_salvage(args, mem, &found, &names, clock, sel, style, out, err);
     }
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -361,6 +329,127 @@ fn show(
         say_why_nothing_printed(klog, sel, args, err)?;
     }
     Ok(())
+}
+
+/// Prints what `klog --salvage` found, subsystem by subsystem.
+#[allow(clippy::too_many_arguments)]
+fn print_salvage(
+    args: &Args,
+    mem: &(dyn Memory + Sync),
+    found: &Salvage,
+    names: &[String],
+    clock: Clock,
+    sel: Selection,
+    style: Style,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<()> {
+    let filter = Filter::new(args, clock)?;
+    let limit = args.count.unwrap_or(u64::MAX);
+    let mut printer = Printer::new(mem, names.to_vec(), clock);
+    for e in &found.unreadable {
+        writeln!(err, "klog: part of the memory salvaged is unreadable: {e}")?;
+    }
+    if found.unknown_subsystem > 0 {
+        writeln!(
+            err,
+            "klog: {} valid headers name subsystems this kernel does not declare",
+            found.unknown_subsystem
+        )?;
+    }
+    let mut shown = 0u64;
+    let mut line = Vec::new();
+    for (id, group) in found.groups.iter().enumerate() {
+        if !matches!(sel, Selection::All) && sel != Selection::Subsystem(id as u16) {
+            continue;
+        }
+        let name = names.get(id).map_or("?", String::as_str);
+        if !args.json && !group.is_empty() {
+            writeln!(out, "== {name} ({} records salvaged) ==", group.len())?;
+        }
+        for rec in group {
+            crate::interrupt::check()?;
+            if shown >= limit {
+                break;
+            }
+            if !filter.keeps(rec, &mut printer) {
+                continue;
+            }
+            line.clear();
+            if args.json {
+                printer.json(&mut line, rec, name);
+            } else {
+                printer.text(&mut line, rec, style);
+            }
+            out.write_all(&line)?;
+            shown += 1;
+        }
+    }
+    if shown == 0 && !filtered(args) {
+        if found.groups.iter().all(Vec::is_empty) && !found.unreadable.is_empty() {
+            bail!("the memory to salvage could not be read: nothing to salvage");
+        }
+        writeln!(err, "klog: no valid record found")?;
+    }
+    Ok(())
+}
+
+/// `klog --salvage` when no layout could be found: every record in the Tera layout anywhere in
+/// the dump's memory, grouped by the subsystem its header names.
+fn salvage_anywhere(
+    argv: &[String],
+    session: &Session<'_>,
+    why: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<()> {
+    let args = parse(argv)?;
+    let style = match args.kind.as_str() {
+        "full" => Style::Full,
+        "terse" => Style::Terse,
+        other => bail!("{other:?} is neither full nor terse"),
+    };
+    let order = if args.oldest_first {
+        Order::OldestFirst
+    } else {
+        Order::NewestFirst
+    };
+    let sel = match args.subsys.parse::<u16>() {
+        Ok(0) => Selection::All,
+        Ok(n) => Selection::Subsystem(n),
+        Err(_) => bail!(
+            "{:?}: with no layout there are no subsystem names; select a subsystem by number",
+            args.subsys
+        ),
+    };
+    writeln!(
+        err,
+        "klog: {}; --salvage scans the whole dump for records in the Tera layout (subsystems \
+         by number, times in ticks)",
+        one_line(why)
+    )?;
+    let found = salvage::anywhere(session.dump, order);
+    if found.capped {
+        writeln!(
+            err,
+            "klog: stopped after {} records: the rest of the dump was not scanned",
+            salvage::MAX_RECORDS
+        )?;
+    }
+    let names: Vec<String> = (0..found.groups.len())
+        .map(|i| format!("SUBSYS{i}"))
+        .collect();
+    print_salvage(
+        &args,
+        session,
+        &found,
+        &names,
+        Clock { hz: None },
+        sel,
+        style,
+        out,
+        err,
+    )
 }
 
 /// Whether `args` choose among the records, so that none may be the answer.
@@ -482,9 +571,41 @@ struct Summary {
     clock_hz: Option<Dec>,
     /// Why times are in ticks: klogClockHz absent, 0 or unreadable (with where and why).
     clock_unknown: Option<String>,
+    /// Where the rings' layout came from, and what finding it noticed.
+    layout: LayoutRow,
     /// Not in JSON: how the text shows clock values.
     #[serde(skip)]
     clock: Clock,
+}
+
+#[derive(Serialize)]
+struct LayoutRow {
+    /// `dwarf`, `symbol` (the descriptor at klogDescriptor) or `scan` (the descriptor found in
+    /// the dump's memory).
+    source: &'static str,
+    /// The descriptor's address: virtual for `symbol` and for a process core's `scan`, else
+    /// physical.
+    descriptor: Option<Hex>,
+    /// The same as one line, for people.
+    #[serde(skip)]
+    text: String,
+    notes: Vec<String>,
+}
+
+impl LayoutRow {
+    fn of(klog: &Klog) -> LayoutRow {
+        let (source, descriptor) = match &klog.source {
+            LayoutSource::Dwarf => ("dwarf", None),
+            LayoutSource::Symbol { addr } => ("symbol", Some(Hex(*addr))),
+            LayoutSource::Scan { found, .. } => ("scan", Some(Hex(*found))),
+        };
+        LayoutRow {
+            source,
+            descriptor,
+            text: klog.source.to_string(),
+            notes: klog.notes.clone(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -500,6 +621,10 @@ struct RingRow {
     laps: Option<u64>,
     counts_unknown: Option<String>,
     torn: u64,
+    /// Reservations never finished, exactly (from KLogCommits): null when the writer keeps no
+    /// count or it cannot be believed (`unfinished_unknown` says why).
+    unfinished: Option<u64>,
+    unfinished_unknown: Option<String>,
     never_written: u64,
     damaged: u64,
     oldest_clock: Option<Dec>,
@@ -518,8 +643,17 @@ impl Report for Summary {
     fn text(&self, out: &mut dyn Write, _: Paint) -> io::Result<()> {
         writeln!(
             out,
-            "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>16} {:>16}  FLAGS",
-            "ID", "NAME", "CAPACITY", "WRITTEN", "HELD", "OVERWRITTEN", "TORN", "OLDEST", "NEWEST",
+            "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>10} {:>16} {:>16}  FLAGS",
+            "ID",
+            "NAME",
+            "CAPACITY",
+            "WRITTEN",
+            "HELD",
+            "OVERWRITTEN",
+            "TORN",
+            "UNFINISHED",
+            "OLDEST",
+            "NEWEST",
         )?;
         let time = |c: Option<Dec>| {
             c.map_or("-".into(), |c| {
@@ -530,7 +664,7 @@ impl Report for Summary {
         for r in &self.rings {
             writeln!(
                 out,
-                "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>16} {:>16}  {}",
+                "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>10} {:>16} {:>16}  {}",
                 r.index,
                 r.name,
                 count(r.capacity),
@@ -538,6 +672,11 @@ impl Report for Summary {
                 count(r.held),
                 count(r.overwritten),
                 r.torn,
+                match (r.unfinished, &r.unfinished_unknown) {
+                    (Some(n), _) => n.to_string(),
+                    (None, Some(_)) => "?".into(),
+                    (None, None) => "-".into(),
+                },
                 time(r.oldest_clock),
                 time(r.newest_clock),
                 r.debug_flags.as_deref().unwrap_or("-"),
@@ -546,7 +685,13 @@ impl Report for Summary {
                 writeln!(out, "    NOT TRUSTED: {}", r.problems.join("; "))?;
             } else if let Some(why) = &r.counts_unknown {
                 writeln!(out, "    COUNTS UNKNOWN: {why}")?;
+            } else if let Some(why) = &r.unfinished_unknown {
+                writeln!(out, "    UNFINISHED UNKNOWN: {why}")?;
             }
+        }
+        writeln!(out, "layout: {}", self.layout.text)?;
+        for note in &self.layout.notes {
+            writeln!(out, "  {note}")?;
         }
         if let Some(level) = &self.klog_level {
             writeln!(out, "klogLevel: {level}")?;
@@ -592,6 +737,11 @@ fn summary(
             let counts_unknown = s.counts_unknown(r);
             let known = |v: u64| counts_unknown.is_none().then_some(v);
             let raw = |v: u64| r.unreadable.is_none().then_some(v);
+            let unfinished = match (&counts_unknown, r.unfinished()) {
+                (_, None) => Ok(None),
+                (Some(_), Some(_)) => Err("next_write cannot be believed".to_owned()),
+                (None, Some(u)) => u.map(Some),
+            };
             RingRow {
                 index: r.index,
                 name: r.label(),
@@ -602,6 +752,8 @@ fn summary(
                 laps: known(r.laps()),
                 counts_unknown: counts_unknown.clone(),
                 torn: s.torn,
+                unfinished: unfinished.clone().ok().flatten(),
+                unfinished_unknown: unfinished.err(),
                 never_written: s.never_written,
                 damaged: s.damaged,
                 oldest_clock: s.oldest.map(|c| Dec(c.into())),
@@ -621,6 +773,7 @@ fn summary(
         klog_level,
         clock_hz: klog.clock_rate.hz().map(|hz| Dec(hz.into())),
         clock_unknown: klog.clock_rate.unknown_because(),
+        layout: LayoutRow::of(klog),
         clock,
     };
     report::document(&summary, json, out, Paint::default())?;

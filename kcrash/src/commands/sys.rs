@@ -12,6 +12,7 @@ use symbols::Image;
 use std::io::{self, Write};
 
 use super::{Context, Flow};
+use crate::error::one_line;
 use crate::escape::escaped;
 use crate::linux::facts::{self, Utsname};
 use crate::linux::printk;
@@ -223,6 +224,7 @@ impl Report {
             ));
         }
         image_facts(session, &mut facts);
+        klog_facts(session, &mut facts);
         process_facts(dump, &mut facts);
         let vmcoreinfo: Vec<(String, String)> = match dump.vmcoreinfo() {
             Ok(Some(v)) => v
@@ -369,6 +371,23 @@ fn image_facts(session: &Session<'_>, facts: &mut Vec<(&'static str, Value)>) {
         }
     } else {
         facts.push(("image", json!("none")));
+    }
+}
+
+/// Where the KLog's layout comes from, and what finding it noticed (the descriptor agreeing
+/// with DWARF or not), or why there is none.
+fn klog_facts(session: &Session<'_>, facts: &mut Vec<(&'static str, Value)>) {
+    match session.klog() {
+        Ok(klog) => {
+            facts.push(("klog_layout", json!(klog.source.to_string())));
+            if !klog.notes.is_empty() {
+                facts.push(("klog_layout_notes", json!(klog.notes.join("; "))));
+            }
+        }
+        Err(e) => facts.push((
+            "klog_layout",
+            json!(format!("none: {}", one_line(&e.to_string()))),
+        )),
     }
 }
 

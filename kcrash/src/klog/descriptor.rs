@@ -32,7 +32,10 @@ impl fmt::Display for LayoutSource {
             LayoutSource::Scan {
                 found,
                 virtual_addresses: false,
-            } => write!(f, "descriptor found by scanning memory, at physical {found:#x}"),
+            } => write!(
+                f,
+                "descriptor found by scanning memory, at physical {found:#x}"
+            ),
             LayoutSource::Scan { found, .. } => {
                 write!(f, "descriptor found by scanning memory, at {found:#x}")
             }
@@ -169,7 +172,11 @@ pub fn disagreement(dwarf: &KLogLayout, described: &KLogLayout) -> Vec<String> {
         ("klogLevel", dwarf.klog_level, described.klog_level),
         ("klogClockHz", dwarf.clock_hz, described.clock_hz),
     ] {
-        differ(name, format!("{:x?}", a.map(|s| s.addr)), format!("{:x?}", b.map(|s| s.addr)));
+        differ(
+            name,
+            format!("{:x?}", a.map(|s| s.addr)),
+            format!("{:x?}", b.map(|s| s.addr)),
+        );
     }
     differ(
         "DebugFlags",

@@ -9,15 +9,14 @@ pub mod merge;
 pub mod pipeline;
 pub mod render;
 pub mod ring;
-
-use klog_runtime::{decode_header, Header, REC_WORDS};
+pub mod salvage;
 
 use crate::error::{Error, Result};
 use crate::memory::{Memory, Unreadable};
 use descriptor::LayoutSource;
 use layout::KLogLayout;
 use merge::Merge;
-use ring::{Cursor, Damage, Order, Record, Ring};
+use ring::{Cursor, Order, Ring};
 
 /// Which records `klog SUBSYS` shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,63 +190,6 @@ impl Klog {
             })
             .collect()
     }
-
-    /// `klog --salvage`: every slot of KLogBuffer that holds a valid KLOG header, whatever the
-    /// control blocks say, grouped by subsystem and ordered by clock. Collects, since it has no
-    /// ring order to stream in; KLogBuffer's size comes from the image, not the dump.
-    pub fn salvage(&self, mem: &dyn Memory, order: Order) -> Salvage {
-        let base = self.layout.buffer.addr;
-        let slots = self.layout.buffer_bytes() / (REC_WORDS * 8);
-        let mut groups: Vec<Vec<Record>> = vec![Vec::new(); self.rings.len()];
-        let mut unreadable = Vec::new();
-        let mut foreign = 0u64;
-        const STEP: u64 = 256;
-        let mut bytes = vec![0u8; (STEP * REC_WORDS * 8) as usize];
-        let mut slot = 0;
-        while slot < slots {
-            let n = STEP.min(slots - slot);
-            let buf = &mut bytes[..(n * REC_WORDS * 8) as usize];
-            let addr = base + slot * REC_WORDS * 8;
-            if let Err(e) = mem.read(addr, buf) {
-                unreadable.push(e);
-                slot += n;
-                continue;
-            }
-            for (i, rec) in buf.chunks_exact((REC_WORDS * 8) as usize).enumerate() {
-                let words: [u64; 8] = std::array::from_fn(|w| {
-                    u64::from_le_bytes(rec[w * 8..w * 8 + 8].try_into().unwrap_or_default())
-                });
-                if let Header::Valid { subsystem } = decode_header(words[0]) {
-                    let Some(group) = groups.get_mut(subsystem as usize) else {
-                        foreign += 1;
-                        continue;
-                    };
-                    group.push(Record {
-                        ring: subsystem as usize,
-                        seq: slot + i as u64,
-                        slot: slot + i as u64,
-                        words,
-                        subsystem: Some(subsystem),
-                        damage: Damage::default(),
-                        unreadable: None,
-                        sort_clock: words[3],
-                    });
-                }
-            }
-            slot += n;
-        }
-        for g in &mut groups {
-            g.sort_by_key(|r| (r.clock(), r.slot));
-            if order == Order::NewestFirst {
-                g.reverse();
-            }
-        }
-        Salvage {
-            groups,
-            unreadable,
-            unknown_subsystem: foreign,
-        }
-    }
 }
 
 /// Figures of one ring for `klog -s`.
@@ -280,14 +222,4 @@ impl RingSummary {
             )
         })
     }
-}
-
-/// What `klog --salvage` found.
-pub struct Salvage {
-    /// Records by subsystem id.
-    pub groups: Vec<Vec<Record>>,
-    /// Parts of KLogBuffer that could not be read.
-    pub unreadable: Vec<Unreadable>,
-    /// Valid headers naming a subsystem this kernel does not declare.
-    pub unknown_subsystem: u64,
 }

@@ -40,6 +40,8 @@ pub struct Ring {
     /// The first field of the control block the dump could not give, when one could not be
     /// read: then the ring is not in the dump at all, rather than inconsistent.
     pub unreadable: Option<Unreadable>,
+    /// `KLogCommits[i]`: records whose writers finished them, when the writer keeps the count.
+    pub committed: Option<Result<u64, Unreadable>>,
 }
 
 impl Ring {
@@ -70,6 +72,21 @@ impl Ring {
     /// Records lost to wrapping.
     pub fn overwritten(&self) -> u64 {
         self.written() - self.held()
+    }
+
+    /// Reservations whose writers never stored the header (torn records, stale ones, and any
+    /// being written at the crash), when `KLogCommits` says, or why it cannot be known.
+    pub fn unfinished(&self) -> Option<Result<u64, String>> {
+        Some(match self.committed.as_ref()? {
+            Ok(done) => self.written().checked_sub(*done).ok_or_else(|| {
+                format!(
+                    "KLogCommits says {done} records were finished, but next_write says only {} \
+                     were begun",
+                    self.written()
+                )
+            }),
+            Err(e) => Err(format!("KLogCommits is unreadable at {e}")),
+        })
     }
 
     /// Times the writer went all the way round.
@@ -134,7 +151,11 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
     let mut raw = Vec::new();
     let name = name_ptr
         .and_then(|at| mem.read_cstring(at, NAME_MAX, &mut raw))
-        .map(|()| escaped(&raw));
+        .map(|()| escaped(&raw))
+        .or_else(|e| layout.names.get(index).cloned().ok_or(e));
+    let committed = layout
+        .commits
+        .map(|c| mem.read_uint(c.array.addr + index as u64 * c.array.stride, c.size));
     let mut ring = Ring {
         index,
         subsystem,
@@ -148,6 +169,7 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
         overrun: 0,
         problems,
         unreadable,
+        committed,
     };
     if ring.problems.is_empty() {
         ring.problems = check(&ring, layout);

@@ -425,7 +425,10 @@ impl<'d> Session<'d> {
         }
         let what = if process { "" } else { "physical " };
         if valid.len() > 1 {
-            let at: Vec<String> = valid.iter().map(|(a, ..)| format!("{what}{a:#x}")).collect();
+            let at: Vec<String> = valid
+                .iter()
+                .map(|(a, ..)| format!("{what}{a:#x}"))
+                .collect();
             return Err(Error::Missing(format!(
                 "{} KLog descriptors in the dump's memory, at {}: kcrash trusts none of them; \
                  give the image with DWARF",
