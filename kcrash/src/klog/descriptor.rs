@@ -64,12 +64,18 @@ impl fmt::Display for Refused {
     }
 }
 
+/// Fills a buffer from an address, or says why it cannot.
+pub type ReadFn<'a> = dyn Fn(u64, &mut [u8]) -> Result<(), String> + 'a;
+
+/// What a scan found: each candidate's address and verdict.
+pub type Candidates = Vec<(u64, Result<Described, Refused>)>;
+
 /// Reads and checks the descriptor whose first byte `read` gives at `at`. `read` fills a buffer
 /// or says why it cannot; the size read is the descriptor's own claim, bounded by
 /// [`descriptor::SIZE_MAX`].
 pub fn read(
     at: u64,
-    read: &dyn Fn(u64, &mut [u8]) -> Result<(), String>,
+    read: &ReadFn<'_>,
 ) -> Result<Described, Refused> {
     let refuse = |why: String| Refused { at, why };
     let mut bytes = vec![0u8; HEAD_SIZE];
@@ -191,7 +197,7 @@ pub fn disagreement(dwarf: &KLogLayout, described: &KLogLayout) -> Vec<String> {
 pub fn scan(
     dump: &dumpfmt::Dump,
     mut check: impl FnMut(u64) -> Result<Described, Refused>,
-) -> (Vec<(u64, Result<Described, Refused>)>, dumpfmt::Searched) {
+) -> (Candidates, dumpfmt::Searched) {
     const MAX_CANDIDATES: usize = 16;
     let mut found = Vec::new();
     let searched = dump.search(&descriptor::stored_magic(), 64, &mut |at| {
