@@ -78,13 +78,15 @@ fn every_corpus_dump_reads_as_its_kernel_logged_it() {
         let big = expected.rings.iter().any(|r| r.digest.is_some());
         for dump in dumps {
             let what = format!("{name} {}", dump.display());
+            let files = files(dump, Some(image));
             if big {
-                check_digests(&what, dump, image, expected);
+                check_digests(&what, &files, expected);
             } else {
-                check_json(&what, dump, image, expected);
-                check_text(&what, dump, image, expected);
+                check_json(&what, &files, expected);
+                check_text(&what, &files, expected);
             }
-            check_summary(&what, dump, image, expected);
+            let doc = check_summary(&what, &files, expected);
+            assert_eq!(doc["layout"]["source"], "dwarf", "{what}");
             checked += 1;
         }
     }
@@ -94,14 +96,26 @@ fn every_corpus_dump_reads_as_its_kernel_logged_it() {
     );
 }
 
-fn check_json(what: &str, dump: &Path, image: &Path, expected: &Expected) {
-    let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
-    let out = kcrash().run(["-s", "-c", "klog 0 full --json", d, i]);
+/// The dump, and its image unless the run is without one.
+fn files<'p>(dump: &'p Path, image: Option<&'p Path>) -> Vec<&'p str> {
+    std::iter::once(dump)
+        .chain(image)
+        .map(|p| p.to_str().unwrap())
+        .collect()
+}
+
+/// `kcrash -s -c COMMAND` over `files`.
+fn run(command: &str, files: &[&str]) -> std::process::Output {
+    kcrash().run(["-s", "-c", command].iter().chain(files))
+}
+
+fn check_json(what: &str, files: &[&str], expected: &Expected) {
+    let out = run("klog 0 full --json", files);
     let text = stdout(&out, what);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let got = json_records(text.lines(), what);
     for ring in expected.rings.iter().filter(|r| !r.untrusted.is_empty()) {
-        check_untrusted(what, d, i, ring, &stderr);
+        check_untrusted(what, files, ring, &stderr);
     }
     check_records(&got, expected, what);
     // Most recent first: a damaged record sorts just after the record before it in its ring,
@@ -120,7 +134,7 @@ fn check_json(what: &str, dump: &Path, image: &Path, expected: &Expected) {
 
 /// A big-ring dump (millions of records): every ring's held records, oldest first, must hash to
 /// the digest the kernel printed; only the fields that go into it are parsed.
-fn check_digests(what: &str, dump: &Path, image: &Path, expected: &Expected) {
+fn check_digests(what: &str, files: &[&str], expected: &Expected) {
     #[derive(serde::Deserialize)]
     struct Slim<'a> {
         ring: u64,
@@ -130,11 +144,7 @@ fn check_digests(what: &str, dump: &Path, image: &Path, expected: &Expected) {
         words: [&'a str; 8],
     }
     let word = |w: &str| u64::from_str_radix(w.trim_start_matches("0x"), 16).ok();
-    let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
-    let text = stdout(
-        &kcrash().run(["-s", "-c", "klog 0 --json --oldest-first", d, i]),
-        what,
-    );
+    let text = stdout(&run("klog 0 --json --oldest-first", files), what);
     // kcrash prints clock order; the digest is over sequence order. Records come back to sequence
     // order through a small pending map (they are out of order only by a few places).
     struct Ring {
@@ -213,7 +223,7 @@ fn check_digests(what: &str, dump: &Path, image: &Path, expected: &Expected) {
 
 /// A scribbled KLogs entry: reported on stderr naming the field, its ring not read, and its
 /// records found by --salvage.
-fn check_untrusted(what: &str, dump: &str, image: &str, ring: &Ring, stderr: &str) {
+fn check_untrusted(what: &str, files: &[&str], ring: &Ring, stderr: &str) {
     let line = stderr
         .lines()
         .find(|l| l.contains(&format!("KLogs[{}] ({})", ring.ring, ring.ring_name)))
@@ -230,13 +240,7 @@ fn check_untrusted(what: &str, dump: &str, image: &str, ring: &Ring, stderr: &st
             u.field
         );
     }
-    let out = kcrash().run([
-        "-s",
-        "-c",
-        &format!("klog {} --salvage --json", ring.ring),
-        dump,
-        image,
-    ]);
+    let out = run(&format!("klog {} --salvage --json", ring.ring), files);
     let salvaged: Vec<Vec<u64>> = stdout(&out, what)
         .lines()
         .map(|l| {
@@ -258,11 +262,10 @@ fn check_untrusted(what: &str, dump: &str, image: &str, ring: &Ring, stderr: &st
 
 /// FULL and TERSE lines, in the JSON's order, built from the expected fields by the documented
 /// formats.
-fn check_text(what: &str, dump: &Path, image: &Path, expected: &Expected) {
-    let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
-    let json = stdout(&kcrash().run(["-s", "-c", "klog 0 --json", d, i]), what);
-    let full = stdout(&kcrash().run(["-s", "-c", "klog 0 full", d, i]), what);
-    let terse = stdout(&kcrash().run(["-s", "-c", "klog 0 terse", d, i]), what);
+fn check_text(what: &str, files: &[&str], expected: &Expected) {
+    let json = stdout(&run("klog 0 --json", files), what);
+    let full = stdout(&run("klog 0 full", files), what);
+    let terse = stdout(&run("klog 0 terse", files), what);
     let by_key: HashMap<(u64, u64), (&Ring, &kcrash_harness::expected::Record)> = expected
         .rings
         .iter()
@@ -323,13 +326,9 @@ fn check_text(what: &str, dump: &Path, image: &Path, expected: &Expected) {
 }
 
 /// `klog -s --json`: written, held, overwritten and torn per trusted ring.
-fn check_summary(what: &str, dump: &Path, image: &Path, expected: &Expected) {
-    let (d, i) = (dump.to_str().unwrap(), image.to_str().unwrap());
-    let doc: Value = serde_json::from_str(&stdout(
-        &kcrash().run(["-s", "-c", "klog -s --json", d, i]),
-        what,
-    ))
-    .unwrap();
+/// `klog -s` against the oracle's counts; returns the document.
+fn check_summary(what: &str, files: &[&str], expected: &Expected) -> Value {
+    let doc: Value = serde_json::from_str(&stdout(&run("klog -s --json", files), what)).unwrap();
     // The oracle's 0 is a kernel that never set its clock rate.
     let hz = &doc["clock_hz"];
     assert_eq!(
@@ -379,6 +378,7 @@ fn check_summary(what: &str, dump: &Path, image: &Path, expected: &Expected) {
             assert_eq!(r[field], want, "{what}: ring {} {field}", ring.ring_name);
         }
     }
+    doc
 }
 
 /// `--grep` keeps exactly the records whose message the kernel logged matches, and `-n` counts

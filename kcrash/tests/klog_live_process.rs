@@ -9,7 +9,8 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use kcrash::klog::layout::{ArrayAt, Field, KLogFields, KLogLayout, ScalarAt};
+use kcrash::klog::descriptor;
+use kcrash::klog::layout::KLogLayout;
 use kcrash::klog::live::Snapshot;
 use kcrash::klog::render::{Clock, Printer, Style};
 use kcrash::klog::ring::Order;
@@ -60,46 +61,26 @@ impl Memory for SelfMem {
     }
 }
 
+/// The layout as a reader without debug information gets it: from `klogDescriptor`, read
+/// through /proc/self/mem like every other byte (klog_init has sealed it), checked against the
+/// statics' own addresses and the compiler's field offsets.
 fn layout() -> KLogLayout {
-    let f = |offset: usize| Field {
-        offset: offset as u64,
-        size: 8,
-    };
-    KLogLayout {
-        klogs: ArrayAt {
-            addr: KLogs.as_ptr() as u64,
-            len: DBG_MAX as u64,
-            stride: size_of::<KLog>() as u64,
-        },
-        fields: KLogFields {
-            subsystem: f(std::mem::offset_of!(KLog, subsystem)),
-            name: f(std::mem::offset_of!(KLog, name)),
-            num_recs: f(std::mem::offset_of!(KLog, num_recs)),
-            rec_size: f(std::mem::offset_of!(KLog, rec_size)),
-            header: f(std::mem::offset_of!(KLog, header)),
-            buffer: f(std::mem::offset_of!(KLog, buffer)),
-            buffer_size_1: f(std::mem::offset_of!(KLog, buffer_size_1)),
-            next_write: f(std::mem::offset_of!(KLog, next_write)),
-        },
-        buffer: ArrayAt {
-            addr: KLogBuffer.as_ptr() as u64,
-            len: KLogBuffer.len() as u64,
-            stride: 8,
-        },
-        debug_flags: Some(ArrayAt {
-            addr: DebugFlags.as_ptr() as u64,
-            len: DBG_MAX as u64,
-            stride: 4,
-        }),
-        klog_level: Some(ScalarAt {
-            addr: &raw const klogLevel as u64,
-            size: 4,
-        }),
-        clock_hz: Some(ScalarAt {
-            addr: &raw const klogClockHz as u64,
-            size: 8,
-        }),
-    }
+    let mem = SelfMem(File::open("/proc/self/mem").unwrap());
+    let read = |at, buf: &mut [u8]| mem.read(at, buf).map_err(|e| e.to_string());
+    let described = descriptor::read(&raw const klogDescriptor as u64, &read).unwrap();
+    let layout = descriptor::layout(&described);
+    assert_eq!(layout.klogs.addr, KLogs.as_ptr() as u64);
+    assert_eq!(layout.klogs.len, DBG_MAX as u64);
+    assert_eq!(layout.klogs.stride, size_of::<KLog>() as u64);
+    let next_write = std::mem::offset_of!(KLog, next_write) as u64;
+    assert_eq!(layout.fields.next_write.offset, next_write);
+    assert_eq!(layout.buffer.addr, KLogBuffer.as_ptr() as u64);
+    assert_eq!(layout.buffer.len, KLogBuffer.len() as u64);
+    assert_eq!(layout.debug_flags.map(|a| a.addr), Some(DebugFlags.as_ptr() as u64));
+    assert_eq!(layout.klog_level.map(|v| v.addr), Some(&raw const klogLevel as u64));
+    assert_eq!(layout.clock_hz.map(|v| v.addr), Some(&raw const klogClockHz as u64));
+    assert_eq!(layout.commits.map(|c| c.array.addr), Some(KLogCommits.as_ptr() as u64));
+    layout
 }
 
 fn lines(
@@ -343,6 +324,9 @@ impl Memory for WriterMidRead<'_> {
 #[test]
 fn klog_command_arguments() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    // Seals the descriptor the layout is read from, as klog_init would: the other test, which
+    // runs klog_init at its own moment, may not have run yet.
+    klog_runtime::descriptor::Seal::seal(&klogDescriptor, &[], 0);
     let mem = SelfMem(File::open("/proc/self/mem").unwrap());
     let klog = Klog::read(&mem, layout());
     let run = |line: &str| {

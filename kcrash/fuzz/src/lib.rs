@@ -128,6 +128,8 @@ pub mod fixed {
                 addr: CLOCK_HZ,
                 size: 8,
             }),
+            commits: None,
+            names: Vec::new(),
         }
     }
 }
@@ -199,6 +201,33 @@ pub fn core_with_vmcoreinfo(text: &[u8]) -> Vec<u8> {
     elf.extend_from_slice(&(note.len() as u64).to_le_bytes());
     elf.extend_from_slice(&4u64.to_le_bytes());
     elf.extend_from_slice(&note);
+    elf
+}
+
+/// A kernel ELF core with one PT_LOAD: `memory` at physical (and, as QEMU's paging=false dumps
+/// write it, virtual) address `paddr`, and no notes.
+pub fn core_with_memory(paddr: u64, memory: &[u8]) -> Vec<u8> {
+    let mut elf = Vec::with_capacity(120 + memory.len());
+    elf.extend_from_slice(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0");
+    elf.extend_from_slice(&4u16.to_le_bytes()); // ET_CORE
+    elf.extend_from_slice(&62u16.to_le_bytes()); // x86-64
+    elf.extend_from_slice(&1u32.to_le_bytes());
+    elf.extend_from_slice(&0u64.to_le_bytes()); // entry
+    elf.extend_from_slice(&64u64.to_le_bytes()); // phoff
+    elf.extend_from_slice(&0u64.to_le_bytes()); // shoff
+    elf.extend_from_slice(&0u32.to_le_bytes());
+    for half in [64u16, 56, 1, 64, 0, 0] {
+        elf.extend_from_slice(&half.to_le_bytes());
+    }
+    elf.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
+    elf.extend_from_slice(&6u32.to_le_bytes()); // RW
+    elf.extend_from_slice(&120u64.to_le_bytes());
+    elf.extend_from_slice(&paddr.to_le_bytes());
+    elf.extend_from_slice(&paddr.to_le_bytes());
+    elf.extend_from_slice(&(memory.len() as u64).to_le_bytes());
+    elf.extend_from_slice(&(memory.len() as u64).to_le_bytes());
+    elf.extend_from_slice(&4096u64.to_le_bytes());
+    elf.extend_from_slice(memory);
     elf
 }
 

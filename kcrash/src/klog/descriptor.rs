@@ -64,6 +64,10 @@ impl fmt::Display for Refused {
     }
 }
 
+/// The largest KLogBuffer a descriptor may claim: rings are read whole by a live snapshot, and
+/// salvage walks all of it.
+const MAX_BUFFER: u64 = 1 << 36;
+
 /// Fills a buffer from an address, or says why it cannot.
 pub type ReadFn<'a> = dyn Fn(u64, &mut [u8]) -> Result<(), String> + 'a;
 
@@ -85,6 +89,12 @@ pub fn read(
     read(at + HEAD_SIZE as u64, &mut bytes[HEAD_SIZE..])
         .map_err(|e| refuse(format!("its names are unreadable: {e}")))?;
     let parsed = descriptor::parse(&bytes).map_err(|e| refuse(e.to_string()))?;
+    if parsed.buffer_bytes > MAX_BUFFER {
+        return Err(refuse(format!(
+            "its KLogBuffer of {:#x} bytes is larger than kcrash reads ({MAX_BUFFER:#x})",
+            parsed.buffer_bytes
+        )));
+    }
     let tera = descriptor::rec_fields();
     if parsed.rec_fields != tera || parsed.rec_stride != 64 {
         return Err(refuse(

@@ -25,15 +25,21 @@ impl Klog {
         const STEP: u64 = 256;
         let mut bytes = vec![0u8; (STEP * REC_WORDS * 8) as usize];
         let mut slot = 0;
+        let mut in_hole = false;
         while slot < slots {
             let n = STEP.min(slots - slot);
             let buf = &mut bytes[..(n * REC_WORDS * 8) as usize];
             let addr = base + slot * REC_WORDS * 8;
             if let Err(e) = mem.read(addr, buf) {
-                unreadable.push(e);
+                // One line per unreadable stretch, not per chunk.
+                if !in_hole {
+                    unreadable.push(e);
+                }
+                in_hole = true;
                 slot += n;
                 continue;
             }
+            in_hole = false;
             for (i, rec) in buf.chunks_exact((REC_WORDS * 8) as usize).enumerate() {
                 let words: [u64; 8] = std::array::from_fn(|w| {
                     u64::from_le_bytes(rec[w * 8..w * 8 + 8].try_into().unwrap_or_default())

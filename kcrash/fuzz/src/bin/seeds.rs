@@ -33,6 +33,7 @@ fn main() {
     }
     expr(&out);
     linux(&out.join("linux"));
+    descriptors(&out.join("descriptor"), &out.join("scan"));
     lines("kcrash/fuzz/seeds/expr/lines", &out.join("expr_parse"));
     lines("kcrash/fuzz/seeds/shell/lines", &out.join("shell_line"));
 }
@@ -205,6 +206,49 @@ fn expr(out: &Path) {
 
 /// The 6.1 guest's VMCOREINFO with a two-module list at the fixture's addresses; with the
 /// guest's dump, also its printk ring's structures and the start of each of its arrays.
+/// For each corpus dump that holds a KLog descriptor: the descriptor and the memory after it
+/// (`descriptor`), and for kernel dumps the physical address of a window around it with the
+/// window's bytes (`scan`).
+fn descriptors(descriptor_dir: &Path, scan_dir: &Path) {
+    const WINDOW: u64 = 60 << 10;
+    let magic = klog_runtime::descriptor::stored_magic();
+    for (kernel, dump) in [
+        ("bare", "rings/vmcore.elf.gz"),
+        ("bare", "strings/vmcore.kdump"),
+        ("hosted", "rings/core.gz"),
+        ("hosted-c", "rings/core.gz"),
+    ] {
+        let Ok(d) = dumpfmt::Dump::open(repo().join("corpus").join(kernel).join(dump)) else {
+            continue;
+        };
+        let mut at = None;
+        d.search(&magic, 64, &mut |a| {
+            at = Some(a);
+            std::ops::ControlFlow::Break(())
+        });
+        let Some(at) = at else { continue };
+        let read = |from: u64, len: u64| {
+            let mut buf = vec![0u8; len as usize];
+            let ok = if d.is_process_core() {
+                d.read_dump_mapping(from, &mut buf).is_ok_and(|n| n == buf.len())
+            } else {
+                d.read_phys(from, &mut buf).is_ok()
+            };
+            ok.then_some(buf)
+        };
+        let name = format!("{kernel}-{}", dump.replace('/', "-"));
+        if let Some(bytes) = read(at, 64 << 10) {
+            write(descriptor_dir, &name, &bytes);
+        }
+        let start = at.saturating_sub(WINDOW) & !0xfff;
+        if let Some(bytes) = read(start, 2 * WINDOW).filter(|_| !d.is_process_core()) {
+            let mut seed = start.to_le_bytes().to_vec();
+            seed.extend_from_slice(&bytes);
+            write(scan_dir, &name, &seed);
+        }
+    }
+}
+
 fn linux(dir: &Path) {
     let info = std::fs::read(repo().join("kcrash/fuzz/seeds/linux/vmcoreinfo-6.1"))
         .expect("committed VMCOREINFO");
