@@ -23,6 +23,7 @@ enum {{ DBG_NONE, DBG_SCHED, DBG_MAX }};
 #define TOS_KLOG_DEBUG
 #include "klog.h"
 KLOG_BUFFER_DEFINE(4 + 8);
+KLOG_DESCRIPTOR_DEFINE();
 uint64_t klogPlatformClock(void) {{ return 7; }}
 uint64_t klogPlatformChoreId(void) {{ return 0xc0de; }}
 uint64_t klogPlatformProcDom(void) {{ return klogMakeProcDom(3, 1); }}
