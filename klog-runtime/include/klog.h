@@ -24,8 +24,12 @@
  *   Dbg_Intensity DebugFlags[DBG_MAX] = { KLOG_INTENSITY_DEFAULT, ... };
  *   unsigned int klogLevel = KLOG_STATIC_LEVEL;
  *   uint64_t klogClockHz;                                    // the clock's frequency
+ *   KLOG_DESCRIPTOR_DEFINE();              // klogDescriptor and KLogCommits; after KLogBuffer
  *
- * and the platform hooks klogPlatformClock, klogPlatformChoreId and klogPlatformProcDom.
+ * and the platform hooks klogPlatformClock, klogPlatformChoreId and klogPlatformProcDom. If it
+ * defines KLOG_PLATFORM_BUILD_ID (or KLOG_PLATFORM_PAGE_TABLE_ROOT) before including this file, it
+ * also supplies klogPlatformBuildId (klogPlatformPageTableRoot), which klogInit asks once to
+ * seal the descriptor; without them the descriptor says "not known".
  * Every access to a ring word or to next_write/buffer uses GCC/Clang __atomic builtins. C11 only:
  * the compile-time checks are not valid C++.
  */
@@ -34,8 +38,10 @@
 
 /* A Linux module has no libc headers: the kernel's own types give the fixed-width integers. */
 #ifdef __KERNEL__
+#include <linux/stddef.h>
 #include <linux/types.h>
 #else
+#include <stddef.h>
 #include <stdint.h>
 #endif
 
@@ -149,6 +155,197 @@ uint64_t klogPlatformClock(void);   /* time stamp, in ticks of klogClockHz */
 uint64_t klogPlatformChoreId(void); /* thisChore() */
 uint64_t klogPlatformProcDom(void); /* klogMakeProcDom(thisProcessor(), thisDomain()) */
 
+/* Platform hooks the embedding kernel may supply for the descriptor; klogInit asks them once. */
+#ifdef KLOG_PLATFORM_BUILD_ID
+/* The GNU build-id of the image holding the KLog statics: its bytes go to *id (at most 32 are
+ * kept); returns how many, 0 when it cannot say. */
+size_t klogPlatformBuildId(const uint8_t **id);
+#endif
+#ifdef KLOG_PLATFORM_PAGE_TABLE_ROOT
+/* The physical address of the top page table that maps the KLog statics (CR3's on x86_64), so a
+ * reader of raw physical memory can translate their addresses; 0 when it cannot say. */
+uint64_t klogPlatformPageTableRoot(void);
+#endif
+
+/*
+ * The KLog descriptor (klog-runtime's src/descriptor.rs is the format, ABI 1.0): one block named
+ * klogDescriptor beside KLogs that says where every KLog static is and how KLog and KLogRec are
+ * laid out, so that a reader with no debug information can find and decode the rings.
+ * KLOG_DESCRIPTOR_DEFINE() fills everything the linker knows; klogInit copies the names, the
+ * build-id and the page-table root in and seals it with a CRC-32 stored last.
+ */
+#define KLOG_DESCRIPTOR_ABI_MAJOR 1
+#define KLOG_DESCRIPTOR_ABI_MINOR 0
+#define KLOG_DESCRIPTOR_ENDIAN 0x01020304u
+#define KLOG_DESCRIPTOR_HEAD_SIZE 0xe0
+#define KLOG_DESCRIPTOR_NAME_SIZE 32
+#define KLOG_DESCRIPTOR_BUILD_ID_MAX 32
+
+/* One (offset, size) pair of the field tables. */
+typedef struct _KLogFieldAt {
+    uint16_t offset;
+    uint16_t size;
+} KLogFieldAt;
+
+/* KLogCommits[ring]: the records whose header the ring's writers stored. Each counter has its
+ * own cache line, as each KLog does. */
+typedef struct __attribute__((aligned(64))) _KLogCommit {
+    uint64_t count;
+} KLogCommit;
+
+typedef struct __attribute__((aligned(64))) _KLogDescriptor {
+    uint8_t magic[16];    /* "Tera KLog layout", every byte XOR 0xff */
+    uint16_t abi_major;   /* KLOG_DESCRIPTOR_ABI_MAJOR */
+    uint16_t abi_minor;   /* KLOG_DESCRIPTOR_ABI_MINOR */
+    uint32_t endian;      /* KLOG_DESCRIPTOR_ENDIAN in the writer's byte order */
+    uint8_t word_size;    /* 8 */
+    uint8_t build_id_len; /* meaningful bytes of build_id; 0: none known */
+    uint16_t subsystems;  /* DBG_MAX */
+    uint32_t size;        /* bytes of the descriptor, names included (no tail padding) */
+    const void *self;
+    const void *klogs;
+    const void *buffer;
+    uint64_t buffer_bytes;
+    const void *debug_flags;
+    const void *klog_level;
+    const void *clock_hz;
+    const void *commits;
+    uint64_t page_table_root; /* physical; 0: not known */
+    uint16_t klog_stride;
+    uint16_t rec_stride;
+    uint16_t debug_flags_stride;
+    uint16_t commits_stride;
+    uint8_t klog_level_size;
+    uint8_t clock_hz_size;
+    uint8_t debug_flags_size;
+    uint8_t commits_size;
+    uint32_t zero;
+    /* subsystem name num_recs rec_size header buffer buffer_size_1 next_write */
+    KLogFieldAt klog_fields[8];
+    KLogFieldAt rec_fields[8]; /* header id proc_dom clock desc data1 data2 data3 */
+    uint8_t build_id[KLOG_DESCRIPTOR_BUILD_ID_MAX];
+    uint32_t checksum;  /* CRC-32 of `size` bytes with this field 0; 0 until klogInit seals */
+    uint32_t name_size; /* KLOG_DESCRIPTOR_NAME_SIZE */
+    char names[DBG_MAX][KLOG_DESCRIPTOR_NAME_SIZE]; /* KLogs[i].name, NUL-padded, by klogInit */
+} KLogDescriptor;
+
+_Static_assert(sizeof(void *) == 8, "the descriptor's word size is 8");
+_Static_assert(offsetof(KLogDescriptor, self) == 0x20, "descriptor: self at 0x20");
+_Static_assert(offsetof(KLogDescriptor, page_table_root) == 0x60, "descriptor: root at 0x60");
+_Static_assert(offsetof(KLogDescriptor, klog_stride) == 0x68, "descriptor: strides at 0x68");
+_Static_assert(offsetof(KLogDescriptor, klog_fields) == 0x78, "descriptor: KLog fields at 0x78");
+_Static_assert(offsetof(KLogDescriptor, rec_fields) == 0x98, "descriptor: KLogRec fields at 0x98");
+_Static_assert(offsetof(KLogDescriptor, build_id) == 0xb8, "descriptor: build_id at 0xb8");
+_Static_assert(offsetof(KLogDescriptor, checksum) == 0xd8, "descriptor: checksum at 0xd8");
+_Static_assert(offsetof(KLogDescriptor, names) == 0xe0, "descriptor: names at 0xe0");
+_Static_assert(sizeof(KLogDescriptor) ==
+                   (KLOG_DESCRIPTOR_HEAD_SIZE + KLOG_DESCRIPTOR_NAME_SIZE * DBG_MAX + 63) / 64 * 64,
+               "descriptor: head and names, padded to 64 bytes as klog-runtime's");
+_Static_assert(sizeof(KLogCommit) == 64, "a KLogCommits entry is one cache line");
+
+extern KLogDescriptor klogDescriptor;
+extern KLogCommit KLogCommits[DBG_MAX];
+
+#define KLOG_FIELD_AT_(TYPE, FIELD) {offsetof(TYPE, FIELD), sizeof(((TYPE *)0)->FIELD)}
+#define KLOG_MAGIC_BYTE_(c) ((uint8_t)(0xff ^ (c)))
+
+/* Defines klogDescriptor and KLogCommits in the translation unit that defines the other statics,
+ * after KLOG_BUFFER_DEFINE (KLogBuffer's size is taken from its definition; before it, this
+ * fails to compile). The magic is written inverted, so its text is never in the image. */
+#define KLOG_DESCRIPTOR_DEFINE()                                                                   \
+    KLogCommit KLogCommits[DBG_MAX];                                                               \
+    KLogDescriptor klogDescriptor = {                                                              \
+        .magic = {KLOG_MAGIC_BYTE_('T'), KLOG_MAGIC_BYTE_('e'), KLOG_MAGIC_BYTE_('r'),             \
+                  KLOG_MAGIC_BYTE_('a'), KLOG_MAGIC_BYTE_(' '), KLOG_MAGIC_BYTE_('K'),             \
+                  KLOG_MAGIC_BYTE_('L'), KLOG_MAGIC_BYTE_('o'), KLOG_MAGIC_BYTE_('g'),             \
+                  KLOG_MAGIC_BYTE_(' '), KLOG_MAGIC_BYTE_('l'), KLOG_MAGIC_BYTE_('a'),             \
+                  KLOG_MAGIC_BYTE_('y'), KLOG_MAGIC_BYTE_('o'), KLOG_MAGIC_BYTE_('u'),             \
+                  KLOG_MAGIC_BYTE_('t')},                                                          \
+        .abi_major = KLOG_DESCRIPTOR_ABI_MAJOR,                                                    \
+        .abi_minor = KLOG_DESCRIPTOR_ABI_MINOR,                                                    \
+        .endian = KLOG_DESCRIPTOR_ENDIAN,                                                          \
+        .word_size = 8,                                                                            \
+        .subsystems = DBG_MAX,                                                                     \
+        .size = KLOG_DESCRIPTOR_HEAD_SIZE + KLOG_DESCRIPTOR_NAME_SIZE * DBG_MAX,                   \
+        .self = &klogDescriptor,                                                                   \
+        .klogs = KLogs,                                                                            \
+        .buffer = KLogBuffer,                                                                      \
+        .buffer_bytes = sizeof(KLogBuffer),                                                        \
+        .debug_flags = DebugFlags,                                                                 \
+        .klog_level = &klogLevel,                                                                  \
+        .clock_hz = &klogClockHz,                                                                  \
+        .commits = KLogCommits,                                                                    \
+        .klog_stride = sizeof(KLog),                                                               \
+        .rec_stride = sizeof(KLogRec),                                                             \
+        .debug_flags_stride = sizeof(Dbg_Intensity),                                               \
+        .commits_stride = sizeof(KLogCommit),                                                      \
+        .klog_level_size = sizeof(klogLevel),                                                      \
+        .clock_hz_size = sizeof(klogClockHz),                                                      \
+        .debug_flags_size = sizeof(Dbg_Intensity),                                                 \
+        .commits_size = sizeof(KLogCommits[0].count),                                              \
+        .klog_fields = {KLOG_FIELD_AT_(KLog, subsystem), KLOG_FIELD_AT_(KLog, name),               \
+                        KLOG_FIELD_AT_(KLog, num_recs), KLOG_FIELD_AT_(KLog, rec_size),            \
+                        KLOG_FIELD_AT_(KLog, header), KLOG_FIELD_AT_(KLog, buffer),                \
+                        KLOG_FIELD_AT_(KLog, buffer_size_1), KLOG_FIELD_AT_(KLog, next_write)},    \
+        .rec_fields = {KLOG_FIELD_AT_(KLogRec, header), KLOG_FIELD_AT_(KLogRec, id),               \
+                       KLOG_FIELD_AT_(KLogRec, proc_dom), KLOG_FIELD_AT_(KLogRec, clock),          \
+                       KLOG_FIELD_AT_(KLogRec, desc), KLOG_FIELD_AT_(KLogRec, data1),              \
+                       KLOG_FIELD_AT_(KLogRec, data2), KLOG_FIELD_AT_(KLogRec, data3)},            \
+        .name_size = KLOG_DESCRIPTOR_NAME_SIZE,                                                    \
+    }
+
+/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of `n` bytes at `p`, continuing from `crc`;
+ * start at 0. Bit by bit: it runs once, in klogInit. */
+static inline uint32_t klogCrc32(uint32_t crc, const volatile uint8_t *p, size_t n)
+{
+    uint32_t c = ~crc;
+    size_t i;
+    int k;
+
+    for (i = 0; i < n; i++) {
+        c ^= p[i];
+        for (k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0xedb88320u : c >> 1;
+    }
+    return ~c;
+}
+
+/* Fills what only the running kernel knows into klogDescriptor (names, build-id, page-table root)
+ * and seals it: the checksum is zeroed first and stored last, with release ordering. */
+static inline void klogSealDescriptor_(void)
+{
+    KLogDescriptor *d = &klogDescriptor;
+    const uint8_t *id = NULL;
+    size_t id_len = 0;
+    uint64_t root = 0;
+    int i, j;
+
+    __atomic_store_n(&d->checksum, 0, __ATOMIC_RELAXED);
+#ifdef KLOG_PLATFORM_BUILD_ID
+    id_len = klogPlatformBuildId(&id);
+    if (!id)
+        id_len = 0;
+#endif
+#ifdef KLOG_PLATFORM_PAGE_TABLE_ROOT
+    root = klogPlatformPageTableRoot();
+#endif
+    if (id_len > KLOG_DESCRIPTOR_BUILD_ID_MAX)
+        id_len = KLOG_DESCRIPTOR_BUILD_ID_MAX;
+    for (i = 0; i < KLOG_DESCRIPTOR_BUILD_ID_MAX; i++)
+        d->build_id[i] = (size_t)i < id_len ? id[i] : 0;
+    d->build_id_len = (uint8_t)id_len;
+    d->page_table_root = root;
+    for (i = 0; i < DBG_MAX; i++) {
+        const char *name = KLogs[i].name;
+        for (j = 0; name && name[j] && j < KLOG_DESCRIPTOR_NAME_SIZE - 1; j++)
+            d->names[i][j] = name[j];
+        for (; j < KLOG_DESCRIPTOR_NAME_SIZE; j++)
+            d->names[i][j] = 0;
+    }
+    __atomic_store_n(&d->checksum, klogCrc32(0, (const volatile uint8_t *)d, d->size),
+                     __ATOMIC_RELEASE);
+}
+
 /* Fails to compile unless RECS is a nonzero power of two; evaluates to 0. */
 #define KLOG_POW2_CHECK_(RECS)                                                                     \
     (0 * sizeof(struct {                                                                           \
@@ -172,8 +369,8 @@ uint64_t klogPlatformProcDom(void); /* klogMakeProcDom(thisProcessor(), thisDoma
     }
 
 /* The design's klogInit(): gives every subsystem its own part of KLogBuffer, in KLogs order.
- * The NONE ring stays at the start, so records logged before this call stay in place. Call it
- * once, early, before other processors log. */
+ * The NONE ring stays at the start, so records logged before this call stay in place. Then seals
+ * klogDescriptor. Call it once, early, before other processors log. */
 static inline void klogInit(void)
 {
     uint64_t offset = 0;
@@ -181,6 +378,7 @@ static inline void klogInit(void)
         __atomic_store_n(&KLogs[i].buffer, KLogBuffer + offset, __ATOMIC_RELEASE);
         offset += KLogs[i].buffer_size_1 + 1;
     }
+    klogSealDescriptor_();
 }
 
 /* Reserves the next slot of `ring`: its sequence number goes to *seq, the slot is returned. */
@@ -215,6 +413,9 @@ static inline int64_t klogWrite(uint16_t subsys, const char *desc, uint64_t d1, 
     __atomic_store_n(&rec->data2, d2, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->data3, d3, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->header, klogEncodeHeader(subsys), __ATOMIC_RELEASE);
+    /* Counted on the ring that received the record: with next_write, a reader knows exactly how
+     * many reservations were never finished. */
+    __atomic_fetch_add(&KLogCommits[ring - KLogs].count, 1, __ATOMIC_RELAXED);
     return seq;
 }
 

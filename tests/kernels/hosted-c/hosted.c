@@ -8,7 +8,9 @@
  * Scenarios: rings wrap unfilled preinit strings torn scribbled off. The oracle goes to stdout.
  */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,6 +26,7 @@
 enum { DBG_NONE, DBG_PARCHORE, DBG_FS, DBG_SCHED, DBG_VM, DBG_MAX };
 #define KLOG_STATIC_LEVEL KLOG_PROLOG
 #define TOS_KLOG_DEBUG
+#define KLOG_PLATFORM_BUILD_ID /* klogPlatformBuildId below: the program's own GNU build-id */
 #include "klog.h"
 /* Relative to this file: the harness compiles it in place with -Iklog-runtime/include only. */
 #include "../include/klog_oracle.h"
@@ -37,6 +40,7 @@ enum { DBG_NONE, DBG_PARCHORE, DBG_FS, DBG_SCHED, DBG_VM, DBG_MAX };
 #define KLOG_TOTAL_RECS (NONE_RECS + PARCHORE_RECS + FS_RECS + SCHED_RECS + VM_RECS)
 
 KLOG_BUFFER_DEFINE(KLOG_TOTAL_RECS);
+KLOG_DESCRIPTOR_DEFINE();
 KLog KLogs[DBG_MAX] = {
     KLOG_CREATE(NONE, NONE_RECS), KLOG_CREATE(PARCHORE, PARCHORE_RECS),
     KLOG_CREATE(FS, FS_RECS),     KLOG_CREATE(SCHED, SCHED_RECS),
@@ -78,6 +82,49 @@ uint64_t klogPlatformProcDom(void)
 {
     last_proc_dom = klogMakeProcDom(this_task ? this_task->cpu : 0, 1);
     return last_proc_dom;
+}
+
+struct build_id {
+    const uint8_t *bytes;
+    size_t len;
+};
+
+/* The GNU build-id note of the main program (the first object dl_iterate_phdr reports), for the
+ * descriptor: found in *(struct build_id *)out; the walk stops after the main program. */
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *out)
+{
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        /* Notes are padded to their segment's alignment (4, or 8 for .note.gnu.property). */
+        size_t align = ph->p_align == 8 ? 8 : 4;
+        const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+        const char *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+            const char *name = p + sizeof *n;
+            const char *desc = name + ((n->n_namesz + align - 1) & ~(align - 1));
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+                desc + n->n_descsz <= end) {
+                struct build_id *id = out;
+                id->bytes = (const uint8_t *)desc;
+                id->len = n->n_descsz;
+                return 1;
+            }
+            p = desc + ((n->n_descsz + align - 1) & ~(align - 1));
+        }
+    }
+    return 1; /* only the main program */
+}
+
+size_t klogPlatformBuildId(const uint8_t **id)
+{
+    struct build_id found = {NULL, 0};
+    dl_iterate_phdr(find_build_id, &found);
+    *id = found.bytes;
+    return found.len;
 }
 
 /* ---- the oracle ---- */

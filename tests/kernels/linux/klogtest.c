@@ -50,6 +50,9 @@ enum { DBG_NONE, DBG_SCHED, DBG_FS, DBG_VM, DBG_NET, DBG_MAX };
 #define TORN_AFTER 120
 
 KLOG_BUFFER_DEFINE(KLOG_TOTAL_RECS);
+/* No build-id or page-table root hooks: the module cannot reach its own build-id note, and
+ * init_mm (the kernel's page tables) is not exported; a reader takes both from the vmcore. */
+KLOG_DESCRIPTOR_DEFINE();
 KLog KLogs[DBG_MAX] = {
 	KLOG_CREATE(NONE, NONE_RECS), KLOG_CREATE(SCHED, SCHED_RECS), KLOG_CREATE(FS, FS_RECS),
 	KLOG_CREATE(VM, VM_RECS),     KLOG_CREATE(NET, NET_RECS),
