@@ -76,10 +76,22 @@ fn layout() -> KLogLayout {
     assert_eq!(layout.fields.next_write.offset, next_write);
     assert_eq!(layout.buffer.addr, KLogBuffer.as_ptr() as u64);
     assert_eq!(layout.buffer.len, KLogBuffer.len() as u64);
-    assert_eq!(layout.debug_flags.map(|a| a.addr), Some(DebugFlags.as_ptr() as u64));
-    assert_eq!(layout.klog_level.map(|v| v.addr), Some(&raw const klogLevel as u64));
-    assert_eq!(layout.clock_hz.map(|v| v.addr), Some(&raw const klogClockHz as u64));
-    assert_eq!(layout.commits.map(|c| c.array.addr), Some(KLogCommits.as_ptr() as u64));
+    assert_eq!(
+        layout.debug_flags.map(|a| a.addr),
+        Some(DebugFlags.as_ptr() as u64)
+    );
+    assert_eq!(
+        layout.klog_level.map(|v| v.addr),
+        Some(&raw const klogLevel as u64)
+    );
+    assert_eq!(
+        layout.clock_hz.map(|v| v.addr),
+        Some(&raw const klogClockHz as u64)
+    );
+    assert_eq!(
+        layout.commits.map(|c| c.array.addr),
+        Some(KLogCommits.as_ptr() as u64)
+    );
     layout
 }
 

@@ -140,6 +140,33 @@ fn the_modules_klog_reads_as_the_module_logged_it() {
     }
 }
 
+/// With no vmlinux and no `.ko` — or a vmlinux that knows nothing of the module — kcrash finds
+/// the module's KLog by scanning the dump for the descriptor klog.h sealed, and reads every
+/// record as the DWARF path does: as the module logged it.
+#[test]
+fn the_modules_klog_reads_without_vmlinux_or_ko() {
+    let Some(dir) = guest(
+        "module_klog_no_image",
+        &["vmcore.elf", "vmcore.kdump", "vmlinux", "expected.json"],
+    ) else {
+        return;
+    };
+    let expected: Expected = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("expected.json")).expect("expected.json"),
+    )
+    .expect("expected.json parses");
+    for dump in dumps(&dir) {
+        for files in [&[dump][..], &[dump, "vmlinux"][..]] {
+            let what = files.join(" ");
+            let summary = stdout(&kcrash_on(&dir, files, &["klog -s --json"]), &what);
+            let summary: serde_json::Value = serde_json::from_str(&summary).expect("JSON");
+            assert_eq!(summary["layout"]["source"], "scan", "{what}: {summary}");
+            let text = stdout(&kcrash_on(&dir, files, &["klog 0 full --json"]), &what);
+            check_records(&json_records(text.lines(), &what), &expected, &what);
+        }
+    }
+}
+
 #[test]
 fn a_modules_variable_prints_as_crash_prints_it() {
     let Some(dir) = guest("module_print", &["vmcore.elf", "vmlinux", "klogtest.ko"]) else {

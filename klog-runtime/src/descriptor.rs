@@ -302,7 +302,7 @@ impl core::fmt::Display for DescriptorError {
             ),
             DescriptorError::BuildIdLen(n) => write!(f, "build-id length {n} is over 32"),
             DescriptorError::Unsealed => {
-                write!(f, "not sealed (checksum 0): klog_init had not run")
+                write!(f, "not sealed (checksum 0): klog_init never ran on it (a copy from an image file, or a kernel that stopped before klog_init)")
             }
             DescriptorError::Checksum { stored, computed } => write!(
                 f,

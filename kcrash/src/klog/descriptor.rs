@@ -77,10 +77,7 @@ pub type Candidates = Vec<(u64, Result<Described, Refused>)>;
 /// Reads and checks the descriptor whose first byte `read` gives at `at`. `read` fills a buffer
 /// or says why it cannot; the size read is the descriptor's own claim, bounded by
 /// [`descriptor::SIZE_MAX`].
-pub fn read(
-    at: u64,
-    read: &ReadFn<'_>,
-) -> Result<Described, Refused> {
+pub fn read(at: u64, read: &ReadFn<'_>) -> Result<Described, Refused> {
     let refuse = |why: String| Refused { at, why };
     let mut bytes = vec![0u8; HEAD_SIZE];
     read(at, &mut bytes).map_err(|e| refuse(format!("unreadable: {e}")))?;
