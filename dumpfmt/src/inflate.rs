@@ -14,11 +14,12 @@ use crate::storage::{map_file, read_full, Storage};
 pub(crate) fn storage(
     file_ref: &FileRef,
     bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+    mapped: bool,
 ) -> Result<Storage, Error> {
     if detect(bytes.as_ref()) == Some(FileKind::Gzip) {
         return gunzip(file_ref, bytes.as_ref());
     }
-    Ok(Storage::whole(bytes))
+    Ok(Storage::whole(bytes, mapped))
 }
 
 /// The inner format whose headers bound a gzipped dump (the flattened walk's next record).

@@ -115,7 +115,7 @@ impl Dump {
     /// Open and identify a dump. Only headers are parsed here.
     pub fn open(path: impl AsRef<Path>) -> Result<Dump, Error> {
         let file = FileRef(Arc::from(path.as_ref()));
-        let storage = inflate::storage(&file, Storage::map(&file)?)?;
+        let storage = inflate::storage(&file, Storage::map(&file)?, true)?;
         Self::identify(file, storage)
     }
 
@@ -127,7 +127,7 @@ impl Dump {
         bytes: impl AsRef<[u8]> + Send + Sync + 'static,
     ) -> Result<Dump, Error> {
         let file = FileRef(Arc::from(name.as_ref()));
-        let storage = inflate::storage(&file, bytes)?;
+        let storage = inflate::storage(&file, bytes, false)?;
         Self::identify(file, storage)
     }
 

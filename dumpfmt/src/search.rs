@@ -74,6 +74,8 @@ impl Dump {
                         } else {
                             self.read_phys(at, window).map(|()| true)
                         };
+                        // The window's pages are not needed again by the search.
+                        self.storage.release(seg.offset + done, n.min(WINDOW));
                         if read.unwrap_or(false) {
                             s.bytes += n.min(WINDOW);
                             if hits(at, window).is_break() {

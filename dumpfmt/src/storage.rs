@@ -23,6 +23,8 @@ type Bytes = Box<dyn AsRef<[u8]> + Send + Sync>;
 pub(crate) enum Storage {
     Whole {
         bytes: Bytes,
+        /// The bytes are a read-only file mapping, whose pages can be given back once read.
+        mapped: bool,
         gunzipped: bool,
         /// A gzip stream that went on past the end the dump's headers claim: that end (the
         /// rest was not inflated).
@@ -49,10 +51,11 @@ impl Storage {
         map_file(&file).map_err(|e| file_ref.io("cannot memory-map", e))
     }
 
-    /// Bytes as they are.
-    pub fn whole(bytes: impl AsRef<[u8]> + Send + Sync + 'static) -> Storage {
+    /// Bytes as they are; `mapped` when they are a read-only mapping of a file.
+    pub fn whole(bytes: impl AsRef<[u8]> + Send + Sync + 'static, mapped: bool) -> Storage {
         Storage::Whole {
             bytes: Box::new(bytes),
+            mapped,
             gunzipped: false,
             inflate_stopped: None,
         }
@@ -66,6 +69,7 @@ impl Storage {
     ) -> Storage {
         Storage::Whole {
             bytes: Box::new(bytes),
+            mapped: true,
             gunzipped: true,
             inflate_stopped: stopped,
         }
@@ -122,6 +126,35 @@ impl Storage {
             file,
             reads: Mutex::new(()),
         })
+    }
+
+    /// Gives the mapped pages wholly inside `offset..offset + len` back to the kernel: a pass over
+    /// a whole dump (a search) then keeps its resident memory flat. The file's pages stay in the
+    /// page cache, and a later read maps them again. Does nothing for bytes that are not a file
+    /// mapping (dropping those would lose them).
+    pub fn release(&self, offset: u64, len: u64) {
+        let Storage::Whole {
+            bytes,
+            mapped: true,
+            ..
+        } = self
+        else {
+            return;
+        };
+        let all = (**bytes).as_ref();
+        let end = offset.saturating_add(len).min(all.len() as u64);
+        if offset >= end {
+            return;
+        }
+        let base = all.as_ptr() as usize;
+        let page = 4096;
+        let start = (base + offset as usize).next_multiple_of(page);
+        let stop = (base + end as usize) / page * page;
+        if start < stop {
+            // SAFETY: a page-aligned range inside this process's read-only private file
+            // mapping; MADV_DONTNEED only drops the pages, which fault back in from the file.
+            unsafe { libc::madvise(start as *mut libc::c_void, stop - start, libc::MADV_DONTNEED) };
+        }
     }
 
     /// The whole dump; a live file's headers only.
