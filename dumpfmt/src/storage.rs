@@ -153,7 +153,13 @@ impl Storage {
         if start < stop {
             // SAFETY: a page-aligned range inside this process's read-only private file
             // mapping; MADV_DONTNEED only drops the pages, which fault back in from the file.
-            unsafe { libc::madvise(start as *mut libc::c_void, stop - start, libc::MADV_DONTNEED) };
+            unsafe {
+                libc::madvise(
+                    start as *mut libc::c_void,
+                    stop - start,
+                    libc::MADV_DONTNEED,
+                )
+            };
         }
     }
 
