@@ -13,7 +13,6 @@ use super::args::number;
 use super::{Context, Flow};
 use crate::error::one_line;
 use crate::klog::descriptor::LayoutSource;
-use crate::klog::layout::KLogLayout;
 use crate::klog::live::Snapshot;
 use crate::klog::pipeline::render_stream;
 use crate::klog::render::{Clock, Printer, Style};
@@ -165,7 +164,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         Err(e) => return Err(e.into()),
     };
     if cx.session.dump.is_live() {
-        run_live(argv, cx.session, &klog.layout, cx.out, cx.err)?;
+        run_live(argv, cx.session, klog, cx.out, cx.err)?;
     } else {
         run_on(argv, cx.session, klog, cx.out, cx.err)?;
     }
@@ -192,13 +191,16 @@ pub fn run_on(
 fn run_live(
     argv: &[String],
     mem: &(dyn Memory + Sync),
-    layout: &KLogLayout,
+    found: &Klog,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<()> {
     let args = parse(argv)?;
     let snapshot = |err: &mut dyn Write| -> Result<Snapshot<'_>> {
-        let (snap, notes) = Snapshot::take(mem, layout.clone());
+        let (mut snap, notes) = Snapshot::take(mem, found.layout.clone());
+        // Where the layout came from is the session's finding, not the snapshot's.
+        snap.klog.source = found.source.clone();
+        snap.klog.notes = found.notes.clone();
         for note in notes {
             writeln!(err, "klog: {note}")?;
         }
