@@ -106,6 +106,7 @@ fn format_name(dump: &Dump, process: bool) -> &'static str {
         (Format::Elf, false) => "ELF core (kernel)",
         (Format::Kdump, _) => "kdump-compressed",
         (Format::KdumpFlattened, _) => "kdump-compressed, makedumpfile flattened stream",
+        (Format::Raw, _) => "raw memory",
     }
 }
 
