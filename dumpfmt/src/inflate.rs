@@ -1,11 +1,13 @@
 //! A gzipped dump, inflated once into an unlinked temporary file (its size is only known at
 //! the end, and a dump can exceed RAM) and mapped: only as far as its own headers say it
-//! reaches, read back as they arrive, so a small file never fills the disk.
+//! reaches, read back as they arrive, so a small file never fills the disk. A raw memory image
+//! has no header: the caller said it is memory, and all of the stream is (up to
+//! [`INFLATED_MAX`], the most any dump's headers may claim).
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 
-use crate::claim::Claim;
+use crate::claim::{Claim, INFLATED_MAX};
 use crate::detect::{detect, read_head, FileKind};
 use crate::error::{Error, FileRef};
 use crate::storage::{map_file, read_full, Storage};
@@ -20,6 +22,41 @@ pub(crate) fn storage(
         return gunzip(file_ref, bytes.as_ref());
     }
     Ok(Storage::whole(bytes, mapped))
+}
+
+/// `bytes` as a raw memory image's storage: a gzipped one is inflated whole, since no header
+/// says where the memory ends.
+pub(crate) fn raw_storage(
+    file_ref: &FileRef,
+    bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+    mapped: bool,
+) -> Result<Storage, Error> {
+    if detect(bytes.as_ref()) == Some(FileKind::Gzip) {
+        return gunzip_whole(file_ref, bytes.as_ref());
+    }
+    Ok(Storage::whole(bytes, mapped))
+}
+
+/// Inflates all of `compressed` into an unlinked temporary file and maps it. A stream that
+/// goes on past [`INFLATED_MAX`] is refused rather than inflated further: no header bounds a
+/// raw image, and that is more than a gzipped dump's headers may claim.
+fn gunzip_whole(file_ref: &FileRef, compressed: &[u8]) -> Result<Storage, Error> {
+    let mut out =
+        tempfile::tempfile().map_err(|e| file_ref.io("cannot create a temporary file", e))?;
+    let decoder = flate2::read::MultiGzDecoder::new(compressed);
+    let written = io::copy(&mut decoder.take(INFLATED_MAX + 1), &mut out)
+        .map_err(|e| file_ref.io("cannot decompress gzip", e))?;
+    if written > INFLATED_MAX {
+        return Err(file_ref.malformed(
+            0,
+            format!(
+                "the gzip stream inflates past {INFLATED_MAX:#x} bytes, more than a raw memory \
+                 image is believed to hold"
+            ),
+        ));
+    }
+    let bytes = map_file(&out).map_err(|e| file_ref.io("cannot map the decompressed dump", e))?;
+    Ok(Storage::inflated(bytes, None))
 }
 
 /// The inner format whose headers bound a gzipped dump (the flattened walk's next record).

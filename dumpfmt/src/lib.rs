@@ -4,7 +4,8 @@
 //! Formats, detected by content: ELF64 cores (QEMU `dump-guest-memory`, /proc/vmcore copies,
 //! Linux and gdb process cores, makedumpfile `-E`), kdump-compressed files (plain and
 //! makedumpfile-flattened; raw, zlib, lzo, snappy and zstd pages), and either of those compressed
-//! whole with gzip. [`detect`] names a file's kind from its first [`DETECT_LEN`] bytes, by the
+//! whole with gzip. Raw physical memory images (QEMU's `pmemsave`), which have no header to detect,
+//! are opened by [`Dump::open_raw`] with the physical address of their first byte. [`detect`] names a file's kind from its first [`DETECT_LEN`] bytes, by the
 //! same signatures [`Dump::open`] goes by, so a caller can tell a dump from a kernel image or a
 //! module before opening it. [`Dump::linux_info`] and [`AddressSpace::from_dump`] give a Linux x86_64
 //! kernel's view from VMCOREINFO.
@@ -39,6 +40,7 @@ mod linux;
 pub mod lzo;
 pub mod notes;
 mod range_map;
+mod raw;
 mod search;
 mod storage;
 pub mod translate;
@@ -60,6 +62,7 @@ use elf::ElfCore;
 use error::FileRef;
 use flat::FlatMap;
 use kdump::{Image, Kdump};
+use raw::RawMemory;
 use storage::Storage;
 
 /// The container format of a dump.
@@ -71,6 +74,8 @@ pub enum Format {
     Kdump,
     /// kdump-compressed in makedumpfile's flattened stream form.
     KdumpFlattened,
+    /// Raw physical memory with no header ([`Dump::open_raw`]).
+    Raw,
 }
 
 /// Facts from a kdump file's headers.
@@ -92,6 +97,7 @@ pub struct KdumpHeader {
 enum Inner {
     Elf(ElfCore),
     Kdump(Box<Kdump>),
+    Raw(RawMemory),
 }
 
 /// An open dump.
@@ -129,6 +135,41 @@ impl Dump {
         let file = FileRef(Arc::from(name.as_ref()));
         let storage = inflate::storage(&file, bytes, false)?;
         Self::identify(file, storage)
+    }
+
+    /// Open a raw physical memory image — a file with no header, such as QEMU's `pmemsave`
+    /// writes — whose byte 0 is physical address `phys_start` (crash's `FILE@ADDRESS`). The file
+    /// is one physical range, `[phys_start, phys_start + length)`, and nothing else: no notes,
+    /// no VMCOREINFO, no CPU state. Nothing in it is detected: whatever its first bytes, it is
+    /// read as memory, except that a file starting with gzip's signature is inflated first —
+    /// the whole stream, since no header bounds it (at most 4 TiB; more is refused). An empty
+    /// file, or a range that would end past 2^64, is refused.
+    pub fn open_raw(path: impl AsRef<Path>, phys_start: u64) -> Result<Dump, Error> {
+        let file = FileRef(Arc::from(path.as_ref()));
+        let storage = inflate::raw_storage(&file, Storage::map(&file)?, true)?;
+        Self::raw(file, storage, phys_start)
+    }
+
+    /// Raw physical memory already in memory: `bytes` are read as [`Dump::open_raw`] reads a
+    /// file's. `name` stands for the file in errors and [`Dump::path`].
+    pub fn raw_from_bytes(
+        name: impl AsRef<Path>,
+        bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+        phys_start: u64,
+    ) -> Result<Dump, Error> {
+        let file = FileRef(Arc::from(name.as_ref()));
+        let storage = inflate::raw_storage(&file, bytes, false)?;
+        Self::raw(file, storage, phys_start)
+    }
+
+    fn raw(file: FileRef, storage: Storage, phys_start: u64) -> Result<Dump, Error> {
+        let raw = RawMemory::new(phys_start, storage.bytes().len() as u64, &file)?;
+        Ok(Dump {
+            file,
+            storage,
+            format: Format::Raw,
+            inner: Inner::Raw(raw),
+        })
     }
 
     /// Open a running kernel's memory: /proc/kcore, an ELF core that cannot be mapped and whose
@@ -222,6 +263,7 @@ impl Dump {
         match &self.inner {
             Inner::Elf(e) => e.incomplete,
             Inner::Kdump(k) => k.incomplete() || matches!(&k.image, Image::Flat(f) if f.truncated),
+            Inner::Raw(_) => false,
         }
     }
 
@@ -231,19 +273,28 @@ impl Dump {
     }
 
     /// ELF e_machine: 62 (x86_64), or 3 when QEMU dumped a vCPU not in long mode (its
-    /// NT_PRSTATUS then has the i386 layout). None for kdump files.
+    /// NT_PRSTATUS then has the i386 layout). None for kdump files and raw images.
     pub fn elf_machine(&self) -> Option<u16> {
         match &self.inner {
             Inner::Elf(e) => Some(e.machine),
-            Inner::Kdump(_) => None,
+            Inner::Kdump(_) | Inner::Raw(_) => None,
         }
     }
 
-    /// ELF PT_LOAD segments (empty for kdump files).
+    /// ELF PT_LOAD segments (empty for kdump files and raw images).
     pub fn segments(&self) -> &[Segment] {
         match &self.inner {
             Inner::Elf(e) => e.segments(),
-            Inner::Kdump(_) => &[],
+            Inner::Kdump(_) | Inner::Raw(_) => &[],
+        }
+    }
+
+    /// A raw memory image's physical range: `[phys_start, phys_start + file length)`. None for
+    /// the other formats.
+    pub fn raw_range(&self) -> Option<std::ops::Range<u64>> {
+        match &self.inner {
+            Inner::Raw(r) => Some(r.range()),
+            _ => None,
         }
     }
 
@@ -268,6 +319,7 @@ impl Dump {
         let result = match &self.inner {
             Inner::Elf(e) => e.read_phys(&self.storage, &self.file, paddr, buf),
             Inner::Kdump(k) => self.read_kdump(k, data, paddr, buf),
+            Inner::Raw(r) => r.read_phys(&self.storage, &self.file, paddr, buf),
         };
         result.map_err(|e| self.mark_incomplete(e))
     }
@@ -317,7 +369,7 @@ impl Dump {
             })
     }
 
-    /// All notes: ELF PT_NOTE segments, or the kdump note area.
+    /// All notes: ELF PT_NOTE segments, or the kdump note area (a raw image has none).
     pub fn notes(&self) -> Notes<'_> {
         let data = self.storage.bytes();
         let areas = match &self.inner {
@@ -327,6 +379,7 @@ impl Dump {
                 .filter_map(|&(offset, size)| Some((bytes::slice(data, offset, size)?, offset)))
                 .collect(),
             Inner::Kdump(k) => k.notes.iter().map(|r| (r.bytes(data), r.offset)).collect(),
+            Inner::Raw(_) => Vec::new(),
         };
         Notes::new(&self.file, areas)
     }

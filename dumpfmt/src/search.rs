@@ -51,43 +51,56 @@ impl Dump {
             }
             ControlFlow::Continue(())
         };
-        match &self.inner {
-            Inner::Elf(_) => {
-                // A window overlaps the next by the needle's length less one byte, so a match
-                // across the boundary is seen once.
-                let overlap = needle.len().saturating_sub(1) as u64;
-                let mut buf = vec![0u8; (WINDOW + overlap) as usize];
-                for seg in self.segments().iter().filter(|seg| seg.filesz > 0) {
-                    let start = if s.virtual_addresses {
+        // (address, file offset, bytes) of each stretch the file holds as it is.
+        let stretches: Vec<(u64, u64, u64)> = match &self.inner {
+            Inner::Elf(_) => self
+                .segments()
+                .iter()
+                .filter(|seg| seg.filesz > 0)
+                .map(|seg| {
+                    let at = if s.virtual_addresses {
                         seg.vaddr
                     } else {
                         seg.paddr
                     };
-                    let mut done = 0;
-                    while done < seg.filesz {
-                        let n = (seg.filesz - done).min(WINDOW + overlap);
-                        let window = &mut buf[..n as usize];
-                        let at = start.wrapping_add(done);
-                        let read = if s.virtual_addresses {
-                            self.read_dump_mapping(at, window)
-                                .map(|got| got as u64 == n)
-                        } else {
-                            self.read_phys(at, window).map(|()| true)
-                        };
-                        // The window's pages are not needed again by the search.
-                        self.storage.release(seg.offset + done, n.min(WINDOW));
-                        if read.unwrap_or(false) {
-                            s.bytes += n.min(WINDOW);
-                            if hits(at, window).is_break() {
-                                return s;
-                            }
-                        } else {
-                            s.unreadable += n.min(WINDOW);
-                        }
-                        done += WINDOW;
+                    (at, seg.offset, seg.filesz)
+                })
+                .collect(),
+            Inner::Raw(r) => vec![(r.start, 0, r.len)],
+            Inner::Kdump(_) => Vec::new(),
+        };
+        // A window overlaps the next by the needle's length less one byte, so a match across
+        // the boundary is seen once.
+        let overlap = needle.len().saturating_sub(1) as u64;
+        let mut buf = Vec::new();
+        for (start, offset, len) in stretches {
+            buf.resize((WINDOW + overlap).min(len) as usize, 0);
+            let mut done = 0;
+            while done < len {
+                let n = (len - done).min(WINDOW + overlap);
+                let window = &mut buf[..n as usize];
+                let at = start.wrapping_add(done);
+                let read = if s.virtual_addresses {
+                    self.read_dump_mapping(at, window)
+                        .map(|got| got as u64 == n)
+                } else {
+                    self.read_phys(at, window).map(|()| true)
+                };
+                // The window's pages are not needed again by the search.
+                self.storage.release(offset + done, n.min(WINDOW));
+                if read.unwrap_or(false) {
+                    s.bytes += n.min(WINDOW);
+                    if hits(at, window).is_break() {
+                        return s;
                     }
+                } else {
+                    s.unreadable += n.min(WINDOW);
                 }
+                done += WINDOW;
             }
+        }
+        match &self.inner {
+            Inner::Elf(_) | Inner::Raw(_) => {}
             Inner::Kdump(k) => {
                 let data = self.storage.bytes();
                 let mut page = vec![0u8; PAGE as usize];

@@ -1,5 +1,5 @@
-//! `kcrash [DUMP] [IMAGE] [MODULE.ko...]`: a crash(8)-style session on a dump, or on the running
-//! kernel. A thin shell over the library.
+//! `kcrash [DUMP|FILE@ADDRESS] [IMAGE] [MODULE.ko...]`: a crash(8)-style session on a dump, a
+//! raw memory image, or the running kernel. A thin shell over the library.
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -13,14 +13,14 @@ use kcrash::linux::ko::{find_ko, module_name};
 use kcrash::linux::live::{self, is_live_path};
 use kcrash::paint::{ColorChoice, Paint};
 use kcrash::regress::{report, Corpus, EntryRun, Options};
-use kcrash::session::{is_gzip, sort_files, Session};
+use kcrash::session::{is_gzip, open_dump, sort_files, Session};
 use kcrash::shell::{Completion, Shell};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 use rustyline::{Config, Editor};
 
 /// Crash-dump inspection for kernel engineers: the KLog event rings, symbols and memory of a
-/// QEMU vmcore, a kdump file or a process core.
+/// QEMU vmcore, a kdump file, a raw memory image or a process core.
 #[derive(Parser, Debug)]
 #[command(name = "kcrash", version)]
 #[command(after_help = "\
@@ -40,6 +40,7 @@ Examples:
   kcrash -c 'p KLogs[2]' vmcore vmlinux klogtest.ko
   kcrash -c sys -c 'rd -s KLogs 16' vmcore vmlinux
   kcrash -i triage.cmds vmcore vmlinux > report.txt
+  kcrash -c 'rd -p 0x100000 8' guest.mem@0 vmlinux   (raw memory: QEMU pmemsave, virsh)
   sudo kcrash -c 'klog 0 full'                 (the running kernel; KLogs' module found by itself)
   sudo kcrash -c 'klog --follow' klogtest.ko
   echo 'klog SCHED' | kcrash core.1234
@@ -55,8 +56,12 @@ struct Cli {
     /// The dump and its image (vmlinux, the program), in any order; a process core finds its
     /// executable by itself when it is present. Kernel modules' `.ko` files load at their
     /// addresses in the dump (as `mod -s`). Without a dump, or with /proc/kcore, the running
-    /// kernel (as root).
-    #[arg(value_name = "DUMP [IMAGE] [MODULE.ko]")]
+    /// kernel (as root). A raw physical memory image (QEMU's pmemsave, a console's raw memory
+    /// dump; plain or gzipped) is FILE@ADDRESS, as in crash: the file's first byte is physical
+    /// ADDRESS (hex with 0x, or decimal; k, m or g multiplies by KiB, MiB, GiB), e.g.
+    /// guest.mem@0. Without an image it holds only physical memory (rd -p); klog needs the
+    /// image. A file whose name holds @ is still that file when it exists.
+    #[arg(value_name = "DUMP|FILE@ADDRESS [IMAGE] [MODULE.ko]")]
     files: Vec<PathBuf>,
     /// Run this command, then exit (repeatable; run in order).
     #[arg(short = 'c', long = "command", value_name = "CMD")]
@@ -129,7 +134,7 @@ fn main() -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail_open(errors, &e.to_string()),
     };
-    let live = is_live_path(&files.dump);
+    let live = files.phys_start.is_none() && is_live_path(&files.dump);
     let opened = if live {
         dumpfmt::Dump::open_live(&files.dump).map_err(|e| live::open_failure(&files.dump, &e))
     } else {
@@ -139,7 +144,7 @@ fn main() -> ExitCode {
                 files.dump.display()
             );
         }
-        dumpfmt::Dump::open(&files.dump).map_err(|e| e.to_string())
+        open_dump(&files.dump, files.phys_start).map_err(|e| e.to_string())
     };
     let dump = match opened {
         Ok(d) => d,

@@ -1,8 +1,8 @@
 //! `klog` on every dump of the corpus, through the real binary, against the oracle each test
 //! kernel printed while it logged (corpus/README.md): every record of every ring by (ring, seq),
 //! every field and message, the damage each scenario must report, the per-ring counts, and the
-//! FULL and TERSE text forms; big rings by the digest of their words. The dumps come from QEMU,
-//! makedumpfile, Linux and gdb.
+//! FULL and TERSE text forms; big rings by the digest of their words. The dumps come from QEMU
+//! (`dump-guest-memory` and `pmemsave`'s raw memory), makedumpfile, Linux and gdb.
 //!
 //! `KCRASH_CORPUS=DIR` checks another corpus (CI checks the one it has just generated, big-ring
 //! dumps included); every entry whose files are there is checked.
@@ -52,7 +52,8 @@ fn entries() -> Vec<(String, PathBuf, Vec<PathBuf>, Expected)> {
                 .expect("entry's kernel");
             let text = std::fs::read_to_string(dir.join(&e.expected)).expect("expected.json");
             let expected: Expected = serde_json::from_str(&text).expect("expected.json parses");
-            let dumps = e.dumps.iter().map(|d| dir.join(&d.path)).collect();
+            // As kcrash's command line names each: a raw memory image is FILE@ADDRESS.
+            let dumps = e.dumps.iter().map(|d| d.argument(&dir)).collect();
             (e.name.clone(), dir.join(&kernel.image), dumps, expected)
         })
         .collect()

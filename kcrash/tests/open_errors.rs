@@ -214,3 +214,113 @@ fn a_gzipped_dump_with_more_behind_it_is_read_to_its_end_only() {
     let stderr = String::from_utf8_lossy(&got.stderr);
     assert_eq!(stderr.lines().filter(|l| *l == said).count(), 1, "{stderr}");
 }
+
+/// `FILE@ADDRESS`, a raw memory image: every way the word or the file can be wrong is one line
+/// naming it, with exit status 2.
+#[test]
+fn raw_memory_words_that_cannot_be_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let mem = dir.path().join("mem");
+    std::fs::write(&mem, vec![0u8; 0x2000]).unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    let (m, e) = (mem.display(), empty.display());
+    let missing = dir.path().join("missing");
+    let bad =
+        |word: &str, why: &str| format!("kcrash: {word}: no such file, and as FILE@ADDRESS {why}");
+    let cases = [
+        (
+            format!("{}@0x10", missing.display()),
+            format!(
+                "kcrash: {}: cannot open: No such file or directory (os error 2)",
+                missing.display()
+            ),
+        ),
+        (
+            format!("{m}@0xzz"),
+            bad(
+                &format!("{m}@0xzz"),
+                "\"0xzz\" is not a physical address: not a hex number after 0x",
+            ),
+        ),
+        (
+            format!("{m}@"),
+            bad(
+                &format!("{m}@"),
+                "\"\" is not a physical address: no digits (hex with 0x, or decimal, then k, m \
+                 or g if you like)",
+            ),
+        ),
+        (
+            format!("{m}@-1"),
+            bad(
+                &format!("{m}@-1"),
+                "\"-1\" is not a physical address: not a decimal number (hex needs 0x)",
+            ),
+        ),
+        (
+            format!("{m}@18446744073709551616"),
+            bad(
+                &format!("{m}@18446744073709551616"),
+                "\"18446744073709551616\" is not a physical address: more than 64 bits",
+            ),
+        ),
+        (
+            format!("{m}@0x1000000000g"),
+            bad(
+                &format!("{m}@0x1000000000g"),
+                "\"0x1000000000g\" is not a physical address: more than 64 bits",
+            ),
+        ),
+        (
+            format!("{m}@0xffffffffffffffff"),
+            format!(
+                "kcrash: {m}: at offset 0x0: a raw memory image of 0x2000 bytes at physical \
+                 0xffffffffffffffff would end past 2^64"
+            ),
+        ),
+        (
+            format!("{e}@0"),
+            format!(
+                "kcrash: {e}: at offset 0x0: empty file: a raw memory image holds at least one \
+                 byte"
+            ),
+        ),
+    ];
+    for (word, want) in cases {
+        assert_eq!(failure(&klog(&[Path::new(&word)]), 2), want, "{word}");
+    }
+    let word = format!("{m}@0");
+    assert_eq!(
+        failure(
+            &klog(&[Path::new(&word), &corpus("bare/rings/vmcore.kdump")]),
+            2
+        ),
+        "kcrash: more than one dump given: kcrash [DUMP] [IMAGE] [MODULE.ko...]"
+    );
+    // Memory (here zeros where the kernel's entry point is) that does not hold the image's code
+    // is not its kernel's.
+    let word = format!("{m}@1m");
+    let line = failure(&klog(&[Path::new(&word), &corpus("bare/vmlinux")]), 2);
+    assert!(
+        line.ends_with(&format!(
+            "does not belong to {m}: the code at the entry point 0xffffffff80100000 differs"
+        )),
+        "{line}"
+    );
+}
+
+/// A file whose name holds `@` is that file when it exists, whatever follows the `@`.
+#[test]
+fn a_file_named_with_an_at_is_that_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let named = dir.path().join("vmcore@0x10");
+    std::fs::copy(corpus("bare/rings/vmcore.kdump"), &named).unwrap();
+    let out = klog(&[&named, &corpus("bare/vmlinux")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}

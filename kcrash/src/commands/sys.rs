@@ -107,6 +107,7 @@ fn format_name(dump: &Dump, process: bool) -> &'static str {
         (Format::Elf, false) => "ELF core (kernel)",
         (Format::Kdump, _) => "kdump-compressed",
         (Format::KdumpFlattened, _) => "kdump-compressed, makedumpfile flattened stream",
+        (Format::Raw, _) => "raw memory",
     }
 }
 
@@ -169,6 +170,15 @@ impl Report {
         if dump.is_incomplete() {
             facts.push(("incomplete", json!(true)));
         }
+        if let Some(range) = dump.raw_range() {
+            facts.push((
+                "physical",
+                json!(format!(
+                    "[{:#x}, {:#x}): the file, from its first byte",
+                    range.start, range.end
+                )),
+            ));
+        }
 
         let prstatus: Vec<_> = dump
             .prstatus()
@@ -180,6 +190,8 @@ impl Report {
             "QEMU dump-guest-memory (QEMU CPU-state notes)"
         } else if dump.kdump_header().is_some() {
             "kdump (makedumpfile)"
+        } else if dump.format() == Format::Raw {
+            "unknown (a raw memory image names none)"
         } else {
             "unknown"
         };
@@ -200,6 +212,11 @@ impl Report {
         };
         if process {
             facts.push(("threads", json!(stops.len())));
+        } else if dump.format() == Format::Raw {
+            facts.push((
+                "cpus",
+                json!("unknown (a raw memory image holds no CPU state)"),
+            ));
         } else if linux {
             match facts::cpus(session.kernel()) {
                 Ok((online, _)) => facts.push((

@@ -22,7 +22,7 @@ use crate::commands::Settings;
 use crate::error::report;
 use crate::paint::ColorChoice;
 use crate::redirect;
-use crate::session::Session;
+use crate::session::{open_dump, Session};
 use manifest::{Check, Entry, Manifest};
 use output::{Output, Verdict};
 
@@ -207,7 +207,7 @@ impl Corpus {
             .iter()
             .map(|d| {
                 let image = image.as_ref().map_err(Clone::clone)?;
-                run_dump(&self.dir.join(&d.path), image, &entry.checks)
+                run_dump(&self.dir.join(&d.path), d.phys_start, image, &entry.checks)
             })
             .collect();
         let mut cases = Vec::new();
@@ -319,9 +319,15 @@ fn read_expected(path: &Path) -> Result<String, String> {
     })
 }
 
-/// Opens one dump with its image and runs every check on it, capturing what each prints.
-fn run_dump(path: &Path, image: &Path, checks: &[Check]) -> Result<Vec<(Output, f64)>, String> {
-    let dump = dumpfmt::Dump::open(path).map_err(|e| e.to_string())?;
+/// Opens one dump (raw memory when `phys_start` is given) with its image and runs every check
+/// on it, capturing what each prints.
+fn run_dump(
+    path: &Path,
+    phys_start: Option<u64>,
+    image: &Path,
+    checks: &[Check],
+) -> Result<Vec<(Output, f64)>, String> {
+    let dump = open_dump(path, phys_start).map_err(|e| e.to_string())?;
     let session = Session::open(&dump, Some(image.to_owned())).map_err(|e| e.to_string())?;
     let mut settings = Settings {
         scroll: false,

@@ -19,7 +19,7 @@ use crate::klog::Klog;
 use crate::linux::{self, Linux};
 use crate::memory::{Memory, Unreadable};
 
-pub use files::{is_gzip, sort_files, Files};
+pub use files::{is_gzip, open_dump, parse_phys_address, sort_files, split_raw, Files};
 pub use process::{FileBacked, FileRange, Verdict};
 
 /// An open dump with its image.

@@ -31,6 +31,10 @@ pub const BARE_ONLY_SCENARIO: &str = "fault";
 /// Hosted scenarios also taken with gdb's gcore, so the corpus holds cores of both producers.
 pub const GCORE_SCENARIOS: [&str; 2] = ["rings", "strings"];
 
+/// Bare scenarios also saved as raw memory (QMP `pmemsave`). One is enough: a raw image is read
+/// the same way whatever the scenario logged, and each costs the corpus about 0.3 MB gzipped.
+pub const RAW_SCENARIOS: [&str; 1] = ["rings"];
+
 /// Where `corpus` writes by default.
 pub fn default_dir() -> PathBuf {
     repo_root().join("corpus")
@@ -155,11 +159,15 @@ impl Planned {
         }
     }
 
-    /// The QEMU dump formats of a bare crash: committed entries keep every format; the big one
-    /// the kdump file and the ELF dump gdb checks its digests in.
+    /// The QEMU dump formats of a bare crash: committed entries keep every format with a
+    /// header, and [`RAW_SCENARIOS`] raw memory too; the big one the kdump file and the ELF dump
+    /// gdb checks its digests in.
     pub fn formats(&self) -> &'static [DumpFormat] {
         match self.kernel {
-            Kernel::Qemu(_) if self.committed() => &DumpFormat::ALL,
+            Kernel::Qemu(_) if self.committed() && RAW_SCENARIOS.contains(&self.scenario) => {
+                &DumpFormat::ALL
+            }
+            Kernel::Qemu(_) if self.committed() => &DumpFormat::WITH_HEADERS,
             Kernel::Qemu(_) => &[DumpFormat::ElfPaging, DumpFormat::KdumpZlib],
             Kernel::Hosted(_) => &[],
         }
@@ -367,6 +375,7 @@ pub fn bare_entry(planned: &Planned, gzip: bool) -> Entry {
                 path: format!("{name}/{}{suffix}", format.file_name()),
                 gzip,
                 magic: format.magic().name().to_string(),
+                phys_start: format.phys_start(),
             }
         })
         .collect();
@@ -473,6 +482,7 @@ pub fn crash_hosted(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> 
             path: format!("{}/{file_name}", planned.name()),
             gzip,
             magic: Magic::ElfCore.name().to_string(),
+            phys_start: None,
         }],
     );
     // A fallback to gcore stops the program instead of letting it abort.
@@ -527,7 +537,8 @@ pub struct Checked {
 }
 
 /// Checks a corpus directory against its manifest: each listed image has its magic; for each
-/// entry, every file exists with the magic the manifest says, expected.json is what the oracle
+/// entry, every file exists with the magic the manifest says (raw memory: none, a physical
+/// start, and the guest's RAM size), expected.json is what the oracle
 /// derives from the console log, every hosted core holds the records the oracle says, and, with
 /// `gdb`, every ring of each `elf-paging` dump equals the oracle ([`gdbcheck`]). Entries with
 /// `committed = false` are checked only if their console log exists; `kernels` and `scenarios`,
@@ -586,6 +597,17 @@ fn check_entry(
             );
         }
         expect_magic(&path, &dump.magic)?;
+        if (dump.format == DumpFormat::Raw.name()) != dump.phys_start.is_some() {
+            bail!(
+                "{}: a raw dump, and only one, has a phys_start (format {}, phys_start {:?})",
+                dump.path,
+                dump.format,
+                dump.phys_start
+            );
+        }
+        if dump.format == DumpFormat::Raw.name() {
+            check_raw_size(&path, dump.gzip, &entry.kernel)?;
+        }
         if dump.magic == Magic::ElfCore.name() && kernel.magic == Magic::ElfDyn.name() {
             verify_core(&path, &stored)?;
             checked.cores += 1;
@@ -615,10 +637,41 @@ fn check_against_dump(image: &Path, dump: &Path, gzip: bool, expected: &Expected
     gdbcheck::check(image, &path, expected, &symbols, scratch.path())
 }
 
+/// A raw image holds all of its guest's RAM: as many bytes (once inflated) as the kernel's
+/// machine had.
+fn check_raw_size(path: &Path, gzip: bool, kernel: &str) -> Result<()> {
+    let Some(Kernel::Qemu(build)) = Kernel::from_name(kernel) else {
+        bail!(
+            "{}: raw memory of kernel {kernel}, which QEMU does not run",
+            path.display()
+        );
+    };
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let len = if gzip {
+        std::io::copy(
+            &mut flate2::read::MultiGzDecoder::new(file),
+            &mut std::io::sink(),
+        )
+        .with_context(|| format!("gunzipping {}", path.display()))?
+    } else {
+        file.metadata()?.len()
+    };
+    let want = u64::from(build.memory_mib()) << 20;
+    if len != want {
+        bail!(
+            "{}: {len} bytes of raw memory, but the guest had {want}",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// The file has the magic `want` names; `raw` (memory, which has none) wants none found.
 fn expect_magic(path: &Path, want: &str) -> Result<()> {
     let found = Magic::of_file(path)?;
     match found {
-        Some(magic) if magic.name() == want => Ok(()),
+        None if want == Magic::Raw.name() => Ok(()),
+        Some(magic) if magic.name() == want && magic != Magic::Raw => Ok(()),
         other => bail!(
             "{}: expected {want}, found {:?}",
             path.display(),

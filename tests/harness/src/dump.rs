@@ -16,15 +16,29 @@ pub enum DumpFormat {
     KdumpZlibFlat,
     /// `makedumpfile -R` of [`DumpFormat::KdumpZlibFlat`]: a plain kdump-compressed file.
     KdumpZlib,
+    /// QMP `pmemsave` of all guest RAM from physical address 0: raw memory, no header.
+    Raw,
 }
 
 impl DumpFormat {
-    pub const ALL: [DumpFormat; 4] = [
+    pub const ALL: [DumpFormat; 5] = [
+        DumpFormat::Elf,
+        DumpFormat::ElfPaging,
+        DumpFormat::KdumpZlibFlat,
+        DumpFormat::KdumpZlib,
+        DumpFormat::Raw,
+    ];
+
+    /// The formats with a header: every one but raw memory.
+    pub const WITH_HEADERS: [DumpFormat; 4] = [
         DumpFormat::Elf,
         DumpFormat::ElfPaging,
         DumpFormat::KdumpZlibFlat,
         DumpFormat::KdumpZlib,
     ];
+
+    /// Where a [`DumpFormat::Raw`] image's first byte is: `pmemsave` is asked for RAM from 0.
+    pub const RAW_PHYS_START: u64 = 0;
 
     /// Name in the manifest (`format = "..."`).
     pub fn name(self) -> &'static str {
@@ -33,6 +47,7 @@ impl DumpFormat {
             DumpFormat::ElfPaging => "elf-paging",
             DumpFormat::KdumpZlibFlat => "kdump-zlib-flat",
             DumpFormat::KdumpZlib => "kdump-zlib",
+            DumpFormat::Raw => "raw",
         }
     }
 
@@ -47,6 +62,7 @@ impl DumpFormat {
             DumpFormat::ElfPaging => "vmcore-paging.elf",
             DumpFormat::KdumpZlibFlat => "vmcore.kdump-flat",
             DumpFormat::KdumpZlib => "vmcore.kdump",
+            DumpFormat::Raw => "vmcore.raw",
         }
     }
 
@@ -57,11 +73,13 @@ impl DumpFormat {
             DumpFormat::ElfPaging => "qemu dump-guest-memory format=elf paging=true",
             DumpFormat::KdumpZlibFlat => "qemu dump-guest-memory format=kdump-zlib",
             DumpFormat::KdumpZlib => "makedumpfile -R < vmcore.kdump-flat",
+            DumpFormat::Raw => "qemu pmemsave val=0 size=<guest RAM>",
         }
     }
 
-    /// Whether the committed corpus keeps it gzipped: the ELF dumps are mostly zeros, and the
-    /// flattened stream is an intermediate kcrash tests read after the plain kdump file.
+    /// Whether the committed corpus keeps it gzipped: the ELF dumps and raw memory are mostly
+    /// zeros, and the flattened stream is an intermediate kcrash tests read after the plain
+    /// kdump file.
     pub fn gzipped_in_corpus(self) -> bool {
         self != DumpFormat::KdumpZlib
     }
@@ -72,20 +90,36 @@ impl DumpFormat {
             DumpFormat::Elf | DumpFormat::ElfPaging => Magic::ElfCore,
             DumpFormat::KdumpZlibFlat => Magic::Flattened,
             DumpFormat::KdumpZlib => Magic::Kdump,
+            DumpFormat::Raw => Magic::Raw,
         }
     }
 
-    /// QMP `dump-guest-memory` arguments writing to `path`, or None for formats made by
-    /// another program from a QEMU dump.
-    pub fn qmp_arguments(self, path: &Path) -> Option<Value> {
+    /// The physical address of the dump's first byte, for raw memory (which cannot say).
+    pub fn phys_start(self) -> Option<u64> {
+        (self == DumpFormat::Raw).then_some(Self::RAW_PHYS_START)
+    }
+
+    /// The QMP command and its arguments writing this dump of a guest with `ram_bytes` of RAM
+    /// to `path`, or None for formats made by another program from a QEMU dump.
+    pub fn qmp_command(self, path: &Path, ram_bytes: u64) -> Option<(&'static str, Value)> {
         let protocol = format!("file:{}", path.display());
+        let dump = |arguments| Some(("dump-guest-memory", arguments));
         match self {
-            DumpFormat::Elf => Some(json!({ "paging": false, "protocol": protocol })),
-            DumpFormat::ElfPaging => Some(json!({ "paging": true, "protocol": protocol })),
+            DumpFormat::Elf => dump(json!({ "paging": false, "protocol": protocol })),
+            DumpFormat::ElfPaging => dump(json!({ "paging": true, "protocol": protocol })),
             DumpFormat::KdumpZlibFlat => {
-                Some(json!({ "paging": false, "protocol": protocol, "format": "kdump-zlib" }))
+                dump(json!({ "paging": false, "protocol": protocol, "format": "kdump-zlib" }))
             }
             DumpFormat::KdumpZlib => None,
+            // QEMU's own raw producer: guest-physical memory, byte for byte, from address 0.
+            DumpFormat::Raw => Some((
+                "pmemsave",
+                json!({
+                    "val": Self::RAW_PHYS_START,
+                    "size": ram_bytes,
+                    "filename": path.display().to_string(),
+                }),
+            )),
         }
     }
 }
@@ -105,6 +139,9 @@ pub enum Magic {
     Kdump,
     /// gzip member.
     Gzip,
+    /// No signature at all: raw memory. [`Magic::identify`] never says so; a raw dump is one
+    /// it finds nothing in.
+    Raw,
 }
 
 impl Magic {
@@ -117,6 +154,7 @@ impl Magic {
             Magic::Flattened => "makedumpfile-flattened",
             Magic::Kdump => "kdump",
             Magic::Gzip => "gzip",
+            Magic::Raw => "raw",
         }
     }
 

@@ -52,7 +52,8 @@ enum Command {
         scenario: String,
         #[arg(long)]
         out: PathBuf,
-        /// QEMU kernels: formats to write (default: all).
+        /// QEMU kernels: formats to write: elf, elf-paging, kdump-zlib-flat, kdump-zlib, raw
+        /// (default: the scenario's corpus formats).
         #[arg(long = "format")]
         formats: Vec<String>,
         /// Hosted programs: take the core with gdb's gcore instead of Linux's.
@@ -231,7 +232,12 @@ fn run(planned: &Planned, out: &std::path::Path, formats: &[String]) -> Result<(
                 crash.dump_time.as_secs_f64()
             );
             for (format, path) in crash.dumps {
-                println!("{}\t{}", format.name(), path.display());
+                // A raw image is named as kcrash takes it: FILE@ADDRESS.
+                let at = format
+                    .phys_start()
+                    .map(|start| format!("@{start:#x}"))
+                    .unwrap_or_default();
+                println!("{}\t{}{at}", format.name(), path.display());
             }
         }
         Kernel::Hosted(_) => {

@@ -210,9 +210,9 @@ fn drive(
     for format in wanted {
         let path = out.join(format.file_name());
         let _ = std::fs::remove_file(&path);
-        match format.qmp_arguments(&path) {
-            Some(arguments) => {
-                qmp.execute("dump-guest-memory", arguments, Duration::from_secs(600))
+        match format.qmp_command(&path, u64::from(boot.memory_mib) << 20) {
+            Some((command, arguments)) => {
+                qmp.execute(command, arguments, Duration::from_secs(600))
                     .with_context(|| format!("dumping {}", format.name()))?;
             }
             None => {

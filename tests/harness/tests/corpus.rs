@@ -273,7 +273,12 @@ fn committed_manifest_is_what_the_harness_describes() {
             .find(|p| p.name() == entry.name)
             .unwrap();
         if let Kernel::Qemu(_) = planned.kernel {
-            assert_eq!(*entry, corpus::bare_entry(&planned, true));
+            assert_eq!(
+                *entry,
+                corpus::bare_entry(&planned, true),
+                "regenerate the corpus: {}",
+                corpus::REGENERATE
+            );
         }
         assert_eq!(entry.kernel, planned.kernel.name());
         assert_eq!(entry.console, format!("{}/console.log", entry.name));
@@ -313,11 +318,25 @@ fn fresh_pipeline_makes_every_dump_and_oracle() {
         gzip: false,
     })
     .unwrap();
-    let all: Vec<&str> = DumpFormat::ALL.iter().map(|f| f.name()).collect();
-    for entry in &manifest.entries {
+    for (entry, planned) in manifest.entries.iter().zip(&crashes) {
         let formats: Vec<&str> = entry.dumps.iter().map(|d| d.format.as_str()).collect();
-        assert_eq!(formats, all, "{}", entry.name);
+        let want: Vec<&str> = planned.formats().iter().map(|f| f.name()).collect();
+        assert_eq!(formats, want, "{}", entry.name);
+        let headers = DumpFormat::WITH_HEADERS.map(DumpFormat::name);
+        assert_eq!(
+            formats[..4],
+            headers,
+            "{}: every format with a header",
+            entry.name
+        );
     }
+    let raw: Vec<&str> = manifest
+        .entries
+        .iter()
+        .filter(|e| e.dumps.iter().any(|d| d.format == DumpFormat::Raw.name()))
+        .map(|e| e.scenario.as_str())
+        .collect();
+    assert_eq!(raw, corpus::RAW_SCENARIOS, "raw memory of these scenarios");
     let checked = corpus::check(out.path(), true, &[], &[]).unwrap();
     assert_eq!(checked.entries, crashes.len());
     assert_eq!(
