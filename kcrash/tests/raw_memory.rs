@@ -199,3 +199,36 @@ fn without_an_image_klog_reads_through_the_descriptor() {
         assert_eq!(raw, elf, "{command}");
     }
 }
+
+/// A kernel that cannot say where its page tables are: the descriptor's `self` address and the
+/// physical address it was found at imply the kernel's one linear map, which kcrash then uses
+/// for every address (and says so).
+#[test]
+fn without_page_tables_the_descriptor_implies_a_linear_map() {
+    let Some(p) = pair("without_page_tables_the_descriptor_implies_a_linear_map") else {
+        return;
+    };
+    use klog_runtime::descriptor::{self, CHECKSUM_AT};
+    let (file, at) = p.raw.to_str().unwrap().rsplit_once('@').unwrap();
+    let dump = dumpfmt::Dump::open_raw(file, 0).expect("raw image");
+    let mut bytes = vec![0u8; p.ram as usize];
+    dump.read_phys(0, &mut bytes).unwrap();
+    let magic = descriptor::stored_magic();
+    let d = bytes.windows(16).position(|w| w == magic).unwrap();
+    let size = descriptor::claimed_size(&bytes[d..]).unwrap();
+    bytes[d + 0x60..d + 0x68].fill(0);
+    bytes[d + CHECKSUM_AT..d + CHECKSUM_AT + 4].fill(0);
+    let crc = descriptor::crc32(0, bytes[d..d + size].iter().copied());
+    bytes[d + CHECKSUM_AT..d + CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let edited = dir.path().join("memory.raw");
+    std::fs::write(&edited, &bytes).unwrap();
+    let edited = PathBuf::from(format!("{}@{at}", edited.display()));
+    let summary: serde_json::Value =
+        serde_json::from_str(&run(&[&edited], &["klog -s --json"], "klog -s")).unwrap();
+    let notes = summary["layout"]["notes"].to_string();
+    assert!(notes.contains("linear map"), "{notes}");
+    let raw = run(&[&edited], &["klog 0 full"], "raw, no page tables");
+    let elf = run(&[&p.elf, &p.image], &["klog 0 full"], "elf");
+    assert_eq!(raw, elf);
+}

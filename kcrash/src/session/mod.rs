@@ -546,6 +546,9 @@ struct FoundLayout<'d> {
 
 /// One past the highest physical address the dump holds.
 fn phys_end(dump: &Dump) -> u64 {
+    if let Some(range) = dump.raw_range() {
+        return range.end;
+    }
     match dump.kdump_header() {
         Some(h) => h.max_mapnr.saturating_mul(h.block_size),
         None => dump
