@@ -28,6 +28,17 @@ pub struct Searched {
 }
 
 impl Dump {
+    /// Whether [`Dump::search`] gives virtual addresses: a process core's, or a kernel dump's
+    /// whose segments all claim physical address 0 (QEMU's paging=true dumps), where only the
+    /// virtual addresses say where memory is.
+    pub fn searched_by_virtual_address(&self) -> bool {
+        let segments = self.segments();
+        self.is_process_core()
+            || (self.has_virtual_mappings()
+                && segments.len() > 1
+                && segments.iter().all(|s| s.paddr == 0))
+    }
+
     /// Calls `found` with every address of the dump's memory where `needle` starts at a multiple
     /// of `align` (a power of two that divides 4096, so that a match never spans two pages of a
     /// kdump file), until it returns `Break`. `needle` must be no longer than `align`'s page.
@@ -39,7 +50,7 @@ impl Dump {
     ) -> Searched {
         let finder = Finder::new(needle);
         let mut s = Searched {
-            virtual_addresses: self.is_process_core(),
+            virtual_addresses: self.searched_by_virtual_address(),
             ..Searched::default()
         };
         let mut hits = |base: u64, bytes: &[u8]| {

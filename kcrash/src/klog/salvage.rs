@@ -105,7 +105,7 @@ pub fn anywhere(dump: &dumpfmt::Dump, order: Order) -> Salvage {
     let mut count = 0usize;
     let mut unreadable = Vec::new();
     let read = |at: u64, buf: &mut [u8]| {
-        if dump.is_process_core() {
+        if dump.searched_by_virtual_address() {
             dump.read_dump_mapping(at, buf)
                 .map_err(|e| e.to_string())
                 .and_then(|n| {

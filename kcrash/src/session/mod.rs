@@ -404,7 +404,9 @@ impl<'d> Session<'d> {
                     .into(),
             ));
         }
-        let process = dump.is_process_core();
+        // Process cores, and kernel dumps that give only virtual addresses, are searched by
+        // virtual address: a candidate is then where it says it is, or it is a copy.
+        let process = dump.searched_by_virtual_address();
         let read = |at, buf: &mut [u8]| {
             if process {
                 self.read(at, buf).map_err(|e| e.to_string())
