@@ -29,7 +29,7 @@ fn edited(dir: &Path, edit: impl Fn(&mut Vec<u8>, usize)) -> PathBuf {
 /// Stores a fresh checksum over the descriptor at `at`, so that only the checks after the
 /// checksum's can refuse an edit.
 fn reseal(b: &mut [u8], at: usize) {
-    let size = descriptor::claimed_size(&b[at..]).unwrap();
+    let size = u32::from_le_bytes(b[at + 0x1c..at + 0x20].try_into().unwrap()) as usize;
     b[at + CHECKSUM_AT..at + CHECKSUM_AT + 4].fill(0);
     let crc = descriptor::crc32(0, b[at..at + size].iter().copied());
     b[at + CHECKSUM_AT..at + CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
@@ -142,7 +142,8 @@ fn free_space(bytes: &[u8], descriptor_at: usize) -> (u64, usize) {
         .map(|(_, (a, _))| *a)
         .expect("the bare kernel's heap arena");
     let this = nm["klogDescriptor"].0;
-    let to = arena + 0x3000;
+    // Descriptors are 64-byte aligned; the scan looks nowhere else.
+    let to = (arena + 0x3000).next_multiple_of(64);
     let magic = descriptor::stored_magic();
     let at = file_offset(bytes, &magic, this, to);
     assert_eq!(at - descriptor_at, (to - this) as usize);

@@ -1,5 +1,5 @@
 //! Opening a dump: the two files in either order, and one clear line on stderr with exit status 2
-//! for each way it can go wrong (1 for a command that cannot run, such as klog without DWARF).
+//! for each way it can go wrong (1 for a command that cannot run).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -158,21 +158,41 @@ fn a_program_that_is_not_the_crashed_process() {
 }
 
 #[test]
-fn an_image_without_dwarf_says_what_still_works() {
-    if !tools::runs("an_image_without_dwarf_says_what_still_works", "objcopy") {
+fn an_image_without_dwarf_or_descriptor_symbol_is_read_by_scanning() {
+    if !tools::runs(
+        "an_image_without_dwarf_or_descriptor_symbol_is_read_by_scanning",
+        "objcopy",
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let stripped = dir.path().join("vmlinux");
     let ok = Command::new("objcopy")
-        .arg("--strip-debug")
+        .args(["--strip-debug", "--strip-symbol=klogDescriptor"])
         .arg(corpus("bare/vmlinux"))
         .arg(&stripped)
         .status()
         .unwrap();
     assert!(ok.success());
-    let line = failure(&klog(&[&corpus("bare/rings/vmcore.kdump"), &stripped]), 1);
-    assert!(line.ends_with("has no DWARF debug information, which klog needs to lay out KLogs; sym and rd still work from its ELF symbols"), "{line}");
+    let out = common::kcrash()
+        .command()
+        .args(["-s", "-c", "klog -s"])
+        .arg(corpus("bare/rings/vmcore.kdump"))
+        .arg(&stripped)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("layout: descriptor found by scanning memory, at physical 0x")
+            && stdout.contains("has no DWARF debug information and no klogDescriptor symbol: the KLog descriptor was looked for in the dump's memory"),
+        "{stdout}"
+    );
 }
 
 /// A gzipped dump with 64 MiB of zeros behind it in the same stream reads as the dump itself:

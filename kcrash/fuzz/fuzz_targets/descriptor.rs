@@ -24,7 +24,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let klog = Klog::read(&mem, descriptor::layout(&described));
     let _ = klog.names();
-    for rec in klog.records(&mem, Selection::All, Order::NewestFirst).take(256) {
+    for rec in klog
+        .records(&mem, Selection::All, Order::NewestFirst)
+        .take(256)
+    {
         let _ = rec.clock();
     }
 });

@@ -100,16 +100,7 @@ pub mod fixed {
                 len: RINGS,
                 stride: KLOG_SIZE,
             },
-            fields: KLogFields {
-                subsystem: field(0),
-                name: field(1),
-                num_recs: field(2),
-                rec_size: field(3),
-                header: field(4),
-                buffer: field(5),
-                buffer_size_1: field(6),
-                next_write: field(7),
-            },
+            fields: KLogFields::in_order(std::array::from_fn(|i| field(i as u64))),
             buffer: ArrayAt {
                 addr: BUFFER,
                 len: RECORDS * 8,
@@ -180,34 +171,25 @@ pub fn core_with_vmcoreinfo(text: &[u8]) -> Vec<u8> {
     note.extend_from_slice(name);
     note.extend_from_slice(text);
     note.resize(note.len().next_multiple_of(4), 0);
-    let mut elf = Vec::with_capacity(120 + note.len());
-    elf.extend_from_slice(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0");
-    elf.extend_from_slice(&4u16.to_le_bytes()); // ET_CORE
-    elf.extend_from_slice(&62u16.to_le_bytes()); // x86-64
-    elf.extend_from_slice(&1u32.to_le_bytes());
-    elf.extend_from_slice(&0u64.to_le_bytes()); // entry
-    elf.extend_from_slice(&64u64.to_le_bytes()); // phoff
-    elf.extend_from_slice(&0u64.to_le_bytes()); // shoff
-    elf.extend_from_slice(&0u32.to_le_bytes());
-    for half in [64u16, 56, 1, 64, 0, 0] {
-        elf.extend_from_slice(&half.to_le_bytes());
-    }
-    elf.extend_from_slice(&4u32.to_le_bytes()); // PT_NOTE
-    elf.extend_from_slice(&0u32.to_le_bytes());
-    elf.extend_from_slice(&120u64.to_le_bytes());
-    elf.extend_from_slice(&0u64.to_le_bytes());
-    elf.extend_from_slice(&0u64.to_le_bytes());
-    elf.extend_from_slice(&(note.len() as u64).to_le_bytes());
-    elf.extend_from_slice(&(note.len() as u64).to_le_bytes());
-    elf.extend_from_slice(&4u64.to_le_bytes());
-    elf.extend_from_slice(&note);
-    elf
+    core_with_one_segment(4, 0, 0, 4, &note) // PT_NOTE
 }
 
 /// A kernel ELF core with one PT_LOAD: `memory` at physical (and, as QEMU's paging=false dumps
 /// write it, virtual) address `paddr`, and no notes.
 pub fn core_with_memory(paddr: u64, memory: &[u8]) -> Vec<u8> {
-    let mut elf = Vec::with_capacity(120 + memory.len());
+    core_with_one_segment(1, 6, paddr, 4096, memory) // PT_LOAD, RW
+}
+
+/// An x86-64 ELF core whose one program header (`p_type`, `p_flags`, at `addr` virtual and
+/// physical, aligned to `align`) holds `payload`, which follows the headers.
+fn core_with_one_segment(
+    p_type: u32,
+    p_flags: u32,
+    addr: u64,
+    align: u64,
+    payload: &[u8],
+) -> Vec<u8> {
+    let mut elf = Vec::with_capacity(120 + payload.len());
     elf.extend_from_slice(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0");
     elf.extend_from_slice(&4u16.to_le_bytes()); // ET_CORE
     elf.extend_from_slice(&62u16.to_le_bytes()); // x86-64
@@ -219,15 +201,15 @@ pub fn core_with_memory(paddr: u64, memory: &[u8]) -> Vec<u8> {
     for half in [64u16, 56, 1, 64, 0, 0] {
         elf.extend_from_slice(&half.to_le_bytes());
     }
-    elf.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
-    elf.extend_from_slice(&6u32.to_le_bytes()); // RW
+    elf.extend_from_slice(&p_type.to_le_bytes());
+    elf.extend_from_slice(&p_flags.to_le_bytes());
     elf.extend_from_slice(&120u64.to_le_bytes());
-    elf.extend_from_slice(&paddr.to_le_bytes());
-    elf.extend_from_slice(&paddr.to_le_bytes());
-    elf.extend_from_slice(&(memory.len() as u64).to_le_bytes());
-    elf.extend_from_slice(&(memory.len() as u64).to_le_bytes());
-    elf.extend_from_slice(&4096u64.to_le_bytes());
-    elf.extend_from_slice(memory);
+    elf.extend_from_slice(&addr.to_le_bytes());
+    elf.extend_from_slice(&addr.to_le_bytes());
+    elf.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    elf.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    elf.extend_from_slice(&align.to_le_bytes());
+    elf.extend_from_slice(payload);
     elf
 }
 

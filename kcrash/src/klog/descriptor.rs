@@ -108,26 +108,17 @@ pub fn read(at: u64, read: &ReadFn<'_>) -> Result<Described, Refused> {
 /// The layout the descriptor gives.
 pub fn layout(d: &Described) -> KLogLayout {
     let p = &d.parsed;
-    let field = |i: usize| Field {
-        offset: p.klog_fields[i].offset.into(),
-        size: p.klog_fields[i].size.into(),
-    };
+    let fields = p.klog_fields.map(|f| Field {
+        offset: f.offset.into(),
+        size: f.size.into(),
+    });
     KLogLayout {
         klogs: ArrayAt {
             addr: p.klogs,
             len: p.subsystems.into(),
             stride: p.klog_stride.into(),
         },
-        fields: KLogFields {
-            subsystem: field(0),
-            name: field(1),
-            num_recs: field(2),
-            rec_size: field(3),
-            header: field(4),
-            buffer: field(5),
-            buffer_size_1: field(6),
-            next_write: field(7),
-        },
+        fields: KLogFields::in_order(fields),
         buffer: ArrayAt {
             addr: p.buffer,
             len: p.buffer_bytes / 8,

@@ -23,6 +23,24 @@ pub struct KLogFields {
 }
 
 impl KLogFields {
+    /// The fields in the design's order: subsystem, name, num_recs, rec_size, header, buffer,
+    /// buffer_size_1, next_write.
+    pub fn in_order(
+        [subsystem, name, num_recs, rec_size, header, buffer, buffer_size_1, next_write]: [Field;
+            8],
+    ) -> KLogFields {
+        KLogFields {
+            subsystem,
+            name,
+            num_recs,
+            rec_size,
+            header,
+            buffer,
+            buffer_size_1,
+            next_write,
+        }
+    }
+
     /// Builds the field table from a lookup of member name → field.
     pub fn from_lookup(
         mut member: impl FnMut(&str) -> Option<Field>,

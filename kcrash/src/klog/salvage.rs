@@ -44,33 +44,17 @@ impl Klog {
                 let words: [u64; 8] = std::array::from_fn(|w| {
                     u64::from_le_bytes(rec[w * 8..w * 8 + 8].try_into().unwrap_or_default())
                 });
-                if let Header::Valid { subsystem } = decode_header(words[0]) {
-                    let Some(group) = groups.get_mut(subsystem as usize) else {
-                        foreign += 1;
-                        continue;
-                    };
-                    group.push(Record {
-                        ring: subsystem as usize,
-                        seq: slot + i as u64,
-                        slot: slot + i as u64,
-                        words,
-                        subsystem: Some(subsystem),
-                        damage: Damage::default(),
-                        unreadable: None,
-                        sort_clock: words[3],
-                    });
+                if let Some(rec) = record(slot + i as u64, words) {
+                    match groups.get_mut(rec.ring) {
+                        Some(group) => group.push(rec),
+                        None => foreign += 1,
+                    }
                 }
             }
             slot += n;
         }
-        for g in &mut groups {
-            g.sort_by_key(|r| (r.clock(), r.slot));
-            if order == Order::NewestFirst {
-                g.reverse();
-            }
-        }
         Salvage {
-            groups,
+            groups: in_clock_order(groups, order),
             unreadable,
             unknown_subsystem: foreign,
             capped: false,
@@ -78,15 +62,27 @@ impl Klog {
     }
 }
 
-/// A record in the Tera layout at `addr`, if its header is a valid one.
-fn record(addr: u64, words: [u64; 8]) -> Option<Record> {
+/// Each group ordered by clock (slot breaking ties), in `order`.
+fn in_clock_order(mut groups: Vec<Vec<Record>>, order: Order) -> Vec<Vec<Record>> {
+    for g in &mut groups {
+        g.sort_by_key(|r| (r.clock(), r.slot));
+        if order == Order::NewestFirst {
+            g.reverse();
+        }
+    }
+    groups
+}
+
+/// A salvaged record in slot `slot` (of KLogBuffer, or of all memory), grouped by the subsystem
+/// its header names, if the header is a valid one.
+fn record(slot: u64, words: [u64; 8]) -> Option<Record> {
     let Header::Valid { subsystem } = decode_header(words[0]) else {
         return None;
     };
     Some(Record {
         ring: subsystem as usize,
-        seq: addr / (REC_WORDS * 8),
-        slot: addr / (REC_WORDS * 8),
+        seq: slot,
+        slot,
         words,
         subsystem: Some(subsystem),
         damage: Damage::default(),
@@ -129,7 +125,7 @@ pub fn anywhere(dump: &dumpfmt::Dump, order: Order) -> Salvage {
         let words: [u64; 8] = std::array::from_fn(|w| {
             u64::from_le_bytes(bytes[w * 8..w * 8 + 8].try_into().unwrap_or_default())
         });
-        if let Some(rec) = record(slot, words) {
+        if let Some(rec) = record(slot / (REC_WORDS * 8), words) {
             let id = rec.ring;
             if groups.len() <= id {
                 groups.resize_with(id + 1, Vec::new);
@@ -143,14 +139,8 @@ pub fn anywhere(dump: &dumpfmt::Dump, order: Order) -> Salvage {
             ControlFlow::Continue(())
         }
     });
-    for g in &mut groups {
-        g.sort_by_key(|r| (r.clock(), r.slot));
-        if order == Order::NewestFirst {
-            g.reverse();
-        }
-    }
     Salvage {
-        groups,
+        groups: in_clock_order(groups, order),
         unreadable,
         unknown_subsystem: 0,
         capped: count >= MAX_RECORDS,

@@ -383,11 +383,14 @@ impl<'d> Session<'d> {
                 "{} has no DWARF for KLogs, and its {refused}",
                 image.path().display()
             ))),
-            None => Err(Error::Missing(format!(
-                "{} has no DWARF debug information and no {DESCRIPTOR} symbol, which klog needs \
-                 to lay out KLogs; sym and rd still work from its ELF symbols",
-                image.path().display()
-            ))),
+            None => {
+                notes.push(format!(
+                    "{} has no DWARF debug information and no {DESCRIPTOR} symbol: the KLog \
+                     descriptor was looked for in the dump's memory",
+                    image.path().display()
+                ));
+                self.scan_for_klog(notes)
+            }
         }
     }
 

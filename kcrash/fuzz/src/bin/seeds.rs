@@ -230,7 +230,8 @@ fn descriptors(descriptor_dir: &Path, scan_dir: &Path) {
         let read = |from: u64, len: u64| {
             let mut buf = vec![0u8; len as usize];
             let ok = if d.is_process_core() {
-                d.read_dump_mapping(from, &mut buf).is_ok_and(|n| n == buf.len())
+                d.read_dump_mapping(from, &mut buf)
+                    .is_ok_and(|n| n == buf.len())
             } else {
                 d.read_phys(from, &mut buf).is_ok()
             };
