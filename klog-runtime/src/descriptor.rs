@@ -279,7 +279,7 @@ pub enum DescriptorError {
     },
     /// A global's size is not 1, 2, 4 or 8.
     Scalar(&'static str),
-    /// KLogs or KLogBuffer's extent wraps past the top of the address space.
+    /// An array's or KLogBuffer's extent wraps past the top of the address space.
     Extent(&'static str),
 }
 
@@ -513,6 +513,18 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, DescriptorError> {
     if buffer.checked_add(buffer_bytes).is_none() {
         return Err(DescriptorError::Extent("KLogBuffer"));
     }
+    let debug_flags = array("DebugFlags", 0x40, 0x6c, 0x72)?;
+    let commits = array("KLogCommits", 0x58, 0x6e, 0x73)?;
+    for (name, array) in [("DebugFlags", debug_flags), ("KLogCommits", commits)] {
+        if let Some((addr, stride, _)) = array {
+            if addr
+                .checked_add(u64::from(subsystems) * u64::from(stride))
+                .is_none()
+            {
+                return Err(DescriptorError::Extent(name));
+            }
+        }
+    }
     let mut id = [0u8; BUILD_ID_MAX];
     id.copy_from_slice(&bytes[0xb8..0xb8 + BUILD_ID_MAX]);
     Ok(Parsed {
@@ -525,10 +537,10 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, DescriptorError> {
         klog_stride,
         buffer,
         buffer_bytes,
-        debug_flags: array("DebugFlags", 0x40, 0x6c, 0x72)?,
+        debug_flags,
         klog_level: sized("klogLevel", 0x48, 0x70)?,
         clock_hz: sized("klogClockHz", 0x50, 0x71)?,
-        commits: array("KLogCommits", 0x58, 0x6e, 0x73)?,
+        commits,
         page_table_root: optional(0x60),
         rec_stride,
         klog_fields,

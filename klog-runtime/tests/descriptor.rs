@@ -154,6 +154,14 @@ fn a_reader_refuses_a_descriptor_that_is_damaged_or_unsealed() {
         },
         &|e| *e == DescriptorError::Extent("KLogBuffer"),
     );
+    // Found by fuzzing: an array whose last entry lies past the top of memory.
+    check(
+        &|b| {
+            b[0x58..0x60].copy_from_slice(&(u64::MAX - 64).to_le_bytes());
+            reseal(b)
+        },
+        &|e| *e == DescriptorError::Extent("KLogCommits"),
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! Finding the KLog with no image: the input's first 8 bytes are a physical address, the rest
-//! the memory there, made into a kernel ELF core with no notes. A session opened on it with no
+//! Finding the KLog with no image: the input's first 8 bytes are a physical address (its low
+//! bit, when set, reseals every descriptor's checksum so that mutations reach the checks behind
+//! it), the rest the memory there, made into a kernel ELF core with no notes. A session opened on it with no
 //! image scans the memory for the descriptor, checks every candidate, places the chosen one
 //! (its implied linear map), reads the rings and renders their first records; `klog --salvage`
 //! with no layout scans the same memory for records. A panic, or a scan without end, is a bug.
@@ -12,15 +13,20 @@ use kcrash::klog::render::{Clock, Printer, Style};
 use kcrash::klog::ring::Order;
 use kcrash::klog::{salvage, Selection};
 use kcrash::session::Session;
-use kcrash_fuzz::core_with_memory;
+use kcrash_fuzz::{core_with_memory, reseal_descriptors};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let (Some(addr), rest) = (data.get(..8), data.get(8..).unwrap_or(&[])) else {
         return;
     };
-    let paddr = u64::from_le_bytes(addr.try_into().unwrap_or_default()) & !0xfff;
-    let Ok(dump) = dumpfmt::Dump::from_bytes("fuzz-input", core_with_memory(paddr, rest)) else {
+    let word = u64::from_le_bytes(addr.try_into().unwrap_or_default());
+    let paddr = word & !0xfff;
+    let mut memory = rest.to_vec();
+    if word & 1 == 1 {
+        reseal_descriptors(&mut memory);
+    }
+    let Ok(dump) = dumpfmt::Dump::from_bytes("fuzz-input", core_with_memory(paddr, &memory)) else {
         return;
     };
     let Ok(session) = Session::open(&dump, None) else {

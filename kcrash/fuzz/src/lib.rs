@@ -213,6 +213,27 @@ fn core_with_one_segment(
     elf
 }
 
+/// Stores a fresh CRC in every KLog descriptor in `memory` (at each 64-byte-aligned magic whose
+/// claimed size fits), so that a mutation past the checksum reaches the checks behind it, as a
+/// hostile writer that computes checksums would.
+pub fn reseal_descriptors(memory: &mut [u8]) {
+    use klog_runtime::descriptor::{claimed_size, crc32, stored_magic, CHECKSUM_AT};
+    let magic = stored_magic();
+    let mut at = 0;
+    while at + 16 <= memory.len() {
+        if memory[at..at + 16] == magic {
+            if let Ok(size) = claimed_size(&memory[at..]) {
+                if let Some(d) = memory.get_mut(at..at + size) {
+                    d[CHECKSUM_AT..CHECKSUM_AT + 4].fill(0);
+                    let crc = crc32(0, d.iter().copied());
+                    d[CHECKSUM_AT..CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
+                }
+            }
+        }
+        at += 64;
+    }
+}
+
 /// Splits an input at its first newline: a command or expression line (lossy UTF-8), and the rest.
 pub fn line_and_rest(data: &[u8]) -> (String, &[u8]) {
     let end = data.iter().position(|&b| b == b'\n').unwrap_or(data.len());

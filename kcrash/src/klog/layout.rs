@@ -67,6 +67,14 @@ pub struct ArrayAt {
     pub stride: u64,
 }
 
+impl ArrayAt {
+    /// Address of element `i`; one past the top of memory wraps (and then cannot be read) rather
+    /// than overflows, since a descriptor from the dump says where arrays are.
+    pub fn element(&self, i: u64) -> u64 {
+        self.addr.wrapping_add(i.wrapping_mul(self.stride))
+    }
+}
+
 /// A scalar variable in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScalarAt {

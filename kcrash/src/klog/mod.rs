@@ -89,7 +89,7 @@ impl Klog {
         let level = layout.klog_level.map(|v| mem.read_uint(v.addr, v.size));
         let debug_flags = layout.debug_flags.map_or_else(Vec::new, |a| {
             (0..a.len)
-                .map(|i| mem.read_uint(a.addr + i * a.stride, a.stride.min(8)))
+                .map(|i| mem.read_uint(a.element(i), a.stride.min(8)))
                 .collect()
         });
         Klog {

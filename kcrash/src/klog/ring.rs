@@ -119,7 +119,7 @@ pub fn read_rings(mem: &dyn Memory, layout: &KLogLayout) -> Vec<Ring> {
 
 /// Where `KLogs[index]`'s control block is.
 pub fn control_block(layout: &KLogLayout, index: usize) -> u64 {
-    layout.klogs.addr + index as u64 * layout.klogs.stride
+    layout.klogs.element(index as u64)
 }
 
 fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
@@ -127,14 +127,15 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
     let f = &layout.fields;
     let mut problems = Vec::new();
     let mut unreadable = None;
-    let mut field = |name: &str, fld: Field| match mem.read_uint(base + fld.offset, fld.size) {
-        Ok(v) => v,
-        Err(e) => {
-            problems.push(format!("{name} unreadable at {e}"));
-            unreadable.get_or_insert(e);
-            0
-        }
-    };
+    let mut field =
+        |name: &str, fld: Field| match mem.read_uint(base.wrapping_add(fld.offset), fld.size) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(format!("{name} unreadable at {e}"));
+                unreadable.get_or_insert(e);
+                0
+            }
+        };
     let subsystem = field("subsystem", f.subsystem);
     let num_recs = field("num_recs", f.num_recs);
     let rec_size = field("rec_size", f.rec_size);
@@ -143,7 +144,7 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
     let buffer_size_1 = field("buffer_size_1", f.buffer_size_1);
     let next_write = field("next_write", f.next_write);
     // Without its pointer there is no name to read (address 0 is not one).
-    let name_ptr = mem.read_uint(base + f.name.offset, f.name.size);
+    let name_ptr = mem.read_uint(base.wrapping_add(f.name.offset), f.name.size);
     if let Err(e) = &name_ptr {
         problems.push(format!("name unreadable at {e}"));
         unreadable.get_or_insert(e.clone());
@@ -155,7 +156,7 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
         .or_else(|e| layout.names.get(index).cloned().ok_or(e));
     let committed = layout
         .commits
-        .map(|c| mem.read_uint(c.array.addr + index as u64 * c.array.stride, c.size));
+        .map(|c| mem.read_uint(c.array.element(index as u64), c.size));
     let mut ring = Ring {
         index,
         subsystem,

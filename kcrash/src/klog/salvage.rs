@@ -29,7 +29,7 @@ impl Klog {
         while slot < slots {
             let n = STEP.min(slots - slot);
             let buf = &mut bytes[..(n * REC_WORDS * 8) as usize];
-            let addr = base + slot * REC_WORDS * 8;
+            let addr = base.wrapping_add(slot * REC_WORDS * 8);
             if let Err(e) = mem.read(addr, buf) {
                 // One line per unreadable stretch, not per chunk.
                 if !in_hole {

@@ -239,11 +239,15 @@ fn descriptors(descriptor_dir: &Path, scan_dir: &Path) {
         };
         let name = format!("{kernel}-{}", dump.replace('/', "-"));
         if let Some(bytes) = read(at, 64 << 10) {
-            write(descriptor_dir, &name, &bytes);
+            // Resealed and not: the flag byte's low bit.
+            for flag in [0u8, 1] {
+                let seed = [&[flag][..], &bytes].concat();
+                write(descriptor_dir, &format!("{name}-{flag}"), &seed);
+            }
         }
         let start = at.saturating_sub(WINDOW) & !0xfff;
         if let Some(bytes) = read(start, 2 * WINDOW).filter(|_| !d.is_process_core()) {
-            let mut seed = start.to_le_bytes().to_vec();
+            let mut seed = (start | 1).to_le_bytes().to_vec();
             seed.extend_from_slice(&bytes);
             write(scan_dir, &name, &seed);
         }
