@@ -249,6 +249,14 @@ extern KLogCommit KLogCommits[DBG_MAX];
 #define KLOG_FIELD_AT_(TYPE, FIELD) {offsetof(TYPE, FIELD), sizeof(((TYPE *)0)->FIELD)}
 #define KLOG_MAGIC_BYTE_(c) ((uint8_t)(0xff ^ (c)))
 
+/* With KLOG_COUNT_COMMITS defined, every finished record is counted in KLogCommits (one more
+ * atomic increment per event) and the descriptor points at it; without, it says there is none. */
+#ifdef KLOG_COUNT_COMMITS
+#define KLOG_COMMITS_ADDRESS_ KLogCommits
+#else
+#define KLOG_COMMITS_ADDRESS_ 0
+#endif
+
 /* Defines klogDescriptor and KLogCommits in the translation unit that defines the other statics,
  * after KLOG_BUFFER_DEFINE (KLogBuffer's size is taken from its definition; before it, this
  * fails to compile). The magic is written inverted, so its text is never in the image. */
@@ -274,7 +282,7 @@ extern KLogCommit KLogCommits[DBG_MAX];
         .debug_flags = DebugFlags,                                                                 \
         .klog_level = &klogLevel,                                                                  \
         .clock_hz = &klogClockHz,                                                                  \
-        .commits = KLogCommits,                                                                    \
+        .commits = KLOG_COMMITS_ADDRESS_,                                                          \
         .klog_stride = sizeof(KLog),                                                               \
         .rec_stride = sizeof(KLogRec),                                                             \
         .debug_flags_stride = sizeof(Dbg_Intensity),                                               \
@@ -413,9 +421,11 @@ static inline int64_t klogWrite(uint16_t subsys, const char *desc, uint64_t d1, 
     __atomic_store_n(&rec->data2, d2, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->data3, d3, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->header, klogEncodeHeader(subsys), __ATOMIC_RELEASE);
+#ifdef KLOG_COUNT_COMMITS
     /* Counted on the ring that received the record: with next_write, a reader knows exactly how
      * many reservations were never finished. */
     __atomic_fetch_add(&KLogCommits[ring - KLogs].count, 1, __ATOMIC_RELAXED);
+#endif
     return seq;
 }
 

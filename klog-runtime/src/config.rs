@@ -215,7 +215,11 @@ macro_rules! klog_config {
                 debug_flags: $crate::descriptor::Addr((&raw const DebugFlags).cast()),
                 klog_level: $crate::descriptor::Addr((&raw const klogLevel).cast()),
                 clock_hz: $crate::descriptor::Addr((&raw const klogClockHz).cast()),
-                commits: $crate::descriptor::Addr((&raw const KLogCommits).cast()),
+                commits: $crate::descriptor::Addr(if $crate::COUNT_COMMITS {
+                    (&raw const KLogCommits).cast()
+                } else {
+                    ::core::ptr::null()
+                }),
             },
             $crate::descriptor::name_slots([
                 $crate::config::subsystem_str(concat!(stringify!($first), "\0").as_bytes()),

@@ -26,3 +26,7 @@ pub use word::{KlogStr, KlogWord};
 /// Whether the design's run-time checks (`d_klog`, `klogLevel`, `d_klogprintf`) are compiled in:
 /// the `klog-debug` feature, the design's `TOS_KLOG_DEBUG`.
 pub const RUNTIME_CHECKS: bool = cfg!(feature = "klog-debug");
+
+/// Whether writers count finished records in `KLogCommits` (the `commit-counts` feature; the
+/// descriptor points at `KLogCommits` only then).
+pub const COUNT_COMMITS: bool = cfg!(feature = "commit-counts");

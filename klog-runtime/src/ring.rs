@@ -155,8 +155,9 @@ pub struct Registry {
     pub flags: &'static [DbgIntensity],
     pub level: &'static AtomicU32,
     pub clock_hz: &'static AtomicU64,
-    /// Per ring, the records whose writers stored their header (`KLogCommits`): with
-    /// `next_write`, a reader knows exactly how many reservations were never finished.
+    /// Per ring, the records whose writers stored their header (`KLogCommits`), counted with the
+    /// `commit-counts` feature: with `next_write`, a reader knows exactly how many reservations
+    /// were never finished.
     pub commits: &'static [CacheAligned<AtomicU64>],
     /// `klogDescriptor`, sealed by `init`.
     pub descriptor: &'static dyn crate::descriptor::Seal,
@@ -217,7 +218,9 @@ impl Registry {
         words[6].store(data[1], Ordering::Relaxed);
         words[7].store(data[2], Ordering::Relaxed);
         words[0].store(encode_header(id), Ordering::Release);
-        self.commits[ring].fetch_add(1, Ordering::Relaxed);
+        if crate::COUNT_COMMITS {
+            self.commits[ring].fetch_add(1, Ordering::Relaxed);
+        }
         seq
     }
 

@@ -22,6 +22,7 @@ fn program(body: &str) -> String {
 #include <stdio.h>
 enum {{ DBG_NONE, DBG_SCHED, DBG_MAX }};
 #define TOS_KLOG_DEBUG
+#define KLOG_COUNT_COMMITS
 #include "klog.h"
 KLOG_BUFFER_DEFINE(4 + 8);
 KLOG_DESCRIPTOR_DEFINE();

@@ -26,6 +26,8 @@
 enum { DBG_NONE, DBG_PARCHORE, DBG_FS, DBG_SCHED, DBG_VM, DBG_MAX };
 #define KLOG_STATIC_LEVEL KLOG_PROLOG
 #define TOS_KLOG_DEBUG
+/* Counts finished records, so that readers know unfinished reservations exactly. */
+#define KLOG_COUNT_COMMITS
 #define KLOG_PLATFORM_BUILD_ID /* klogPlatformBuildId below: the program's own GNU build-id */
 #include "klog.h"
 /* Relative to this file: the harness compiles it in place with -Iklog-runtime/include only. */

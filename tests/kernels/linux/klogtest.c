@@ -33,6 +33,8 @@
 enum { DBG_NONE, DBG_SCHED, DBG_FS, DBG_VM, DBG_NET, DBG_MAX };
 #define KLOG_STATIC_LEVEL KLOG_PROLOG
 #define TOS_KLOG_DEBUG
+/* Counts finished records, so that readers know unfinished reservations exactly. */
+#define KLOG_COUNT_COMMITS
 #include "klog.h"
 #include "klog_oracle.h"
 
