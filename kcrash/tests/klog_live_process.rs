@@ -89,7 +89,7 @@ fn layout() -> KLogLayout {
         Some(&raw const klogClockHz as u64)
     );
     // KLogCommits is pointed at only when writers count into it (the commit-counts feature).
-    let commits = klog_runtime::COUNT_COMMITS.then(|| KLogCommits.as_ptr() as u64);
+    let commits = klog_runtime::COUNT_COMMITS.then_some(KLogCommits.as_ptr() as u64);
     assert_eq!(layout.commits.map(|c| c.array.addr), commits);
     layout
 }
