@@ -83,7 +83,7 @@ pub fn read(at: u64, read: &ReadFn<'_>) -> Result<Described, Refused> {
     read(at, &mut bytes).map_err(|e| refuse(format!("unreadable: {e}")))?;
     let size = descriptor::claimed_size(&bytes).map_err(|e| refuse(e.to_string()))?;
     bytes.resize(size, 0);
-    read(at + HEAD_SIZE as u64, &mut bytes[HEAD_SIZE..])
+    read(at.wrapping_add(HEAD_SIZE as u64), &mut bytes[HEAD_SIZE..])
         .map_err(|e| refuse(format!("its names are unreadable: {e}")))?;
     let parsed = descriptor::parse(&bytes).map_err(|e| refuse(e.to_string()))?;
     if parsed.buffer_bytes > MAX_BUFFER {

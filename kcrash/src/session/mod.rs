@@ -232,11 +232,11 @@ impl<'d> Session<'d> {
         let Some(seg) = image
             .load_segments()
             .iter()
-            .find(|s| s.vaddr <= entry && entry < s.vaddr + s.file_size)
+            .find(|s| s.vaddr <= entry && entry < s.vaddr.saturating_add(s.file_size))
         else {
             return Ok(());
         };
-        let len = (seg.vaddr + seg.file_size - entry).min(256);
+        let len = (seg.vaddr.saturating_add(seg.file_size) - entry).min(256);
         let Some(want) = image.file_bytes(seg.file_offset + (entry - seg.vaddr), len) else {
             return Ok(());
         };
