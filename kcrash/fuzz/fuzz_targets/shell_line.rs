@@ -1,7 +1,8 @@
 //! A command line as the prompt and scripts give it: split at its plumbing (`|`, `>`, `>>`),
 //! then the command word-split, its arguments parsed and the command run on a session over the
-//! corpus's bare `rings` dump, output kept in memory. Nothing is ever handed to a shell, nor
-//! any file opened for `>`. A panic is a bug.
+//! corpus's bare `rings` dump, output kept in memory up to 1 MiB (then writes fail, as into a
+//! closed pipe, so a command asked for a huge output stops). Nothing is ever handed to a shell,
+//! nor any file opened for `>`. A panic is a bug.
 //!
 //! Seeds: `seeds shell_line` takes every command line of `corpus/manifest.toml`.
 
@@ -11,7 +12,7 @@ use kcrash::commands::{self, Settings};
 use kcrash::paint::{ColorChoice, Paint};
 use kcrash::redirect::{split, Target};
 use kcrash::session::Session;
-use kcrash_fuzz::repo;
+use kcrash_fuzz::{repo, Capped};
 use libfuzzer_sys::fuzz_target;
 
 thread_local! {
@@ -41,7 +42,11 @@ fuzz_target!(|data: &[u8]| {
         scroll: false,
         color: ColorChoice::Never,
     };
-    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let capped = || Capped {
+        bytes: Vec::new(),
+        limit: 1 << 20,
+    };
+    let (mut out, mut err) = (capped(), capped());
     SESSION.with(|session| {
         let _ = commands::execute(
             session,

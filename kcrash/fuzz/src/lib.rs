@@ -234,6 +234,28 @@ pub fn reseal_descriptors(memory: &mut [u8]) {
     }
 }
 
+/// An output that takes its first `limit` bytes and then fails every write, as a closed pipe
+/// does: a command asked for a legitimately huge output (`rd ADDR 22222222`) stops there
+/// instead of filling memory and time.
+pub struct Capped {
+    pub bytes: Vec<u8>,
+    pub limit: usize,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + buf.len() > self.limit {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Splits an input at its first newline: a command or expression line (lossy UTF-8), and the rest.
 pub fn line_and_rest(data: &[u8]) -> (String, &[u8]) {
     let end = data.iter().position(|&b| b == b'\n').unwrap_or(data.len());
