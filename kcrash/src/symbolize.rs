@@ -3,12 +3,14 @@
 
 use symbols::{Image, Symbol};
 
-/// A symbol's name as a person reads it: Rust names demangled without hashes, C++ demangled.
+/// A symbol's name as a person reads it: Rust names demangled without hashes, C++ demangled,
+/// control characters escaped (a symbol table is the image's, as untrusted as a dump).
 pub fn display_name(name: &str) -> String {
-    match rustc_demangle::try_demangle(name) {
+    let shown = match rustc_demangle::try_demangle(name) {
         Ok(d) => format!("{d:#}"),
         Err(_) => addr2line::demangle_auto(name.into(), None).into_owned(),
-    }
+    };
+    crate::escape::escaped(shown.as_bytes())
 }
 
 /// A symbol by stored name, or by demangled name (hash left out).

@@ -490,10 +490,11 @@ impl<'e, 'a> Reader<'e, 'a> {
     }
 }
 
-/// `<symbol+offset>` for an address, the symbol demangled as gdb's C printer shows it.
+/// `<symbol+offset>` for an address, the symbol demangled as gdb's C printer shows it, control
+/// characters escaped (the symbol table is the image's, as untrusted as a dump).
 pub fn symbol_at(ev: &Evaluator<'_>, addr: u64) -> Option<String> {
     let (sym, off) = ev.image.symbolize(addr)?;
-    let name = sym.demangled();
+    let name = crate::escape::escaped(sym.demangled().as_bytes());
     Some(if off == 0 {
         name
     } else {
