@@ -29,10 +29,7 @@ fn edited(dir: &Path, edit: impl Fn(&mut Vec<u8>, usize)) -> PathBuf {
 /// Stores a fresh checksum over the descriptor at `at`, so that only the checks after the
 /// checksum's can refuse an edit.
 fn reseal(b: &mut [u8], at: usize) {
-    let size = u32::from_le_bytes(b[at + 0x1c..at + 0x20].try_into().unwrap()) as usize;
-    b[at + CHECKSUM_AT..at + CHECKSUM_AT + 4].fill(0);
-    let crc = descriptor::crc32(0, b[at..at + size].iter().copied());
-    b[at + CHECKSUM_AT..at + CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    assert!(descriptor::reseal(&mut b[at..]));
 }
 
 fn summary(dump: &Path, image: Option<&Path>) -> (Option<i32>, Value, String) {

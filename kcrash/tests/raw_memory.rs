@@ -208,18 +208,15 @@ fn without_page_tables_the_descriptor_implies_a_linear_map() {
     let Some(p) = pair("without_page_tables_the_descriptor_implies_a_linear_map") else {
         return;
     };
-    use klog_runtime::descriptor::{self, CHECKSUM_AT};
+    use klog_runtime::descriptor;
     let (file, at) = p.raw.to_str().unwrap().rsplit_once('@').unwrap();
     let dump = dumpfmt::Dump::open_raw(file, 0).expect("raw image");
     let mut bytes = vec![0u8; p.ram as usize];
     dump.read_phys(0, &mut bytes).unwrap();
     let magic = descriptor::stored_magic();
     let d = bytes.windows(16).position(|w| w == magic).unwrap();
-    let size = descriptor::claimed_size(&bytes[d..]).unwrap();
     bytes[d + 0x60..d + 0x68].fill(0);
-    bytes[d + CHECKSUM_AT..d + CHECKSUM_AT + 4].fill(0);
-    let crc = descriptor::crc32(0, bytes[d..d + size].iter().copied());
-    bytes[d + CHECKSUM_AT..d + CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    assert!(descriptor::reseal(&mut bytes[d..]));
     let dir = tempfile::tempdir().unwrap();
     let edited = dir.path().join("memory.raw");
     std::fs::write(&edited, &bytes).unwrap();

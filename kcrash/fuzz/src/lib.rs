@@ -217,20 +217,11 @@ fn core_with_one_segment(
 /// claimed size fits), so that a mutation past the checksum reaches the checks behind it, as a
 /// hostile writer that computes checksums would.
 pub fn reseal_descriptors(memory: &mut [u8]) {
-    use klog_runtime::descriptor::{claimed_size, crc32, stored_magic, CHECKSUM_AT};
-    let magic = stored_magic();
-    let mut at = 0;
-    while at + 16 <= memory.len() {
-        if memory[at..at + 16] == magic {
-            if let Ok(size) = claimed_size(&memory[at..]) {
-                if let Some(d) = memory.get_mut(at..at + size) {
-                    d[CHECKSUM_AT..CHECKSUM_AT + 4].fill(0);
-                    let crc = crc32(0, d.iter().copied());
-                    d[CHECKSUM_AT..CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
-                }
-            }
+    let magic = klog_runtime::descriptor::stored_magic();
+    for at in (0..memory.len()).step_by(64) {
+        if memory[at..].starts_with(&magic) {
+            klog_runtime::descriptor::reseal(&mut memory[at..]);
         }
-        at += 64;
     }
 }
 

@@ -22,6 +22,18 @@ pub struct KLogFields {
     pub next_write: Field,
 }
 
+/// The members of `KLog`, in the design's order.
+const FIELD_NAMES: [&str; 8] = [
+    "subsystem",
+    "name",
+    "num_recs",
+    "rec_size",
+    "header",
+    "buffer",
+    "buffer_size_1",
+    "next_write",
+];
+
 impl KLogFields {
     /// The fields in the design's order: subsystem, name, num_recs, rec_size, header, buffer,
     /// buffer_size_1, next_write.
@@ -45,17 +57,11 @@ impl KLogFields {
     pub fn from_lookup(
         mut member: impl FnMut(&str) -> Option<Field>,
     ) -> Result<KLogFields, LayoutError> {
-        let mut get = |name: &'static str| member(name).ok_or(LayoutError::MissingMember(name));
-        Ok(KLogFields {
-            subsystem: get("subsystem")?,
-            name: get("name")?,
-            num_recs: get("num_recs")?,
-            rec_size: get("rec_size")?,
-            header: get("header")?,
-            buffer: get("buffer")?,
-            buffer_size_1: get("buffer_size_1")?,
-            next_write: get("next_write")?,
-        })
+        let mut fields = [Field { offset: 0, size: 0 }; 8];
+        for (field, name) in fields.iter_mut().zip(FIELD_NAMES) {
+            *field = member(name).ok_or(LayoutError::MissingMember(name))?;
+        }
+        Ok(KLogFields::in_order(fields))
     }
 }
 
