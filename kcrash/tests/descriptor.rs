@@ -60,12 +60,12 @@ fn a_damaged_descriptor_is_refused_by_name_and_never_trusted() {
             "not sealed",
         ),
         (
-            "ABI 2",
+            "ABI 3",
             |b, at| {
-                b[at + 0x10] = 2;
+                b[at + 0x10] = 3;
                 reseal(b, at)
             },
-            "ABI 2.0",
+            "ABI 3.0",
         ),
         (
             "a field past its struct",

@@ -168,7 +168,7 @@ fn rings_rebuilt_from_memory() {
     }
     // An interrupted writer in VM.
     klog_runtime::KLOGT0!(DBG_VM, "vm ok");
-    KLOG_REGISTRY.reserve_torn(DBG_VM.id);
+    KLOG_REGISTRY.reserve_torn(DBG_VM.ring_here());
 
     let klog = Klog::read(&mem, layout());
     assert!(klog.rings.iter().all(|r| r.trusted()), "{:?}", klog.rings);

@@ -3,29 +3,13 @@
 //! `cargo bench -p klog-runtime --bench events` measures the default build (events above the
 //! static level compiled out); `--features klog-debug` adds the run-time-disabled case.
 
-use std::cell::Cell;
-use std::hint::black_box;
-use std::sync::Barrier;
-use std::time::{Duration, Instant};
+mod common;
 
+use std::hint::black_box;
+
+use common::{two_threads, BenchPlatform};
 use criterion::{criterion_group, criterion_main, Criterion};
 use klog_runtime::{Subsys, KLOG_VERBOSE};
-
-thread_local! { static CHORE: Cell<u64> = const { Cell::new(1) }; }
-
-pub struct BenchPlatform;
-impl klog_runtime::Platform for BenchPlatform {
-    fn clock() -> u64 {
-        // SAFETY: rdtsc has no preconditions on x86_64.
-        unsafe { core::arch::x86_64::_rdtsc() }
-    }
-    fn chore_id() -> u64 {
-        CHORE.with(Cell::get)
-    }
-    fn proc_dom() -> u64 {
-        klog_runtime::proc_dom(CHORE.with(Cell::get) as u32, 0)
-    }
-}
 
 klog_runtime::klog_config! {
     platform = BenchPlatform;
@@ -35,30 +19,6 @@ klog_runtime::klog_config! {
 
 fn log(sub: &Subsys<KlogConfig>, i: u64) -> Option<u64> {
     klog_runtime::KLOGV2!(sub, "postProcess: task:%016lx curPD:%d", black_box(i), 3)
-}
-
-/// Per-event time of each of two threads logging at once (the slower thread's time).
-fn two_threads(iters: u64, subs: [&Subsys<KlogConfig>; 2]) -> Duration {
-    let barrier = Barrier::new(2);
-    std::thread::scope(|s| {
-        let runs: Vec<_> = subs
-            .iter()
-            .enumerate()
-            .map(|(t, sub)| {
-                let barrier = &barrier;
-                s.spawn(move || {
-                    CHORE.with(|c| c.set(t as u64 + 1));
-                    barrier.wait();
-                    let start = Instant::now();
-                    for i in 0..iters {
-                        black_box(log(sub, i));
-                    }
-                    start.elapsed()
-                })
-            })
-            .collect();
-        runs.into_iter().map(|h| h.join().unwrap()).max().unwrap()
-    })
 }
 
 fn events(c: &mut Criterion) {
@@ -76,10 +36,10 @@ fn events(c: &mut Criterion) {
         })
     });
     g.bench_function("2 threads, one subsystem", |b| {
-        b.iter_custom(|n| two_threads(n, [&DBG_SCHED, &DBG_SCHED]))
+        b.iter_custom(|n| two_threads(n, [&DBG_SCHED, &DBG_SCHED], log))
     });
     g.bench_function("2 threads, two subsystems", |b| {
-        b.iter_custom(|n| two_threads(n, [&DBG_SCHED, &DBG_VM]))
+        b.iter_custom(|n| two_threads(n, [&DBG_SCHED, &DBG_VM], log))
     });
     if klog_runtime::RUNTIME_CHECKS {
         DebugFlags[DBG_VM.id as usize].clear(klog_runtime::intensity::D_KLOG);

@@ -5,10 +5,14 @@
  *
  * Header word of every record:
  *
- *    63            32 31       16 15          0
- *   +----------------+-----------+-------------+
- *   | MAGIC "KLOG"   | RECSIZE 8 | subsystem   |
- *   +----------------+-----------+-------------+
+ *    63            32 31      24 23      16 15          0
+ *   +----------------+----------+----------+-------------+
+ *   | MAGIC "KLOG"   | DESC     | RECSIZE 8| subsystem   |
+ *   +----------------+----------+----------+-------------+
+ *
+ * DESC says what the record's desc word is: KLOG_DESC_POINTER, the address of a printf format;
+ * KLOG_DESC_INLINE, up to 8 bytes of format text in the word itself, NUL-padded;
+ * KLOG_DESC_EVENT, a minor event ID indexing KLogDescriptions.
  *
  * A writer reserves a record with one atomic fetch-add of KLOG_REC_SIZE on its ring's next_write,
  * stores 0 in the header word, stores the other seven words, then stores the real header last with
@@ -16,11 +20,15 @@
  *
  * The embedding kernel, before including this file, defines its subsystems as the design's debug
  * classes: DBG_NONE (0, the ring of events logged before klogInit), DBG_<NAME> ids in KLogs
- * order, and DBG_MAX. Optionally KLOG_STATIC_LEVEL (default KLOG_TERSE) and TOS_KLOG_DEBUG. Then
- * in one translation unit it defines the statics declared below:
+ * order, and DBG_MAX. Optionally KLOG_STATIC_LEVEL (default KLOG_TERSE), TOS_KLOG_DEBUG,
+ * KLOG_PROCESSORS (sets of rings, one per processor; default 1, every processor sharing each
+ * ring) and KLOG_DESCRIPTIONS (entries of its KLogDescriptions table, for KLOG_EVENT). Then in
+ * one translation unit it defines the statics declared below:
  *
- *   KLOG_BUFFER_DEFINE(KLOG_TOTAL_RECS);                      // sum of every ring's records
- *   KLog KLogs[DBG_MAX] = { KLOG_CREATE(NONE, 64), KLOG_CREATE(SCHED, 1024), ... };
+ *   KLOG_BUFFER_DEFINE(KLOG_TOTAL_RECS);        // every ring's records, once per processor set
+ *   KLog KLogs[KLOG_PROCESSORS * DBG_MAX] = {   // processor p's set at p * DBG_MAX
+ *       KLOG_CREATE(NONE, 64), KLOG_CREATE(SCHED, 1024), KLOG_GROUP(VM, SCHED, 1024), ... };
+ *   const char *const KLogDescriptions[KLOG_DESCRIPTIONS] = { "fault at %lx", ... };
  *   Dbg_Intensity DebugFlags[DBG_MAX] = { KLOG_INTENSITY_DEFAULT, ... };
  *   unsigned int klogLevel = KLOG_STATIC_LEVEL;
  *   uint64_t klogClockHz;                                    // the clock's frequency
@@ -52,10 +60,23 @@
 /* The header word of a record whose writer reserved it but did not finish it. */
 #define KLOG_TORN_HEADER 0ULL
 
-/* The header word a writer stores last for an event of subsystem `subsys`. */
+/* What a record's desc word holds: the DESC byte of its header. */
+enum KLogDesc {
+    KLOG_DESC_POINTER = 0, /* the address of a NUL-terminated printf format */
+    KLOG_DESC_INLINE = 1,  /* up to 8 bytes of format text, NUL-padded */
+    KLOG_DESC_EVENT = 2,   /* an index into KLogDescriptions */
+};
+
+/* The header word a writer stores last for an event of subsystem `subsys` whose desc word is
+ * of kind `desc`. */
+static inline uint64_t klogEncodeHeaderDesc(uint16_t subsys, enum KLogDesc desc)
+{
+    return (KLOG_MAGIC << 32) | ((uint64_t)desc << 24) | ((uint64_t)KLOG_REC_SIZE << 16) | subsys;
+}
+
 static inline uint64_t klogEncodeHeader(uint16_t subsys)
 {
-    return (KLOG_MAGIC << 32) | ((uint64_t)KLOG_REC_SIZE << 16) | subsys;
+    return klogEncodeHeaderDesc(subsys, KLOG_DESC_POINTER);
 }
 
 /* What a header word says about its record (klogDecodeHeader). */
@@ -69,7 +90,8 @@ static inline enum KLogHeaderKind klogDecodeHeader(uint64_t word, uint16_t *subs
 {
     if (word == KLOG_TORN_HEADER)
         return KLOG_HEADER_TORN;
-    if ((word >> 32) != KLOG_MAGIC || ((word >> 16) & 0xffff) != KLOG_REC_SIZE)
+    if ((word >> 32) != KLOG_MAGIC || ((word >> 16) & 0xff) != KLOG_REC_SIZE ||
+        ((word >> 24) & 0xff) > KLOG_DESC_EVENT)
         return KLOG_HEADER_INVALID;
     *subsys = (uint16_t)word;
     return KLOG_HEADER_VALID;
@@ -85,9 +107,11 @@ static inline uint32_t klogProcessor(uint64_t proc_dom) { return (uint32_t)(proc
 static inline uint32_t klogDomain(uint64_t proc_dom) { return (uint32_t)proc_dom; }
 
 /* The control block of one subsystem's ring. Every field is 64 bits; each KLog is one 64-byte
- * cache line, aligned so processors logging to different subsystems never share a line. */
+ * cache line, aligned so processors logging to different rings never share a line. A subsystem
+ * grouped into another's ring (KLOG_GROUP) keeps a KLog that never receives records: its
+ * `subsystem` names the leader, and buffer, num_recs and buffer_size_1 mirror the leader's. */
 typedef struct __attribute__((aligned(64))) _KLog {
-    uint64_t subsystem;
+    uint64_t subsystem;     /* the subsystem whose ring this is: its own id or its leader's */
     const char *name;       /* subsystem name without DBG_ ("SCHED") */
     uint64_t num_recs;      /* records the ring holds, a power of two */
     uint64_t rec_size;      /* # words per record: KLOG_REC_SIZE */
@@ -144,8 +168,24 @@ enum {
  * straddles two cache lines. Define it with KLOG_BUFFER_DEFINE(total_recs). */
 extern uint64_t KLogBuffer[] __attribute__((aligned(64)));
 #define KLOG_BUFFER_DEFINE(total_recs)                                                             \
-    uint64_t KLogBuffer[KLOG_REC_SIZE * (total_recs)] __attribute__((aligned(64)))
-extern KLog KLogs[DBG_MAX];
+    uint64_t KLogBuffer[KLOG_REC_SIZE * KLOG_PROCESSORS * (total_recs)] __attribute__((aligned(64)))
+
+/* Sets of rings: with N, processor p logs into KLogs[p % N * DBG_MAX + ...]. */
+#ifndef KLOG_PROCESSORS
+#define KLOG_PROCESSORS 1
+#endif
+_Static_assert(KLOG_PROCESSORS >= 1 && KLOG_PROCESSORS <= 65535, "KLOG_PROCESSORS is 1 to 65535");
+
+extern KLog KLogs[KLOG_PROCESSORS * DBG_MAX];
+/* KLOG_PROCESSORS, for readers with debug information. */
+extern const uint32_t klogProcessors;
+/* Bit 0 (KLOG_FLAG_ATTACHED_BUFFERS): some ring's buffer was attached outside KLogBuffer. */
+extern uint32_t klogFlags;
+#define KLOG_FLAG_ATTACHED_BUFFERS 1u
+#ifdef KLOG_DESCRIPTIONS
+/* The formats KLOG_EVENT's minor event IDs index. */
+extern const char *const KLogDescriptions[KLOG_DESCRIPTIONS];
+#endif
 extern Dbg_Intensity DebugFlags[DBG_MAX];
 extern unsigned int klogLevel;
 extern uint64_t klogClockHz;
@@ -168,16 +208,16 @@ uint64_t klogPlatformPageTableRoot(void);
 #endif
 
 /*
- * The KLog descriptor (klog-runtime's src/descriptor.rs is the format, ABI 1.0): one block named
+ * The KLog descriptor (klog-runtime's src/descriptor.rs is the format, ABI 2.0): one block named
  * klogDescriptor beside KLogs that says where every KLog static is and how KLog and KLogRec are
  * laid out, so that a reader with no debug information can find and decode the rings.
  * KLOG_DESCRIPTOR_DEFINE() fills everything the linker knows; klogInit copies the names, the
  * build-id and the page-table root in and seals it with a CRC-32 stored last.
  */
-#define KLOG_DESCRIPTOR_ABI_MAJOR 1
+#define KLOG_DESCRIPTOR_ABI_MAJOR 2
 #define KLOG_DESCRIPTOR_ABI_MINOR 0
 #define KLOG_DESCRIPTOR_ENDIAN 0x01020304u
-#define KLOG_DESCRIPTOR_HEAD_SIZE 0xe0
+#define KLOG_DESCRIPTOR_HEAD_SIZE 0x100
 #define KLOG_DESCRIPTOR_NAME_SIZE 32
 #define KLOG_DESCRIPTOR_BUILD_ID_MAX 32
 
@@ -226,6 +266,13 @@ typedef struct __attribute__((aligned(64))) _KLogDescriptor {
     uint8_t build_id[KLOG_DESCRIPTOR_BUILD_ID_MAX];
     uint32_t checksum;  /* CRC-32 of `size` bytes with this field 0; 0 until klogInit seals */
     uint32_t name_size; /* KLOG_DESCRIPTOR_NAME_SIZE */
+    uint16_t processors;
+    uint16_t description_stride;
+    uint32_t description_count;
+    const void *descriptions; /* KLogDescriptions; 0: none */
+    const void *flags;        /* klogFlags */
+    uint8_t flags_size;
+    uint8_t reserved[7];
     char names[DBG_MAX][KLOG_DESCRIPTOR_NAME_SIZE]; /* KLogs[i].name, NUL-padded, by klogInit */
 } KLogDescriptor;
 
@@ -237,14 +284,16 @@ _Static_assert(offsetof(KLogDescriptor, klog_fields) == 0x78, "descriptor: KLog 
 _Static_assert(offsetof(KLogDescriptor, rec_fields) == 0x98, "descriptor: KLogRec fields at 0x98");
 _Static_assert(offsetof(KLogDescriptor, build_id) == 0xb8, "descriptor: build_id at 0xb8");
 _Static_assert(offsetof(KLogDescriptor, checksum) == 0xd8, "descriptor: checksum at 0xd8");
-_Static_assert(offsetof(KLogDescriptor, names) == 0xe0, "descriptor: names at 0xe0");
+_Static_assert(offsetof(KLogDescriptor, processors) == 0xe0, "descriptor: processors at 0xe0");
+_Static_assert(offsetof(KLogDescriptor, flags) == 0xf0, "descriptor: klogFlags at 0xf0");
+_Static_assert(offsetof(KLogDescriptor, names) == 0x100, "descriptor: names at 0x100");
 _Static_assert(sizeof(KLogDescriptor) ==
                    (KLOG_DESCRIPTOR_HEAD_SIZE + KLOG_DESCRIPTOR_NAME_SIZE * DBG_MAX + 63) / 64 * 64,
                "descriptor: head and names, padded to 64 bytes as klog-runtime's");
 _Static_assert(sizeof(KLogCommit) == 64, "a KLogCommits entry is one cache line");
 
 extern KLogDescriptor klogDescriptor;
-extern KLogCommit KLogCommits[DBG_MAX];
+extern KLogCommit KLogCommits[KLOG_PROCESSORS * DBG_MAX];
 
 #define KLOG_FIELD_AT_(TYPE, FIELD) {offsetof(TYPE, FIELD), sizeof(((TYPE *)0)->FIELD)}
 #define KLOG_MAGIC_BYTE_(c) ((uint8_t)(0xff ^ (c)))
@@ -256,12 +305,22 @@ extern KLogCommit KLogCommits[DBG_MAX];
 #else
 #define KLOG_COMMITS_ADDRESS_ 0
 #endif
+#ifdef KLOG_DESCRIPTIONS
+#define KLOG_DESCRIPTIONS_ADDRESS_ KLogDescriptions
+#define KLOG_DESCRIPTIONS_COUNT_ KLOG_DESCRIPTIONS
+#else
+#define KLOG_DESCRIPTIONS_ADDRESS_ 0
+#define KLOG_DESCRIPTIONS_COUNT_ 0
+#endif
 
-/* Defines klogDescriptor and KLogCommits in the translation unit that defines the other statics,
+/* Defines klogDescriptor, KLogCommits, klogProcessors and klogFlags in the translation unit that
+ * defines the other statics,
  * after KLOG_BUFFER_DEFINE (KLogBuffer's size is taken from its definition; before it, this
  * fails to compile). The magic is written inverted, so its text is never in the image. */
 #define KLOG_DESCRIPTOR_DEFINE()                                                                   \
-    KLogCommit KLogCommits[DBG_MAX];                                                               \
+    KLogCommit KLogCommits[KLOG_PROCESSORS * DBG_MAX];                                             \
+    const uint32_t klogProcessors = KLOG_PROCESSORS;                                               \
+    uint32_t klogFlags;                                                                            \
     KLogDescriptor klogDescriptor = {                                                              \
         .magic = {KLOG_MAGIC_BYTE_('T'), KLOG_MAGIC_BYTE_('e'), KLOG_MAGIC_BYTE_('r'),             \
                   KLOG_MAGIC_BYTE_('a'), KLOG_MAGIC_BYTE_(' '), KLOG_MAGIC_BYTE_('K'),             \
@@ -300,6 +359,12 @@ extern KLogCommit KLogCommits[DBG_MAX];
                        KLOG_FIELD_AT_(KLogRec, desc), KLOG_FIELD_AT_(KLogRec, data1),              \
                        KLOG_FIELD_AT_(KLogRec, data2), KLOG_FIELD_AT_(KLogRec, data3)},            \
         .name_size = KLOG_DESCRIPTOR_NAME_SIZE,                                                    \
+        .processors = KLOG_PROCESSORS,                                                             \
+        .description_stride = sizeof(const char *),                                                \
+        .description_count = KLOG_DESCRIPTIONS_COUNT_,                                             \
+        .descriptions = KLOG_DESCRIPTIONS_ADDRESS_,                                                \
+        .flags = &klogFlags,                                                                       \
+        .flags_size = sizeof(klogFlags),                                                           \
     }
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of `n` bytes at `p`, continuing from `crc`;
@@ -363,10 +428,14 @@ static inline void klogSealDescriptor_(void)
      }))
 
 /* A statically initialised KLog for DBG_<NAME> holding RECS records. Its buffer points at
- * KLogBuffer, so events logged before klogInit land in the NONE ring, which stays there. */
-#define KLOG_CREATE(NAME, RECS)                                                                    \
+ * KLogBuffer, so events logged before klogInit land in the first ring, which stays there. */
+#define KLOG_CREATE(NAME, RECS) KLOG_GROUP(NAME, NAME, RECS)
+
+/* The KLog of DBG_<NAME> when its events go to DBG_<LEADER>'s ring of RECS records (the
+ * leader's size; the leader comes first in KLogs). KLOG_CREATE is the ungrouped case. */
+#define KLOG_GROUP(NAME, LEADER, RECS)                                                             \
     {                                                                                              \
-        .subsystem = DBG_##NAME,                                                                   \
+        .subsystem = DBG_##LEADER,                                                                 \
         .name = #NAME,                                                                             \
         .num_recs = (RECS) + KLOG_POW2_CHECK_(RECS),                                               \
         .rec_size = KLOG_REC_SIZE,                                                                 \
@@ -376,17 +445,63 @@ static inline void klogSealDescriptor_(void)
         .next_write = 0,                                                                           \
     }
 
-/* The design's klogInit(): gives every subsystem its own part of KLogBuffer, in KLogs order.
- * The NONE ring stays at the start, so records logged before this call stay in place. Then seals
+/* The design's klogInit(): gives every ring its own part of KLogBuffer, processor set by
+ * processor set in KLogs order; a grouped subsystem's KLog mirrors its leader's. The first ring
+ * stays at the start, so records logged before this call stay in place. Then seals
  * klogDescriptor. Call it once, early, before other processors log. */
 static inline void klogInit(void)
 {
     uint64_t offset = 0;
-    for (int i = 0; i < DBG_MAX; i++) {
-        __atomic_store_n(&KLogs[i].buffer, KLogBuffer + offset, __ATOMIC_RELEASE);
-        offset += KLogs[i].buffer_size_1 + 1;
+    for (int i = 0; i < KLOG_PROCESSORS * DBG_MAX; i++) {
+        int leader = i - i % DBG_MAX + (int)KLogs[i].subsystem;
+        uint64_t *at = KLogBuffer + offset;
+        if (leader == i)
+            offset += KLogs[i].buffer_size_1 + 1;
+        else
+            at = __atomic_load_n(&KLogs[leader].buffer, __ATOMIC_RELAXED);
+        __atomic_store_n(&KLogs[i].buffer, at, __ATOMIC_RELEASE);
     }
     klogSealDescriptor_();
+}
+
+/* Gives ring `ring` (an index into KLogs of a subsystem that is not grouped into another's) a
+ * buffer allocated after boot of `words` words (a power of two holding at least one record,
+ * 64-byte aligned) and starts it empty; sets KLOG_FLAG_ATTACHED_BUFFERS so readers accept a ring
+ * outside KLogBuffer. Call it after klogInit while nothing logs to that ring. Returns 0, or -1
+ * when the ring or the buffer is not one it can use. */
+static inline int klogAttach(int ring, uint64_t *buffer, uint64_t words)
+{
+    int set = ring - ring % DBG_MAX;
+    if (ring < 0 || ring >= KLOG_PROCESSORS * DBG_MAX || (int)KLogs[ring].subsystem != ring - set)
+        return -1;
+    if (words < KLOG_REC_SIZE || (words & (words - 1)) != 0 || (uintptr_t)buffer % 64 != 0)
+        return -1;
+    __atomic_fetch_or(&klogFlags, KLOG_FLAG_ATTACHED_BUFFERS, __ATOMIC_RELEASE);
+    for (int i = set; i < set + DBG_MAX; i++) {
+        if (set + (int)KLogs[i].subsystem != ring)
+            continue;
+        KLogs[i].num_recs = words / KLOG_REC_SIZE;
+        __atomic_store_n(&KLogs[i].buffer_size_1, words - 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&KLogs[i].buffer, buffer, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&KLogs[ring].next_write, 0, __ATOMIC_RELEASE);
+#ifdef KLOG_COUNT_COMMITS
+    __atomic_store_n(&KLogCommits[ring].count, 0, __ATOMIC_RELEASE);
+#endif
+    return 0;
+}
+
+/* The KLogs index of the ring that receives subsystem `subsys`'s events logged with `proc_dom`:
+ * its leader's ring in the processor's set, or the first ring before klogInit. */
+static inline KLog *klogRing_(uint16_t subsys, uint64_t proc_dom)
+{
+    int set = (int)(klogProcessor(proc_dom) % KLOG_PROCESSORS) * DBG_MAX;
+    int ring = set + (int)KLogs[subsys].subsystem;
+    /* Only the first ring really lives at the start of KLogBuffer; another KLog still pointing
+     * there has not been given its ring by klogInit yet. */
+    if (ring != 0 && __atomic_load_n(&KLogs[ring].buffer, __ATOMIC_RELAXED) == KLogBuffer)
+        ring = 0;
+    return &KLogs[ring];
 }
 
 /* Reserves the next slot of `ring`: its sequence number goes to *seq, the slot is returned. */
@@ -394,33 +509,31 @@ static inline KLogRec *klogReserve_(KLog *ring, int64_t *seq)
 {
     uint64_t old = __atomic_fetch_add(&ring->next_write, KLOG_REC_SIZE, __ATOMIC_RELAXED);
     uint64_t *buffer = __atomic_load_n(&ring->buffer, __ATOMIC_RELAXED);
+    uint64_t mask = __atomic_load_n(&ring->buffer_size_1, __ATOMIC_RELAXED);
     *seq = (int64_t)(old / KLOG_REC_SIZE);
-    return (KLogRec *)(buffer + (old & ring->buffer_size_1));
+    return (KLogRec *)(buffer + (old & mask));
 }
 
-/* Writes one record for `subsys` and returns its sequence number in the ring that received it.
- * Before klogInit every subsystem's records go to the NONE ring (header still names `subsys`). */
-static inline int64_t klogWrite(uint16_t subsys, const char *desc, uint64_t d1, uint64_t d2,
-                                uint64_t d3)
+/* Writes one record for `subsys` whose desc word `desc` is of kind `kind`, and returns its
+ * sequence number in the ring that received it. */
+static inline int64_t klogWriteDesc(uint16_t subsys, enum KLogDesc kind, uint64_t desc,
+                                    uint64_t d1, uint64_t d2, uint64_t d3)
 {
-    KLog *ring = &KLogs[subsys];
-    /* Only NONE's ring really lives at the start of KLogBuffer; another KLog still pointing there
-     * has not been given its ring by klogInit yet. */
-    if (subsys != 0 && __atomic_load_n(&ring->buffer, __ATOMIC_RELAXED) == KLogBuffer)
-        ring = &KLogs[0];
+    uint64_t proc_dom = klogPlatformProcDom();
+    KLog *ring = klogRing_(subsys, proc_dom);
     int64_t seq;
     KLogRec *rec = klogReserve_(ring, &seq);
     __atomic_store_n(&rec->header, KLOG_TORN_HEADER, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     __atomic_store_n(&rec->id, klogPlatformChoreId(), __ATOMIC_RELAXED);
-    __atomic_store_n(&rec->proc_dom, klogPlatformProcDom(), __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->proc_dom, proc_dom, __ATOMIC_RELAXED);
     /* Read after reserving so a ring's clocks follow its slot order as closely as possible. */
     __atomic_store_n(&rec->clock, klogPlatformClock(), __ATOMIC_RELAXED);
-    __atomic_store_n(&rec->desc, desc, __ATOMIC_RELAXED);
+    __atomic_store_n((uint64_t *)&rec->desc, desc, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->data1, d1, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->data2, d2, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->data3, d3, __ATOMIC_RELAXED);
-    __atomic_store_n(&rec->header, klogEncodeHeader(subsys), __ATOMIC_RELEASE);
+    __atomic_store_n(&rec->header, klogEncodeHeaderDesc(subsys, kind), __ATOMIC_RELEASE);
 #ifdef KLOG_COUNT_COMMITS
     /* Counted on the ring that received the record: with next_write, a reader knows exactly how
      * many reservations were never finished. */
@@ -429,13 +542,33 @@ static inline int64_t klogWrite(uint16_t subsys, const char *desc, uint64_t d1, 
     return seq;
 }
 
-/* Reserves a record for `subsys` and stops after zeroing its header, as a writer interrupted
- * mid-record would; returns its sequence number. For test kernels that must leave a torn record
- * in a real dump. */
+/* Writes one record for `subsys` whose format is at `desc`. Before klogInit every subsystem's
+ * records go to the first ring (the header still names `subsys`). */
+static inline int64_t klogWrite(uint16_t subsys, const char *desc, uint64_t d1, uint64_t d2,
+                                uint64_t d3)
+{
+    return klogWriteDesc(subsys, KLOG_DESC_POINTER, (uint64_t)(uintptr_t)desc, d1, d2, d3);
+}
+
+/* The desc word of an inline description: up to 8 bytes of `text` in memory order, NUL-padded. */
+static inline uint64_t klogInlineDesc(const char *text)
+{
+    union {
+        char c[8];
+        uint64_t w;
+    } u = {{0}};
+    for (int i = 0; i < 8 && text[i]; i++)
+        u.c[i] = text[i];
+    return u.w;
+}
+
+/* Reserves a record in the ring receiving `subsys`'s events on this processor and stops after
+ * zeroing its header, as a writer interrupted mid-record would; returns its sequence number.
+ * For test kernels that must leave a torn record in a real dump. */
 static inline int64_t klogReserveTorn(uint16_t subsys)
 {
     int64_t seq;
-    KLogRec *rec = klogReserve_(&KLogs[subsys], &seq);
+    KLogRec *rec = klogReserve_(klogRing_(subsys, klogPlatformProcDom()), &seq);
     __atomic_store_n(&rec->header, KLOG_TORN_HEADER, __ATOMIC_RELEASE);
     return seq;
 }
@@ -464,6 +597,28 @@ static inline int klogEnabled(uint16_t subsys, unsigned int level)
 #define KLOG_3_(subsys, level, desc, d1, d2, d3, ...)                                              \
     (KLOG_ENABLED_(subsys, level)                                                                  \
          ? klogWrite((subsys), (desc), KLOG_WORD_(d1), KLOG_WORD_(d2), KLOG_WORD_(d3))             \
+         : (int64_t)-1)
+
+/* KLOG_INLINE(subsystem, level, "text", d1, d2[, d3]): the format, at most 8 bytes, travels in
+ * the record (the design's appendix A.1); a longer literal fails to compile. */
+#define KLOG_INLINE(subsys, level, text, d1, ...)                                                  \
+    KLOG_INLINE_3_(subsys, level, text, d1, __VA_ARGS__, 0, 0)
+#define KLOG_INLINE_3_(subsys, level, text, d1, d2, d3, ...)                                       \
+    (KLOG_ENABLED_(subsys, level)                                                                  \
+         ? klogWriteDesc((subsys), KLOG_DESC_INLINE,                                               \
+                         klogInlineDesc(text) + 0 * sizeof(struct {                                \
+                             int klog_inline_text_is_at_most_8_bytes : sizeof(text) <= 9 ? 1 : -1; \
+                         }),                                                                       \
+                         KLOG_WORD_(d1), KLOG_WORD_(d2), KLOG_WORD_(d3))                           \
+         : (int64_t)-1)
+
+/* KLOG_EVENT(subsystem, level, id, d1, d2[, d3]): the record holds minor event ID `id`, the index
+ * of its format in KLogDescriptions (the design's appendix A.1). */
+#define KLOG_EVENT(subsys, level, id, d1, ...) KLOG_EVENT_3_(subsys, level, id, d1, __VA_ARGS__, 0, 0)
+#define KLOG_EVENT_3_(subsys, level, id, d1, d2, d3, ...)                                          \
+    (KLOG_ENABLED_(subsys, level)                                                                  \
+         ? klogWriteDesc((subsys), KLOG_DESC_EVENT, (uint64_t)(id), KLOG_WORD_(d1), KLOG_WORD_(d2), \
+                         KLOG_WORD_(d3))                                                           \
          : (int64_t)-1)
 
 /* KLOG[012](subsystem, level, desc[, d1][, d2]): level given, 0, 1 or 2 data words. */

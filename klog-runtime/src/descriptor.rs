@@ -3,27 +3,27 @@
 //! image, no image at all, raw physical memory — can find and decode the rings. The layout of
 //! `KLog`, `KLogRec` and the record header is not changed by it.
 //!
-//! Byte by byte (ABI 1.0; every multi-byte field in the writer's byte order, which `endian`
+//! Byte by byte (ABI 2.0; every multi-byte field in the writer's byte order, which `endian`
 //! gives; addresses are virtual unless said otherwise):
 //!
 //! ```text
 //! off  size  field
 //! 0x00  16   magic: "Tera KLog layout" with every byte XOR 0xff (never in a reader's constants)
-//! 0x10   2   abi_major (1: a reader refuses any other)
+//! 0x10   2   abi_major (2; a reader also reads 1, whose head ends at 0xe0, and refuses others)
 //! 0x12   2   abi_minor (0: a reader accepts any, reading only the fields it knows)
 //! 0x14   4   endian: 0x01020304 as the writer stores a u32
 //! 0x18   1   word_size: bytes of an address and of a ring word (8)
 //! 0x19   1   build_id_len: bytes of build_id that are meaningful (0..=32; 0: none known)
 //! 0x1a   2   subsystems: entries of KLogs (and of names)
-//! 0x1c   4   size: bytes of the whole descriptor, names included (0xe0 + 32 × subsystems)
+//! 0x1c   4   size: bytes of the whole descriptor, names included (0x100 + 32 × subsystems)
 //! 0x20   8   self: this descriptor's own address
-//! 0x28   8   KLogs
+//! 0x28   8   KLogs (processors × subsystems entries, processor p's set at p × subsystems)
 //! 0x30   8   KLogBuffer
 //! 0x38   8   KLogBuffer's size in bytes
 //! 0x40   8   DebugFlags (0: none)
 //! 0x48   8   klogLevel (0: none)
 //! 0x50   8   klogClockHz (0: none)
-//! 0x58   8   KLogCommits (0: none): per ring, the records whose header the writer stored
+//! 0x58   8   KLogCommits (0: none): per KLogs entry, the records whose header the writer stored
 //! 0x60   8   page_table_root: physical address of the top page table that maps these
 //!            addresses, as the kernel said at klog_init (0: not known)
 //! 0x68   2   stride of KLogs (bytes from KLogs[i] to KLogs[i+1])
@@ -43,7 +43,14 @@
 //! 0xd8   4   checksum: CRC-32 (IEEE 802.3, as zlib's crc32) of all `size` bytes with this
 //!            field read as 0; 0 until klog_init seals the descriptor
 //! 0xdc   4   name_size: bytes of each name slot (32)
-//! 0xe0  32×n names: subsystem i's name without DBG_, NUL-padded, at 0xe0 + 32 × i
+//! 0xe0   2   processors: sets of rings in KLogs (1: every processor shares each ring)
+//! 0xe2   2   stride of KLogDescriptions (bytes from one format address to the next)
+//! 0xe4   4   entries of KLogDescriptions
+//! 0xe8   8   KLogDescriptions (0: none): the format addresses minor event IDs index
+//! 0xf0   8   klogFlags (0: none): bit 0, some ring's buffer lies outside KLogBuffer
+//! 0xf8   1   size of klogFlags
+//! 0xf9   7   (zero)
+//! 0x100 32×n names: subsystem i's name without DBG_, NUL-padded, at 0x100 + 32 × i
 //! ```
 //!
 //! Everything but the checksum, build_id, build_id_len and page_table_root is known when the
@@ -55,12 +62,14 @@ use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 /// The magic as text; the descriptor stores every byte inverted.
 pub const MAGIC_TEXT: [u8; 16] = *b"Tera KLog layout";
 /// The ABI this crate writes and reads.
-pub const ABI_MAJOR: u16 = 1;
+pub const ABI_MAJOR: u16 = 2;
 pub const ABI_MINOR: u16 = 0;
 /// The endianness marker as a u32.
 pub const ENDIAN: u32 = 0x0102_0304;
 /// Bytes before the names.
-pub const HEAD_SIZE: usize = 0xe0;
+pub const HEAD_SIZE: usize = 0x100;
+/// Bytes before the names in an ABI 1 descriptor (no processors, descriptions or flags).
+pub const HEAD_SIZE_V1: usize = 0xe0;
 /// Bytes of each name slot.
 pub const NAME_SIZE: usize = 32;
 /// Bytes of build-id the descriptor holds.
@@ -115,7 +124,7 @@ pub fn checksum(descriptor: &[u8]) -> u32 {
 /// purpose and must reach the checks after the checksum. False when the head is cut or its size
 /// runs past `bytes`.
 pub fn reseal(bytes: &mut [u8]) -> bool {
-    let Some(head) = bytes.get(..HEAD_SIZE) else {
+    let Some(head) = bytes.get(..HEAD_SIZE_V1) else {
         return false;
     };
     let big = head[0x14..0x18] == ENDIAN.to_be_bytes();
@@ -125,7 +134,7 @@ pub fn reseal(bytes: &mut [u8]) -> bool {
     } else {
         u32::from_le_bytes(size)
     } as usize;
-    let Some(descriptor) = bytes.get_mut(..size.max(HEAD_SIZE)) else {
+    let Some(descriptor) = bytes.get_mut(..size.max(HEAD_SIZE_V1)) else {
         return false;
     };
     let sum = checksum(descriptor);
@@ -153,7 +162,7 @@ pub struct Addr(pub *const u8);
 // SAFETY: only the address is ever used; nothing is read or written through it here.
 unsafe impl Sync for Addr {}
 
-/// The fixed part of the descriptor (offsets 0x00..0xe0), as the table above lays it out.
+/// The fixed part of the descriptor (offsets 0x00..0x100), as the table above lays it out.
 #[repr(C)]
 pub struct Head {
     pub magic: [u8; 16],
@@ -187,6 +196,13 @@ pub struct Head {
     pub build_id: [AtomicU8; BUILD_ID_MAX],
     pub checksum: AtomicU32,
     pub name_size: u32,
+    pub processors: u16,
+    pub description_stride: u16,
+    pub description_count: u32,
+    pub descriptions: Addr,
+    pub flags: Addr,
+    pub flags_size: u8,
+    pub reserved: [u8; 7],
 }
 
 /// The whole descriptor of a kernel with `N` subsystems. `klog_config!` emits one as
@@ -204,6 +220,8 @@ const _: () = {
     assert!(core::mem::offset_of!(Head, klog_fields) == 0x78);
     assert!(core::mem::offset_of!(Head, build_id) == 0xb8);
     assert!(core::mem::offset_of!(Head, checksum) == CHECKSUM_AT);
+    assert!(core::mem::offset_of!(Head, processors) == 0xe0);
+    assert!(core::mem::offset_of!(Head, flags) == 0xf0);
 };
 
 /// The KLog field table of this crate's `KLog`.
@@ -322,6 +340,8 @@ pub enum DescriptorError {
     Scalar(&'static str),
     /// An array's or KLogBuffer's extent wraps past the top of the address space.
     Extent(&'static str),
+    /// `processors` is 0.
+    Processors,
 }
 
 impl core::fmt::Display for DescriptorError {
@@ -333,7 +353,7 @@ impl core::fmt::Display for DescriptorError {
             DescriptorError::BadMagic => write!(f, "not a KLog descriptor (no magic)"),
             DescriptorError::Abi { major, minor } => write!(
                 f,
-                "ABI {major}.{minor}, this reader reads ABI {ABI_MAJOR}.x"
+                "ABI {major}.{minor}, this reader reads ABI 1.x and {ABI_MAJOR}.x"
             ),
             DescriptorError::Endian(e) => write!(f, "endianness marker {e:#010x} is not valid"),
             DescriptorError::WordSize(w) => write!(f, "word size {w}, not 8"),
@@ -357,6 +377,7 @@ impl core::fmt::Display for DescriptorError {
             }
             DescriptorError::Scalar(name) => write!(f, "{name}'s size is not 1, 2, 4 or 8"),
             DescriptorError::Extent(name) => write!(f, "{name} runs past the top of memory"),
+            DescriptorError::Processors => write!(f, "processors is 0"),
         }
     }
 }
@@ -364,6 +385,7 @@ impl core::fmt::Display for DescriptorError {
 /// A descriptor a reader parsed and checked: every field in native form.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parsed {
+    pub abi_major: u16,
     pub abi_minor: u16,
     pub big_endian: bool,
     pub size: u32,
@@ -385,6 +407,19 @@ pub struct Parsed {
     pub klog_fields: [FieldAt; 8],
     pub rec_fields: [FieldAt; 8],
     pub build_id: ([u8; BUILD_ID_MAX], u8),
+    /// Sets of rings in KLogs (1 for ABI 1).
+    pub processors: u16,
+    /// `(address, entries, stride)` of KLogDescriptions, when present.
+    pub descriptions: Option<(u64, u32, u16)>,
+    /// `(address, size)` of klogFlags, when present.
+    pub flags: Option<(u64, u8)>,
+}
+
+impl Parsed {
+    /// Entries of KLogs: a KLog per subsystem per processor set.
+    pub fn klog_entries(&self) -> u64 {
+        u64::from(self.subsystems) * u64::from(self.processors)
+    }
 }
 
 impl Parsed {
@@ -397,17 +432,19 @@ impl Parsed {
 
 /// The bytes of subsystem `i`'s name slot, up to its first NUL, from a whole descriptor.
 pub fn name(descriptor: &[u8], i: usize) -> Option<&[u8]> {
-    let slot = descriptor.get(HEAD_SIZE + i * NAME_SIZE..HEAD_SIZE + (i + 1) * NAME_SIZE)?;
+    let head = Reader::new(descriptor).ok()?.head_size();
+    let slot = descriptor.get(head + i * NAME_SIZE..head + (i + 1) * NAME_SIZE)?;
     Some(slot.split(|&b| b == 0).next().unwrap_or(slot))
 }
 
 /// Reads the fixed head at the start of `bytes` and says how many bytes the whole descriptor
 /// claims (checked against [`SIZE_MAX`]), so that a reader can fetch them before [`parse`].
+/// `bytes` needs [`HEAD_SIZE_V1`] bytes, whatever the ABI.
 pub fn claimed_size(bytes: &[u8]) -> Result<usize, DescriptorError> {
     let r = Reader::new(bytes)?;
     let subsystems = r.u16(0x1a);
     let size = r.u32(0x1c);
-    let want = HEAD_SIZE + NAME_SIZE * subsystems as usize;
+    let want = r.head_size() + NAME_SIZE * subsystems as usize;
     if size as usize != want || r.u32(0xdc) as usize != NAME_SIZE || want > SIZE_MAX {
         return Err(DescriptorError::Size { size, subsystems });
     }
@@ -417,14 +454,15 @@ pub fn claimed_size(bytes: &[u8]) -> Result<usize, DescriptorError> {
 struct Reader<'a> {
     b: &'a [u8],
     big: bool,
+    major: u16,
 }
 
 impl<'a> Reader<'a> {
     /// Checks magic, ABI, endianness and word size of a head.
     fn new(b: &'a [u8]) -> Result<Reader<'a>, DescriptorError> {
-        if b.len() < HEAD_SIZE {
+        if b.len() < HEAD_SIZE_V1 {
             return Err(DescriptorError::Short {
-                need: HEAD_SIZE,
+                need: HEAD_SIZE_V1,
                 have: b.len(),
             });
         }
@@ -437,15 +475,24 @@ impl<'a> Reader<'a> {
             _ if u32::from_be_bytes(marker) == ENDIAN => true,
             other => return Err(DescriptorError::Endian(other)),
         };
-        let r = Reader { b, big };
+        let mut r = Reader { b, big, major: 1 };
         let (major, minor) = (r.u16(0x10), r.u16(0x12));
-        if major != ABI_MAJOR {
+        if major != 1 && major != ABI_MAJOR {
             return Err(DescriptorError::Abi { major, minor });
         }
+        r.major = major;
         if b[0x18] != 8 {
             return Err(DescriptorError::WordSize(b[0x18]));
         }
         Ok(r)
+    }
+
+    fn head_size(&self) -> usize {
+        if self.major == 1 {
+            HEAD_SIZE_V1
+        } else {
+            HEAD_SIZE
+        }
     }
 
     fn bytes<const N: usize>(&self, at: usize) -> [u8; N] {
@@ -533,11 +580,17 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, DescriptorError> {
         })
     };
     let subsystems = r.u16(0x1a);
+    let v2 = r.major >= 2;
+    let processors = if v2 { r.u16(0xe0) } else { 1 };
+    if processors == 0 {
+        return Err(DescriptorError::Processors);
+    }
+    let entries = u64::from(subsystems) * u64::from(processors);
     let klogs = r.u64(0x28);
     let buffer = r.u64(0x30);
     let buffer_bytes = r.u64(0x38);
     if klogs
-        .checked_add(u64::from(subsystems) * u64::from(klog_stride))
+        .checked_add(entries * u64::from(klog_stride))
         .is_none()
     {
         return Err(DescriptorError::Extent("KLogs"));
@@ -547,19 +600,41 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, DescriptorError> {
     }
     let debug_flags = array("DebugFlags", 0x40, 0x6c, 0x72)?;
     let commits = array("KLogCommits", 0x58, 0x6e, 0x73)?;
-    for (name, array) in [("DebugFlags", debug_flags), ("KLogCommits", commits)] {
+    for (name, array, len) in [
+        ("DebugFlags", debug_flags, u64::from(subsystems)),
+        ("KLogCommits", commits, entries),
+    ] {
         if let Some((addr, stride, _)) = array {
-            if addr
-                .checked_add(u64::from(subsystems) * u64::from(stride))
-                .is_none()
-            {
+            if addr.checked_add(len * u64::from(stride)).is_none() {
                 return Err(DescriptorError::Extent(name));
             }
         }
     }
+    let descriptions = match (v2, optional(0xe8)) {
+        (true, Some(addr)) => {
+            let (count, stride) = (r.u32(0xe4), r.u16(0xe2));
+            if stride < 8 {
+                return Err(DescriptorError::Scalar("KLogDescriptions"));
+            }
+            if addr
+                .checked_add(u64::from(count) * u64::from(stride))
+                .is_none()
+            {
+                return Err(DescriptorError::Extent("KLogDescriptions"));
+            }
+            Some((addr, count, stride))
+        }
+        _ => None,
+    };
+    let flags = if v2 {
+        sized("klogFlags", 0xf0, 0xf8)?
+    } else {
+        None
+    };
     let mut id = [0u8; BUILD_ID_MAX];
     id.copy_from_slice(&bytes[0xb8..0xb8 + BUILD_ID_MAX]);
     Ok(Parsed {
+        abi_major: r.major,
         abi_minor: r.u16(0x12),
         big_endian: r.big,
         size: size as u32,
@@ -578,5 +653,8 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, DescriptorError> {
         klog_fields,
         rec_fields,
         build_id: (id, id_len),
+        processors,
+        descriptions,
+        flags,
     })
 }

@@ -19,8 +19,11 @@ pub mod record;
 mod ring;
 mod word;
 
+pub use config::EventId;
 pub use record::*;
-pub use ring::{CacheAligned, Config, DbgIntensity, KLog, Platform, Registry, Subsys};
+pub use ring::{
+    flags, AttachError, CacheAligned, Config, DbgIntensity, KLog, Platform, Registry, Subsys,
+};
 pub use word::{KlogStr, KlogWord};
 
 /// Whether the design's run-time checks (`d_klog`, `klogLevel`, `d_klogprintf`) are compiled in:

@@ -15,7 +15,54 @@ macro_rules! KLOG {
             $crate::printf::count_args(__DESC) == $crate::__klog_count!($($arg),*),
             "KLOG: the format's conversions do not match the number of data words"
         );
-        $sub.log::<{ $level as u32 }>(__DESC, $crate::__klog_words!($($arg),*))
+        $sub.log::<{ $level as u32 }>(
+            $crate::Desc::Pointer,
+            __DESC.as_ptr() as u64,
+            __DESC,
+            $crate::__klog_words!($($arg),*),
+        )
+    }};
+}
+
+/// Logs an event whose description is in the record itself, up to 8 bytes of printf format
+/// (the design's appendix A.1 "short 8 character trace description"): no string in kernel
+/// memory to follow. `KLOG_INLINE!(DBG_VM, KLOG_TERSE, "pf %lx", addr)`. Longer text, or data
+/// words that do not match the conversions, fail to compile.
+#[macro_export]
+macro_rules! KLOG_INLINE {
+    ($sub:expr, $level:expr, $desc:literal $(, $arg:expr)* $(,)?) => {{
+        const __DESC: &[u8] = concat!($desc, "\0").as_bytes();
+        const __WORD: u64 = $crate::inline_desc($desc.as_bytes());
+        const _: () = assert!(
+            $crate::printf::count_args(__DESC) == $crate::__klog_count!($($arg),*),
+            "KLOG_INLINE: the format's conversions do not match the number of data words"
+        );
+        $sub.log::<{ $level as u32 }>(
+            $crate::Desc::Inline,
+            __WORD,
+            __DESC,
+            $crate::__klog_words!($($arg),*),
+        )
+    }};
+}
+
+/// Logs an event by its minor event ID (the design's appendix A.1): the record holds the ID, the
+/// format sits in the kernel's `KLogDescriptions` table that `klog_config!`'s `descriptions`
+/// declares. `KLOG_EVENT!(DBG_VM, KLOG_TERSE, EVT_PAGE_FAULT, addr)`; data words that do not
+/// match the format's conversions fail to compile.
+#[macro_export]
+macro_rules! KLOG_EVENT {
+    ($sub:expr, $level:expr, $event:path $(, $arg:expr)* $(,)?) => {{
+        const _: () = assert!(
+            $event.args == $crate::__klog_count!($($arg),*),
+            "KLOG_EVENT: the event's conversions do not match the number of data words"
+        );
+        $sub.log::<{ $level as u32 }>(
+            $crate::Desc::Event,
+            $event.id as u64,
+            $event.text,
+            $crate::__klog_words!($($arg),*),
+        )
     }};
 }
 

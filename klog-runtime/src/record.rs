@@ -5,11 +5,18 @@
 //! [`KLogRec`]. The first word is the header:
 //!
 //! ```text
-//!  63            32 31       16 15          0
-//! +----------------+-----------+-------------+
-//! | MAGIC "KLOG"   | RECSIZE 8 | subsystem   |
-//! +----------------+-----------+-------------+
+//!  63            32 31      24 23      16 15          0
+//! +----------------+----------+----------+-------------+
+//! | MAGIC "KLOG"   | DESC     | RECSIZE 8| subsystem   |
+//! +----------------+----------+----------+-------------+
 //! ```
+//!
+//! DESC says what the record's `desc` word is ([`Desc`]): 0, the address of a NUL-terminated
+//! printf format (the design's choice); 1, the description itself, up to 8 bytes of text in the
+//! word's bytes as memory holds them, NUL-padded (the design's appendix A.1 "short 8 character
+//! trace description"); 2, a minor event ID, the index of the format in the kernel's
+//! `KLogDescriptions` table (A.1's "minor event ID"). A reader that does not know a DESC value
+//! treats the header as invalid rather than guess.
 //!
 //! A writer reserves a record by one atomic fetch-add of `rec_size` on its ring's `next_write`,
 //! stores 0 in the record's header word, stores the other seven words, then stores the real header
@@ -73,36 +80,86 @@ impl KLogRec {
     }
 }
 
-/// The header word a writer stores last for an event of `subsystem`.
+/// What a record's `desc` word holds (the DESC byte of its header).
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Desc {
+    /// The address of a NUL-terminated printf format.
+    Pointer = 0,
+    /// Up to 8 bytes of format text in the word itself, NUL-padded.
+    Inline = 1,
+    /// An index into the kernel's `KLogDescriptions` table of format addresses.
+    Event = 2,
+}
+
+impl Desc {
+    pub const fn from_u8(v: u8) -> Option<Desc> {
+        match v {
+            0 => Some(Desc::Pointer),
+            1 => Some(Desc::Inline),
+            2 => Some(Desc::Event),
+            _ => None,
+        }
+    }
+}
+
+/// The header word a writer stores last for an event of `subsystem` whose `desc` is a format's
+/// address.
 pub const fn encode_header(subsystem: u16) -> u64 {
-    (MAGIC << 32) | (REC_WORDS << 16) | subsystem as u64
+    encode_header_desc(subsystem, Desc::Pointer)
+}
+
+/// The header word of an event of `subsystem` whose `desc` word holds `desc`.
+pub const fn encode_header_desc(subsystem: u16, desc: Desc) -> u64 {
+    (MAGIC << 32) | ((desc as u64) << 24) | (REC_WORDS << 16) | subsystem as u64
 }
 
 /// What a header word says about its record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Header {
     /// A complete record of this subsystem.
-    Valid { subsystem: u16 },
+    Valid { subsystem: u16, desc: Desc },
     /// Header 0: the writer reserved the slot and was interrupted before finishing.
     Torn,
-    /// Neither: the slot was never written, or was overwritten by something else.
+    /// Neither: the slot was never written, or was overwritten by something else. `rec_size`
+    /// is bits 16..32: the record size with the DESC byte above it.
     Invalid { magic: u32, rec_size: u16 },
 }
 
-/// Reads a header word. Only `MAGIC` with a record size of [`REC_WORDS`] is valid.
+/// Reads a header word. Only `MAGIC` with a record size of [`REC_WORDS`] and a known DESC is
+/// valid.
 pub const fn decode_header(word: u64) -> Header {
     if word == TORN_HEADER {
         return Header::Torn;
     }
     let magic = (word >> 32) as u32;
     let rec_size = (word >> 16) as u16;
-    if magic as u64 == MAGIC && rec_size as u64 == REC_WORDS {
-        Header::Valid {
-            subsystem: word as u16,
+    let desc = Desc::from_u8((rec_size >> 8) as u8);
+    match desc {
+        Some(desc) if magic as u64 == MAGIC && (rec_size & 0xff) as u64 == REC_WORDS => {
+            Header::Valid {
+                subsystem: word as u16,
+                desc,
+            }
         }
-    } else {
-        Header::Invalid { magic, rec_size }
+        _ => Header::Invalid { magic, rec_size },
     }
+}
+
+/// The `desc` word of an inline description: its bytes in memory order, NUL-padded. Fails to
+/// compile (in a const) when the text is longer than 8 bytes.
+pub const fn inline_desc(text: &[u8]) -> u64 {
+    assert!(
+        text.len() <= 8,
+        "an inline description holds at most 8 bytes"
+    );
+    let mut b = [0u8; 8];
+    let mut i = 0;
+    while i < text.len() {
+        b[i] = text[i];
+        i += 1;
+    }
+    u64::from_ne_bytes(b)
 }
 
 /// Packs `thisProcessor():thisDomain()` into the `proc_dom` word: processor in the upper half.
@@ -178,8 +235,32 @@ mod tests {
             let h = encode_header(s);
             assert_eq!(h >> 32, 0x4B4C4F47);
             assert_eq!((h >> 16) & 0xffff, 8);
-            assert_eq!(decode_header(h), Header::Valid { subsystem: s });
+            assert_eq!(
+                decode_header(h),
+                Header::Valid {
+                    subsystem: s,
+                    desc: Desc::Pointer
+                }
+            );
         }
+    }
+
+    #[test]
+    fn desc_kinds_round_trip_and_unknown_ones_are_invalid() {
+        for desc in [Desc::Pointer, Desc::Inline, Desc::Event] {
+            let h = encode_header_desc(7, desc);
+            assert_eq!(decode_header(h), Header::Valid { subsystem: 7, desc });
+        }
+        assert!(matches!(
+            decode_header((MAGIC << 32) | (3 << 24) | (8 << 16) | 7),
+            Header::Invalid { .. }
+        ));
+    }
+
+    #[test]
+    fn inline_descriptions_are_memory_ordered_text() {
+        assert_eq!(inline_desc(b"pf %lx").to_ne_bytes(), *b"pf %lx\0\0");
+        assert_eq!(inline_desc(b"").to_ne_bytes(), [0; 8]);
     }
 
     #[test]

@@ -37,7 +37,10 @@ fn bytes() -> Vec<u8> {
     let size = std::mem::size_of_val(&klogDescriptor);
     let base = (&raw const klogDescriptor).cast::<u8>();
     // SAFETY: the descriptor's own bytes; nothing writes them after klog_init.
-    unsafe { std::slice::from_raw_parts(base, size) }.to_vec()
+    let mut b = unsafe { std::slice::from_raw_parts(base, size) }.to_vec();
+    // The static is padded to a cache line; the descriptor is the size it claims.
+    b.truncate(descriptor::claimed_size(&b).expect("head parses"));
+    b
 }
 
 fn addr<T>(p: *const T) -> u64 {
@@ -79,6 +82,29 @@ fn the_sealed_descriptor_records_every_static_and_field() {
         Some(&b"A_VERY_LONG_SUBSYSTEM_NAME_X"[..])
     );
     assert_eq!(b.len(), HEAD_SIZE + 32 * DBG_MAX);
+    assert_eq!((d.abi_major, d.processors, d.klog_entries()), (2, 1, 3));
+    assert_eq!(d.flags, Some((addr(&raw const klogFlags), 4)));
+    assert_eq!(
+        d.descriptions,
+        Some((addr(&raw const KLogDescriptions), 0, 8)),
+        "no descriptions declared: an empty table"
+    );
+}
+
+/// An ABI 1 descriptor (the 2.0 one without its processors, descriptions and flags) still
+/// reads: one set of rings, no table, no flags.
+#[test]
+fn a_reader_reads_abi_1() {
+    let mut b = bytes();
+    b.drain(0xe0..HEAD_SIZE);
+    b[0x10..0x12].copy_from_slice(&1u16.to_ne_bytes());
+    let size = (b.len() as u32).to_ne_bytes();
+    b[0x1c..0x20].copy_from_slice(&size);
+    assert!(descriptor::reseal(&mut b));
+    let d = descriptor::parse(&b).expect("ABI 1 parses");
+    assert_eq!((d.abi_major, d.processors), (1, 1));
+    assert_eq!((d.descriptions, d.flags), (None, None));
+    assert_eq!(descriptor::name(&b, 1), Some(&b"PARCHORE"[..]));
 }
 
 #[test]
@@ -91,8 +117,8 @@ fn a_reader_refuses_a_descriptor_that_is_damaged_or_unsealed() {
         assert!(matches!(&got, Err(e) if want(e)), "{got:?}");
     };
     check(&|b| b[0] ^= 1, &|e| *e == DescriptorError::BadMagic);
-    check(&|b| b[0x10] = 2, &|e| {
-        matches!(e, DescriptorError::Abi { major: 2, .. })
+    check(&|b| b[0x10] = 3, &|e| {
+        matches!(e, DescriptorError::Abi { major: 3, .. })
     });
     check(&|b| b[0x14] = 9, &|e| {
         matches!(e, DescriptorError::Endian(_))
@@ -134,6 +160,20 @@ fn a_reader_refuses_a_descriptor_that_is_damaged_or_unsealed() {
             reseal(b)
         },
         &|e| *e == DescriptorError::Scalar("klogClockHz"),
+    );
+    check(
+        &|b| {
+            b[0xe0..0xe2].fill(0);
+            reseal(b)
+        },
+        &|e| *e == DescriptorError::Processors,
+    );
+    check(
+        &|b| {
+            b[0xe2..0xe4].copy_from_slice(&4u16.to_ne_bytes());
+            reseal(b)
+        },
+        &|e| *e == DescriptorError::Scalar("KLogDescriptions"),
     );
     check(
         &|b| {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex, MutexGuard};
 
-use klog_runtime::{decode_header, split_proc_dom, Header, KLog, KLogRec, REC_WORDS};
+use klog_runtime::{decode_header, split_proc_dom, Desc, Header, KLog, KLogRec, REC_WORDS};
 use proptest::prelude::*;
 
 static CLOCK: AtomicU64 = AtomicU64::new(1);
@@ -55,9 +55,10 @@ fn ring(log: &KLog) -> Vec<(u64, KLogRec)> {
     let base = log.buffer.load(Ordering::Relaxed) as *const u64;
     let start = KLogBuffer.as_ptr() as *const u64;
     let offset = (base as usize - start as usize) / 8;
-    (written.saturating_sub(log.num_recs)..written)
+    (written.saturating_sub(log.capacity())..written)
         .map(|seq| {
-            let at = offset + ((seq * REC_WORDS) & log.buffer_size_1) as usize;
+            let at =
+                offset + ((seq * REC_WORDS) & log.buffer_size_1.load(Ordering::Relaxed)) as usize;
             let words: [u64; 8] =
                 std::array::from_fn(|i| KLogBuffer[at + i].load(Ordering::Relaxed));
             (seq, KLogRec::from_words(words))
@@ -84,7 +85,10 @@ fn statics_are_laid_out_as_the_design() {
         assert_eq!(log.subsystem, id as u64);
         assert_eq!(log.rec_size, 8);
         assert_eq!(log.header, klog_runtime::encode_header(id as u16));
-        assert_eq!(log.buffer_size_1, log.num_recs * 8 - 1);
+        assert_eq!(
+            log.buffer_size_1.load(Ordering::Relaxed),
+            log.capacity() * 8 - 1
+        );
     }
 }
 
@@ -118,8 +122,20 @@ fn events_before_init_go_to_the_none_ring_with_their_own_subsystem() {
     assert_eq!(
         none,
         [
-            (Header::Valid { subsystem: 3 }, 1),
-            (Header::Valid { subsystem: 2 }, 2)
+            (
+                Header::Valid {
+                    subsystem: 3,
+                    desc: Desc::Pointer
+                },
+                1
+            ),
+            (
+                Header::Valid {
+                    subsystem: 2,
+                    desc: Desc::Pointer
+                },
+                2
+            )
         ],
         "pre-init records stay in NONE's ring, at the start of KLogBuffer, after klog_init"
     );
@@ -144,7 +160,13 @@ fn a_record_holds_every_field_the_writer_gave() {
     );
     assert_eq!(seq, Some(0));
     let (_, r) = ring(&KLogs[1])[0];
-    assert_eq!(decode_header(r.header), Header::Valid { subsystem: 1 });
+    assert_eq!(
+        decode_header(r.header),
+        Header::Valid {
+            subsystem: 1,
+            desc: Desc::Pointer
+        }
+    );
     assert_eq!(r.id, 0x5000_0010);
     assert_eq!(split_proc_dom(r.proc_dom), (0x5000_0010, 7));
     assert!(r.clock >= before);
@@ -162,30 +184,33 @@ fn an_interrupted_writer_leaves_header_zero() {
     let _g = fresh();
     klog_init();
     klog_runtime::KLOGT1!(DBG_FS, "ok %d", 1);
-    let torn = KLOG_REGISTRY.reserve_torn(DBG_FS.id);
+    let torn = KLOG_REGISTRY.reserve_torn(DBG_FS.ring_here());
     assert_eq!(torn, 1);
     let recs = ring(&KLogs[2]);
     assert_eq!(
         decode_header(recs[0].1.header),
-        Header::Valid { subsystem: 2 }
+        Header::Valid {
+            subsystem: 2,
+            desc: Desc::Pointer
+        }
     );
     assert_eq!(decode_header(recs[1].1.header), Header::Torn);
     assert_eq!(KLogs[2].records_written(), 2);
 }
 
 #[test]
-fn before_init_torn_reservations_and_ring_of_follow_the_none_redirect() {
+fn before_init_torn_reservations_and_receiving_follow_the_none_redirect() {
     let _g = fresh();
-    assert_eq!(KLOG_REGISTRY.ring_of(DBG_SCHED.id), 0);
-    assert_eq!(KLOG_REGISTRY.reserve_torn(DBG_SCHED.id), 0);
+    assert_eq!(KLOG_REGISTRY.receiving(DBG_SCHED.ring_here()), 0);
+    assert_eq!(KLOG_REGISTRY.reserve_torn(DBG_SCHED.ring_here()), 0);
     assert_eq!(
         (KLogs[0].records_written(), KLogs[3].records_written()),
         (1, 0)
     );
     assert_eq!(decode_header(ring(&KLogs[0])[0].1.header), Header::Torn);
     klog_init();
-    assert_eq!(KLOG_REGISTRY.ring_of(DBG_SCHED.id), DBG_SCHED.id);
-    assert_eq!(KLOG_REGISTRY.ring_of(DBG_NONE.id), 0);
+    assert_eq!(KLOG_REGISTRY.receiving(DBG_SCHED.ring_here()), 3);
+    assert_eq!(KLOG_REGISTRY.receiving(DBG_NONE.ring_here()), 0);
 }
 
 #[test]
@@ -216,9 +241,9 @@ proptest! {
         for (s, events) in logged.iter().enumerate() {
             let log = &KLogs[s];
             prop_assert_eq!(log.records_written(), events.len() as u64);
-            let kept = events.len().saturating_sub(log.num_recs as usize);
+            let kept = events.len().saturating_sub(log.capacity() as usize);
             let got: Vec<u64> = ring(log).iter().map(|(_, r)| {
-                assert_eq!(decode_header(r.header), Header::Valid { subsystem: s as u16 });
+                assert_eq!(decode_header(r.header), Header::Valid { subsystem: s as u16, desc: Desc::Pointer });
                 assert_eq!(r.data2, s as u64);
                 r.data1
             }).collect();
@@ -275,7 +300,10 @@ fn threads_writing(threads: u64, per_thread: u64, two_subsystems: bool) {
             let (thread, i) = expected[&(sub, seq)];
             assert_eq!(
                 decode_header(r.header),
-                Header::Valid { subsystem: sub },
+                Header::Valid {
+                    subsystem: sub,
+                    desc: Desc::Pointer
+                },
                 "record {seq} torn or foreign"
             );
             assert_eq!(

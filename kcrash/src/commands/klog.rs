@@ -295,14 +295,15 @@ fn show(
     }
     let filter = Filter::new(args, clock)?;
     let limit = args.count.unwrap_or(u64::MAX);
-    let names = klog.names();
+    let ring_names: Vec<String> = klog.rings.iter().map(Ring::label).collect();
     let json = args.json;
     let render = |printer: &mut Printer<'_>, rec: &Record, buf: &mut Vec<u8>| -> io::Result<bool> {
         if !filter.keeps(rec, printer) {
             return Ok(false);
         }
         if json {
-            printer.json(buf, rec, &names[rec.ring.min(names.len() - 1)]);
+            let ring_name = ring_names.get(rec.ring).map_or("", String::as_str);
+            printer.json(buf, rec, ring_name);
         } else {
             printer.text(buf, rec, style);
         }
@@ -310,17 +311,18 @@ fn show(
     };
     if args.salvage {
         let found = klog.salvage(mem, order);
-        return print_salvage(args, mem, &found, &names, clock, sel, style, out, err);
+        let printer = Printer::new(mem, klog.names(), clock).with_descriptions(klog);
+        return print_salvage(args, &found, printer, sel, style, out, err);
     }
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(MAX_WORKERS);
     let mut printers: Vec<Printer<'_>> = (0..workers)
-        .map(|_| Printer::new(mem, klog.names(), clock))
+        .map(|_| Printer::new(mem, klog.names(), clock).with_descriptions(klog))
         .collect();
     // Ctrl-C ends the record stream; what was rendered is written, then the command says so.
     let records = klog
-        .records_from(mem, sel, order, from)
+        .records_from(mem, sel, order, from, args.cpu)
         .take_while(|_| !crate::interrupt::requested());
     let shown = render_stream(records, &mut printers, &render, limit, out)?;
     // Ctrl-C is how --follow ends, not a failure.
@@ -333,22 +335,19 @@ fn show(
     Ok(())
 }
 
-/// Prints what `klog --salvage` found, subsystem by subsystem.
-#[allow(clippy::too_many_arguments)]
+/// Prints what `klog --salvage` found, subsystem by subsystem, with `printer`'s names and clock.
 fn print_salvage(
     args: &Args,
-    mem: &(dyn Memory + Sync),
     found: &Salvage,
-    names: &[String],
-    clock: Clock,
+    mut printer: Printer<'_>,
     sel: Selection,
     style: Style,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<()> {
-    let filter = Filter::new(args, clock)?;
+    let filter = Filter::new(args, printer.clock)?;
     let limit = args.count.unwrap_or(u64::MAX);
-    let mut printer = Printer::new(mem, names.to_vec(), clock);
+    let names = printer.names.clone();
     for e in &found.unreadable {
         writeln!(err, "klog: part of the memory salvaged is unreadable: {e}")?;
     }
@@ -441,17 +440,8 @@ fn salvage_anywhere(
     let names: Vec<String> = (0..found.groups.len())
         .map(|i| format!("SUBSYS{i}"))
         .collect();
-    print_salvage(
-        &args,
-        session,
-        &found,
-        &names,
-        Clock { hz: None },
-        sel,
-        style,
-        out,
-        err,
-    )
+    let printer = Printer::new(session, names, Clock { hz: None });
+    print_salvage(&args, &found, printer, sel, style, out, err)
 }
 
 /// Whether `args` choose among the records, so that none may be the answer.
@@ -464,14 +454,6 @@ fn filtered(args: &Args) -> bool {
         || args.count == Some(0)
 }
 
-/// The rings `sel` reads: one subsystem's and NONE's (its records from before klog_init).
-fn selected(r: &Ring, sel: Selection) -> bool {
-    match sel {
-        Selection::All => true,
-        Selection::Subsystem(s) => r.index == s as usize || r.index == 0,
-    }
-}
-
 /// An empty answer is told apart from an unreadable log: nothing could be read is a failure
 /// (exit status 1); rings that were read but hold nothing are an empty log, said on stderr.
 fn say_why_nothing_printed(
@@ -480,7 +462,7 @@ fn say_why_nothing_printed(
     args: &Args,
     err: &mut dyn Write,
 ) -> Result<()> {
-    let rings: Vec<&Ring> = klog.rings.iter().filter(|r| selected(r, sel)).collect();
+    let rings: Vec<&Ring> = klog.rings.iter().filter(|r| klog.reads(r, sel)).collect();
     if rings.iter().all(|r| !r.trusted()) {
         let missing = rings.iter().filter(|r| r.unreadable.is_some()).count();
         bail!(
@@ -514,7 +496,7 @@ fn warn_untrusted(klog: &Klog, sel: Selection, salvage: bool, err: &mut dyn Writ
     let untrusted = || {
         klog.rings
             .iter()
-            .filter(move |r| selected(r, sel) && !r.trusted())
+            .filter(move |r| klog.reads(r, sel) && !r.trusted())
     };
     let unreadable: Vec<&Ring> = untrusted().filter(|r| r.unreadable.is_some()).collect();
     if let Some(first) = unreadable.first().and_then(|r| r.unreadable.as_ref()) {
@@ -567,6 +549,8 @@ fn flag_names(bits: u64) -> String {
 /// `klog -s`: the rings' figures.
 #[derive(Serialize)]
 struct Summary {
+    /// Sets of rings: one per processor, or 1 when processors share each ring.
+    processors: u64,
     rings: Vec<RingRow>,
     /// `klogLevel`: its value and name, or why it could not be read; absent from the image: null.
     klog_level: Option<String>,
@@ -613,7 +597,14 @@ impl LayoutRow {
 #[derive(Serialize)]
 struct RingRow {
     index: usize,
+    /// The processor whose set holds the ring; null when every processor shares each ring.
+    processor: Option<u32>,
     name: String,
+    /// For a subsystem grouped into another's ring: that ring's index (its own KLog receives
+    /// nothing).
+    grouped_into: Option<usize>,
+    /// The ring's buffer was attached after boot, outside KLogBuffer.
+    attached: bool,
     /// Raw fields of the control block: null when it is not in the dump.
     capacity: Option<u64>,
     /// Counts from the control block: null when it cannot be believed (`counts_unknown` says why).
@@ -643,9 +634,16 @@ struct RingRow {
 
 impl Report for Summary {
     fn text(&self, out: &mut dyn Write, _: Paint) -> io::Result<()> {
+        let per_cpu = self.processors > 1;
+        let cpu = |c: Option<u32>| match (per_cpu, c) {
+            (false, _) => String::new(),
+            (true, Some(c)) => format!("{c:>3} "),
+            (true, None) => "  - ".into(),
+        };
         writeln!(
             out,
-            "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>10} {:>16} {:>16}  FLAGS",
+            "{}{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>10} {:>16} {:>16}  FLAGS",
+            if per_cpu { "CPU " } else { "" },
             "ID",
             "NAME",
             "CAPACITY",
@@ -666,7 +664,8 @@ impl Report for Summary {
         for r in &self.rings {
             writeln!(
                 out,
-                "{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>10} {:>16} {:>16}  {}",
+                "{}{:>3} {:<12} {:>9} {:>10} {:>9} {:>11} {:>5} {:>10} {:>16} {:>16}  {}",
+                cpu(r.processor),
                 r.index,
                 r.name,
                 count(r.capacity),
@@ -683,6 +682,16 @@ impl Report for Summary {
                 time(r.newest_clock),
                 r.debug_flags.as_deref().unwrap_or("-"),
             )?;
+            if let Some(leader) = r.grouped_into {
+                writeln!(out, "    GROUPED: its events are in KLogs[{leader}]'s ring")?;
+            }
+            if r.attached {
+                let at = r.buffer.map_or("?".into(), |b| format!("{:#x}", b.0));
+                writeln!(
+                    out,
+                    "    ATTACHED: its buffer at {at} is outside KLogBuffer"
+                )?;
+            }
             if !r.trusted {
                 writeln!(out, "    NOT TRUSTED: {}", r.problems.join("; "))?;
             } else if let Some(why) = &r.counts_unknown {
@@ -746,7 +755,10 @@ fn summary(
             };
             RingRow {
                 index: r.index,
+                processor: r.processor,
                 name: r.label(),
+                grouped_into: r.grouped_into,
+                attached: r.attached,
                 capacity: raw(r.num_recs),
                 written: known(r.written()),
                 held: known(r.held()),
@@ -764,13 +776,14 @@ fn summary(
                 newest_s: s.newest.and_then(|c| clock.seconds(c)),
                 buffer: raw(r.buffer).map(Hex),
                 next_write: raw(r.next_write).map(|n| Dec(n.into())),
-                debug_flags: flags(r.index),
+                debug_flags: flags(r.slot_subsystem()),
                 trusted: r.trusted(),
                 problems: r.problems.clone(),
             }
         })
         .collect();
     let summary = Summary {
+        processors: klog.shape.processors,
         rings,
         klog_level,
         clock_hz: klog.clock_rate.hz().map(|hz| Dec(hz.into())),

@@ -5,9 +5,9 @@
 use std::fmt;
 use std::ops::ControlFlow;
 
-use klog_runtime::descriptor::{self, Parsed, HEAD_SIZE};
+use klog_runtime::descriptor::{self, Parsed, HEAD_SIZE_V1};
 
-use super::layout::{ArrayAt, Field, KLogFields, KLogLayout, ScalarArray, ScalarAt};
+use super::layout::{ArrayAt, Field, KLogFields, KLogLayout, Processors, ScalarArray, ScalarAt};
 use crate::escape::escaped;
 
 /// Where kcrash found the KLog's layout.
@@ -79,12 +79,15 @@ pub type Candidates = Vec<(u64, Result<Described, Refused>)>;
 /// [`descriptor::SIZE_MAX`].
 pub fn read(at: u64, read: &ReadFn<'_>) -> Result<Described, Refused> {
     let refuse = |why: String| Refused { at, why };
-    let mut bytes = vec![0u8; HEAD_SIZE];
+    let mut bytes = vec![0u8; HEAD_SIZE_V1];
     read(at, &mut bytes).map_err(|e| refuse(format!("unreadable: {e}")))?;
     let size = descriptor::claimed_size(&bytes).map_err(|e| refuse(e.to_string()))?;
-    bytes.resize(size, 0);
-    read(at.wrapping_add(HEAD_SIZE as u64), &mut bytes[HEAD_SIZE..])
-        .map_err(|e| refuse(format!("its names are unreadable: {e}")))?;
+    bytes.resize(size.max(HEAD_SIZE_V1), 0);
+    read(
+        at.wrapping_add(HEAD_SIZE_V1 as u64),
+        &mut bytes[HEAD_SIZE_V1..],
+    )
+    .map_err(|e| refuse(format!("its names are unreadable: {e}")))?;
     let parsed = descriptor::parse(&bytes).map_err(|e| refuse(e.to_string()))?;
     if parsed.buffer_bytes > MAX_BUFFER {
         return Err(refuse(format!(
@@ -115,9 +118,10 @@ pub fn layout(d: &Described) -> KLogLayout {
     KLogLayout {
         klogs: ArrayAt {
             addr: p.klogs,
-            len: p.subsystems.into(),
+            len: p.klog_entries(),
             stride: p.klog_stride.into(),
         },
+        processors: Processors::Known(p.processors.into()),
         fields: KLogFields::in_order(fields),
         buffer: ArrayAt {
             addr: p.buffer,
@@ -140,10 +144,19 @@ pub fn layout(d: &Described) -> KLogLayout {
         commits: p.commits.map(|(addr, stride, size)| ScalarArray {
             array: ArrayAt {
                 addr,
-                len: p.subsystems.into(),
+                len: p.klog_entries(),
                 stride: stride.into(),
             },
             size: size.into(),
+        }),
+        flags: p.flags.map(|(addr, size)| ScalarAt {
+            addr,
+            size: size.into(),
+        }),
+        descriptions: p.descriptions.map(|(addr, len, stride)| ArrayAt {
+            addr,
+            len: len.into(),
+            stride: stride.into(),
         }),
         names: d.names.clone(),
     }
@@ -186,6 +199,11 @@ pub fn disagreement(dwarf: &KLogLayout, described: &KLogLayout) -> Vec<String> {
         "DebugFlags",
         format!("{:x?}", dwarf.debug_flags.map(|a| a.addr)),
         format!("{:x?}", described.debug_flags.map(|a| a.addr)),
+    );
+    differ(
+        "KLogDescriptions",
+        format!("{:x?}", dwarf.descriptions),
+        format!("{:x?}", described.descriptions),
     );
     v
 }

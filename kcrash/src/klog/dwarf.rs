@@ -3,7 +3,9 @@
 
 use symbols::{Image, TypeId, TypeKind};
 
-use super::layout::{ArrayAt, Field, KLogFields, KLogLayout, LayoutError, ScalarArray, ScalarAt};
+use super::layout::{
+    ArrayAt, Field, KLogFields, KLogLayout, LayoutError, Processors, ScalarArray, ScalarAt,
+};
 
 /// A global with its address and type.
 fn variable(image: &Image, name: &'static str) -> Result<Option<(u64, TypeId)>, LayoutError> {
@@ -85,14 +87,22 @@ impl KLogLayout {
             }
             None => None,
         };
+        let descriptions = match variable(image, "KLogDescriptions")? {
+            Some((a, t)) => Some(array(image, "KLogDescriptions", a, t)?.0),
+            None => None,
+        };
         Ok(KLogLayout {
             klogs,
+            processors: scalar(image, "klogProcessors")?
+                .map_or(Processors::Known(1), Processors::At),
             fields,
             buffer,
             debug_flags,
             klog_level: scalar(image, "klogLevel")?,
             clock_hz: scalar(image, "klogClockHz")?,
             commits,
+            flags: scalar(image, "klogFlags")?,
+            descriptions,
             names: Vec::new(),
         })
     }

@@ -96,11 +96,21 @@ pub struct ScalarArray {
     pub size: u64,
 }
 
+/// How many sets of rings `KLogs` holds (one per processor, or 1 when processors share rings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Processors {
+    /// Said by the descriptor, or 1 for a kernel without `klogProcessors`.
+    Known(u64),
+    /// In `klogProcessors`, read from the dump.
+    At(ScalarAt),
+}
+
 /// Everything kcrash needs to find the rings of one kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KLogLayout {
-    /// `KLogs[DBG_MAX]`.
+    /// `KLogs`: a KLog per subsystem per processor set, processor p's set at `p × DBG_MAX`.
     pub klogs: ArrayAt,
+    pub processors: Processors,
     pub fields: KLogFields,
     /// `KLogBuffer`: its address and size in bytes (len × 8-byte words).
     pub buffer: ArrayAt,
@@ -112,6 +122,10 @@ pub struct KLogLayout {
     pub clock_hz: Option<ScalarAt>,
     /// `KLogCommits`, when the writer keeps it: records finished per ring.
     pub commits: Option<ScalarArray>,
+    /// `klogFlags`, when the kernel has it.
+    pub flags: Option<ScalarAt>,
+    /// `KLogDescriptions`: the format addresses minor event IDs index, when the kernel has it.
+    pub descriptions: Option<ArrayAt>,
     /// Subsystem names the descriptor holds inline (empty from DWARF): shown when a KLog's
     /// `name` pointer cannot be followed.
     pub names: Vec<String>,

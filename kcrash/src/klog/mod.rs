@@ -14,9 +14,9 @@ pub mod salvage;
 use crate::error::{Error, Result};
 use crate::memory::{Memory, Unreadable};
 use descriptor::LayoutSource;
-use layout::KLogLayout;
+use layout::{KLogLayout, Processors};
 use merge::Merge;
-use ring::{Cursor, Order, Ring};
+use ring::{Cursor, Order, Ring, Shape};
 
 /// Which records `klog SUBSYS` shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +32,8 @@ pub enum Selection {
 pub struct Klog {
     pub layout: KLogLayout,
     pub rings: Vec<Ring>,
+    /// How KLogs divides into processor sets, as read and checked.
+    pub shape: Shape,
     /// `klogClockHz` at the crash, or why it is not known.
     pub clock_rate: ClockRate,
     /// `klogLevel` at the crash.
@@ -79,7 +81,9 @@ impl ClockRate {
 impl Klog {
     /// Reads the control blocks and globals; records are read later, as they are printed.
     pub fn read(mem: &dyn Memory, layout: KLogLayout) -> Klog {
-        let rings = ring::read_rings(mem, &layout);
+        let mut notes = Vec::new();
+        let shape = shape(mem, &layout, &mut notes);
+        let rings = ring::read_rings(mem, &layout, shape);
         let clock_rate = match layout.clock_hz.map(|v| mem.read_uint(v.addr, v.size)) {
             None => ClockRate::Absent,
             Some(Ok(0)) => ClockRate::Zero,
@@ -95,17 +99,31 @@ impl Klog {
         Klog {
             layout,
             rings,
+            shape,
             clock_rate,
             level,
             debug_flags,
             source: LayoutSource::Dwarf,
-            notes: Vec::new(),
+            notes,
         }
     }
 
-    /// Subsystem names by id.
+    /// Subsystem names by id (from the first processor's KLogs).
     pub fn names(&self) -> Vec<String> {
-        self.rings.iter().map(Ring::label).collect()
+        self.rings
+            .iter()
+            .take(self.shape.subsystems as usize)
+            .map(Ring::label)
+            .collect()
+    }
+
+    /// Whether `sel` reads ring `r`: every ring that receives the subsystem's events, and the
+    /// first ring (which holds every subsystem's events from before klog_init).
+    pub fn reads(&self, r: &Ring, sel: Selection) -> bool {
+        match sel {
+            Selection::All => true,
+            Selection::Subsystem(s) => r.index == 0 || r.holds.contains(&s),
+        }
     }
 
     /// `0`, a subsystem number, or a subsystem name (case-insensitive, `DBG_` optional).
@@ -113,10 +131,10 @@ impl Klog {
         if let Ok(n) = spec.parse::<u64>() {
             return match n {
                 0 => Ok(Selection::All),
-                n if (n as usize) < self.rings.len() => Ok(Selection::Subsystem(n as u16)),
+                n if n < self.shape.subsystems => Ok(Selection::Subsystem(n as u16)),
                 n => Err(Error::Usage(format!(
                     "no subsystem {n}: this kernel has {} (0 means all)",
-                    self.rings.len()
+                    self.shape.subsystems
                 ))),
             };
         }
@@ -124,9 +142,9 @@ impl Klog {
             .strip_prefix("DBG_")
             .or_else(|| spec.strip_prefix("dbg_"))
             .unwrap_or(spec);
-        self.rings
+        self.names()
             .iter()
-            .position(|r| r.label().eq_ignore_ascii_case(want))
+            .position(|n| n.eq_ignore_ascii_case(want))
             .map(|i| Selection::Subsystem(i as u16))
             .ok_or_else(|| {
                 Error::Usage(format!(
@@ -138,29 +156,35 @@ impl Klog {
 
     /// The selected records in `order`, streamed from memory.
     pub fn records<'a>(&'a self, mem: &'a dyn Memory, sel: Selection, order: Order) -> Merge<'a> {
-        self.records_from(mem, sel, order, &[])
+        self.records_from(mem, sel, order, &[], None)
     }
 
     /// As [`Klog::records`], leaving out records of ring `i` before sequence number `from[i]`
-    /// (those already shown by `klog --follow`).
+    /// (those already shown by `klog --follow`), and, with `cpu`, the rings of other
+    /// processors' sets (shared rings are still read: any processor may have logged into them).
     pub fn records_from<'a>(
         &'a self,
         mem: &'a dyn Memory,
         sel: Selection,
         order: Order,
         from: &[u64],
+        cpu: Option<u32>,
     ) -> Merge<'a> {
-        let cursor = |r: &'a Ring, only| {
-            Cursor::new(mem, r, order, only).from_seq(from.get(r.index).copied().unwrap_or(0))
-        };
-        let cursors = match sel {
-            Selection::All => self.rings.iter().map(|r| cursor(r, None)).collect(),
-            Selection::Subsystem(0) => vec![cursor(&self.rings[0], Some(0))],
-            Selection::Subsystem(s) => vec![
-                cursor(&self.rings[s as usize], None),
-                cursor(&self.rings[0], Some(s)),
-            ],
-        };
+        let cursors = self
+            .rings
+            .iter()
+            .filter(|r| self.reads(r, sel))
+            .filter(|r| cpu.is_none_or(|c| r.processor.is_none_or(|p| p == c)))
+            .map(|r| {
+                // A ring holding only the subsystem needs no filter; the first ring and a
+                // group's ring hold others too.
+                let only = match sel {
+                    Selection::Subsystem(s) if r.index == 0 || r.holds != [s] => Some(s),
+                    _ => None,
+                };
+                Cursor::new(mem, r, order, only).from_seq(from.get(r.index).copied().unwrap_or(0))
+            })
+            .collect();
         Merge::new(cursors, order)
     }
 
@@ -221,5 +245,50 @@ impl RingSummary {
                 ring.next_write, self.never_written
             )
         })
+    }
+}
+
+/// How KLogs divides into processor sets: `klogProcessors` (or the descriptor's count) checked
+/// against KLogs' and DebugFlags' lengths. When they disagree or it cannot be read, the sets are
+/// taken from the lengths and a note says so; with neither, KLogs is one set.
+fn shape(mem: &dyn Memory, layout: &KLogLayout, notes: &mut Vec<String>) -> Shape {
+    let entries = layout.klogs.len;
+    let from_lengths = layout
+        .debug_flags
+        .map(|d| d.len)
+        .filter(|&s| s > 0 && entries % s == 0)
+        .map(|s| entries / s);
+    let said = match layout.processors {
+        Processors::Known(n) => Ok(n),
+        Processors::At(at) => mem
+            .read_uint(at.addr, at.size)
+            .map_err(|e| format!("klogProcessors is unreadable at {e}")),
+    };
+    let processors = match said {
+        Ok(n) if n >= 1 && entries % n == 0 && from_lengths.is_none_or(|f| f == n) => n,
+        Ok(n) => {
+            let fallback = from_lengths.unwrap_or(1);
+            notes.push(format!(
+                "klogProcessors is {n}, which does not divide KLogs' {entries} entries into \
+                 sets of DBG_MAX; reading {fallback} set(s), from KLogs' and DebugFlags' lengths"
+            ));
+            fallback
+        }
+        Err(why) => {
+            let fallback = from_lengths.unwrap_or(1);
+            notes.push(format!(
+                "{why}; reading {fallback} set(s), from KLogs' and DebugFlags' lengths"
+            ));
+            fallback
+        }
+    };
+    let attached_buffers = layout.flags.is_some_and(|f| {
+        mem.read_uint(f.addr, f.size)
+            .is_ok_and(|v| v & u64::from(klog_runtime::flags::ATTACHED_BUFFERS) != 0)
+    });
+    Shape {
+        processors,
+        subsystems: entries / processors,
+        attached_buffers,
     }
 }

@@ -213,6 +213,7 @@ mod tests {
             slot: seq,
             words: [0; 8],
             subsystem: None,
+            desc_kind: klog_runtime::Desc::Pointer,
             damage: Damage::default(),
             unreadable: None,
             sort_clock: seq,

@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use klog_runtime::printf::{self, Outcome, Sink, Strings};
-use klog_runtime::split_proc_dom;
+use klog_runtime::{split_proc_dom, Desc};
 
+use super::layout::ArrayAt;
 use super::ring::Record;
 use crate::escape::escape_into;
 use crate::memory::{Memory, Unreadable};
@@ -87,6 +88,8 @@ pub enum DescState {
     /// `desc` is 0: there is no format string to read.
     Null,
     Unreadable,
+    /// A minor event ID with no format: no table, an ID past its end, or an unreadable entry.
+    UnknownEvent,
 }
 
 /// What decoding a message found besides its text; each mark is also in the text, where it
@@ -104,6 +107,7 @@ impl Decoded {
         [
             (self.desc == DescState::Null, "desc_null"),
             (self.desc == DescState::Unreadable, "desc_unreadable"),
+            (self.desc == DescState::UnknownEvent, "event_unknown"),
             (self.desc == DescState::Cut, "format_cut"),
             (o.missing_args > 0, "missing_arg"),
             (o.unreadable_strings > 0, "string_unreadable"),
@@ -122,6 +126,10 @@ pub struct Decoder<'a> {
     mem: &'a (dyn Memory + Sync),
     descs: HashMap<u64, Result<Format, Unreadable>, AddrHash>,
     strings: DumpStrings<'a>,
+    /// `KLogDescriptions`, which minor event IDs index, when the kernel has it.
+    pub descriptions: Option<ArrayAt>,
+    /// Format addresses by event ID, read from the table once each.
+    events: HashMap<u64, Result<u64, String>, AddrHash>,
 }
 
 impl<'a> Decoder<'a> {
@@ -133,15 +141,63 @@ impl<'a> Decoder<'a> {
                 mem,
                 buf: Vec::new(),
             },
+            descriptions: None,
+            events: HashMap::default(),
         }
     }
 
+    /// The address of event `id`'s format, from `KLogDescriptions`, or why there is none.
+    fn event_format(&mut self, id: u64) -> Result<u64, String> {
+        let (mem, table) = (self.mem, self.descriptions);
+        if self.events.len() >= DESC_CACHE_MAX && !self.events.contains_key(&id) {
+            self.events.clear();
+        }
+        self.events
+            .entry(id)
+            .or_insert_with(|| match table {
+                None => Err(format!("event {id}: no KLogDescriptions table is known")),
+                Some(t) if id >= t.len => Err(format!(
+                    "event {id}: KLogDescriptions has {} entries",
+                    t.len
+                )),
+                Some(t) => mem.read_uint(t.element(id), 8).map_err(|e| {
+                    format!("event {id}: KLogDescriptions[{id}] is unreadable at {e}")
+                }),
+            })
+            .clone()
+    }
+
     /// Appends the record's message to `text` (raw bytes) and returns what decoding found.
-    /// The format string is read once per address and kept. Without a format string the
-    /// arguments are shown raw, so nothing the record holds is hidden.
+    /// The format is the desc word's own text (inline), or the string at its address, directly
+    /// or through `KLogDescriptions` (event ID); a string is read once per address and kept.
+    /// Without a format the arguments are shown raw, so nothing the record holds is hidden.
     pub fn message_into(&mut self, rec: &Record, text: &mut Vec<u8>) -> Decoded {
-        let desc = rec.desc();
         let args = rec.data();
+        let desc = match rec.desc_kind {
+            Desc::Pointer => rec.desc(),
+            Desc::Inline => {
+                let word = rec.desc().to_le_bytes();
+                let format = word.split(|&b| b == 0).next().unwrap_or(&word);
+                let mut sink = VecSink(text);
+                let printf =
+                    printf::format(&mut sink, format, &args, &mut self.strings).unwrap_or_default();
+                return Decoded {
+                    printf,
+                    desc: DescState::Read,
+                };
+            }
+            Desc::Event => match self.event_format(rec.desc()) {
+                Ok(at) => at,
+                Err(why) => {
+                    text.extend_from_slice(format!("<{why}; args").as_bytes());
+                    push_raw_args(text, &args);
+                    return Decoded {
+                        printf: Outcome::default(),
+                        desc: DescState::UnknownEvent,
+                    };
+                }
+            },
+        };
         if desc == 0 {
             text.extend_from_slice(b"<no format string: desc is 0; args");
             push_raw_args(text, &args);
@@ -192,10 +248,19 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// The format string at `desc`, if it has been read and could be.
-    pub fn format(&self, desc: u64) -> Option<&[u8]> {
+    /// The record's format, if [`Decoder::message_into`] has read it and could.
+    pub fn format(&self, rec: &Record) -> Option<Cow<'_, [u8]>> {
+        let desc = match rec.desc_kind {
+            Desc::Pointer => rec.desc(),
+            Desc::Inline => {
+                let word = rec.desc().to_le_bytes();
+                let text = word.split(|&b| b == 0).next().unwrap_or(&word);
+                return Some(Cow::Owned(text.to_vec()));
+            }
+            Desc::Event => self.events.get(&rec.desc())?.clone().ok()?,
+        };
         match self.descs.get(&desc)? {
-            Ok(f) => Some(&f.bytes),
+            Ok(f) => Some(Cow::Borrowed(&f.bytes)),
             Err(_) => None,
         }
     }
@@ -354,9 +419,12 @@ pub fn subsystem_name(names: &[String], id: u16) -> String {
         .unwrap_or_else(|| format!("SUBSYS{id}"))
 }
 
-/// The subsystem a record belongs to: its header's, or its ring's when the header is damaged.
+/// The subsystem a record belongs to: its header's, or its ring's when the header is damaged
+/// (KLogs holds a set of `names.len()` KLogs per processor).
 fn subsystem_name_of<'n>(names: &'n [String], rec: &Record) -> Cow<'n, str> {
-    let id = rec.subsystem.unwrap_or(rec.ring as u16);
+    let id = rec
+        .subsystem
+        .unwrap_or((rec.ring % names.len().max(1)) as u16);
     match names.get(id as usize) {
         Some(n) => Cow::Borrowed(n),
         None => Cow::Owned(format!("SUBSYS{id}")),
@@ -383,6 +451,12 @@ impl<'a> Printer<'a> {
             message: Vec::with_capacity(256),
             scratch: Vec::with_capacity(256),
         }
+    }
+
+    /// The same printer decoding minor event IDs through `klog`'s `KLogDescriptions`.
+    pub fn with_descriptions(mut self, klog: &super::Klog) -> Self {
+        self.decoder.descriptions = klog.layout.descriptions;
+        self
     }
 
     /// The record's message, raw, formatted into the printer's buffer (for filters on it).
@@ -483,6 +557,15 @@ impl<'a> Printer<'a> {
         b.push(b'"');
         field(b, "desc");
         push_hex_str(b, rec.desc());
+        field(b, "desc_kind");
+        json_quoted(
+            b,
+            match rec.desc_kind {
+                Desc::Pointer => b"pointer",
+                Desc::Inline => b"inline",
+                Desc::Event => b"event",
+            },
+        );
         field(b, "time_s");
         match self.clock.seconds(rec.clock()) {
             // Writing to a Vec cannot fail.
@@ -490,8 +573,8 @@ impl<'a> Printer<'a> {
             _ => b.extend_from_slice(b"null"),
         }
         field(b, "format");
-        match readable.then(|| self.decoder.format(rec.desc())).flatten() {
-            Some(f) => json_str(b, f, &mut scratch),
+        match readable.then(|| self.decoder.format(rec)).flatten() {
+            Some(f) => json_str(b, &f, &mut scratch),
             None => b.extend_from_slice(b"null"),
         }
         field(b, "args");

@@ -1,7 +1,7 @@
 //! The rings as the dump holds them: each KLog's control block, checked, and a cursor that streams
 //! its records in either direction.
 
-use klog_runtime::{decode_header, Header, REC_WORDS};
+use klog_runtime::{decode_header, Desc, Header, REC_WORDS};
 
 use super::layout::{Field, KLogLayout};
 use crate::escape::escaped;
@@ -22,7 +22,19 @@ const NAME_MAX: usize = 64;
 #[derive(Clone, Debug)]
 pub struct Ring {
     pub index: usize,
+    /// The processor whose set of rings holds this one, when each processor has its own.
+    pub processor: Option<u32>,
+    /// The KLog's own subsystem: its index within its processor's set.
+    pub own: u16,
+    /// The `subsystem` field: the KLog's own subsystem, or the leader of the group it logs into.
     pub subsystem: u64,
+    /// Subsystems whose events this ring receives: its own and its group members'; empty for a
+    /// group member's KLog, which receives none.
+    pub holds: Vec<u16>,
+    /// For a group member's KLog: the index of the ring its events go to.
+    pub grouped_into: Option<usize>,
+    /// The buffer lies outside KLogBuffer, attached after boot (klogFlags says the kernel did).
+    pub attached: bool,
     /// The subsystem's name, or what kept kcrash from reading it (then `SUBSYS<i>` is shown).
     pub name: Result<String, Unreadable>,
     pub num_recs: u64,
@@ -49,8 +61,13 @@ impl Ring {
     pub fn label(&self) -> String {
         match &self.name {
             Ok(n) if !n.is_empty() => n.clone(),
-            _ => format!("SUBSYS{}", self.index),
+            _ => format!("SUBSYS{}", self.slot_subsystem()),
         }
+    }
+
+    /// The subsystem this KLog belongs to: its index within its processor's set.
+    pub fn slot_subsystem(&self) -> usize {
+        self.own as usize
     }
 
     pub fn trusted(&self) -> bool {
@@ -110,11 +127,27 @@ impl Ring {
     }
 }
 
+/// What the rings' checks need beyond the layout: how `KLogs` divides into processor sets, and
+/// whether the kernel attached buffers outside KLogBuffer.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub processors: u64,
+    /// KLogs per set: the kernel's subsystems.
+    pub subsystems: u64,
+    pub attached_buffers: bool,
+}
+
+/// The largest ring outside KLogBuffer kcrash accepts (bytes): as large as a KLogBuffer may be.
+const MAX_ATTACHED: u64 = 1 << 36;
+
 /// Reads and checks every `KLogs[i]`. Fails only if KLogs itself cannot be read at all.
-pub fn read_rings(mem: &dyn Memory, layout: &KLogLayout) -> Vec<Ring> {
-    (0..layout.klogs.len)
-        .map(|i| read_ring(mem, layout, i as usize))
-        .collect()
+pub fn read_rings(mem: &dyn Memory, layout: &KLogLayout, shape: Shape) -> Vec<Ring> {
+    let mut rings: Vec<Ring> = (0..layout.klogs.len)
+        .map(|i| read_ring(mem, layout, shape, i as usize))
+        .collect();
+    check_groups(&mut rings);
+    check_attached_overlap(&mut rings);
+    rings
 }
 
 /// Where `KLogs[index]`'s control block is.
@@ -122,7 +155,7 @@ pub fn control_block(layout: &KLogLayout, index: usize) -> u64 {
     layout.klogs.element(index as u64)
 }
 
-fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
+fn read_ring(mem: &dyn Memory, layout: &KLogLayout, shape: Shape, index: usize) -> Ring {
     let base = control_block(layout, index);
     let f = &layout.fields;
     let mut problems = Vec::new();
@@ -149,17 +182,23 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
         problems.push(format!("name unreadable at {e}"));
         unreadable.get_or_insert(e.clone());
     }
+    let own = (index as u64 % shape.subsystems.max(1)) as u16;
     let mut raw = Vec::new();
     let name = name_ptr
         .and_then(|at| mem.read_cstring(at, NAME_MAX, &mut raw))
         .map(|()| escaped(&raw))
-        .or_else(|e| layout.names.get(index).cloned().ok_or(e));
+        .or_else(|e| layout.names.get(own as usize).cloned().ok_or(e));
     let committed = layout
         .commits
         .map(|c| mem.read_uint(c.array.element(index as u64), c.size));
     let mut ring = Ring {
         index,
+        processor: (shape.processors > 1).then(|| (index as u64 / shape.subsystems.max(1)) as u32),
+        own,
         subsystem,
+        holds: Vec::new(),
+        grouped_into: None,
+        attached: false,
         name,
         num_recs,
         rec_size,
@@ -173,15 +212,19 @@ fn read_ring(mem: &dyn Memory, layout: &KLogLayout, index: usize) -> Ring {
         committed,
     };
     if ring.problems.is_empty() {
-        ring.problems = check(&ring, layout);
+        ring.problems = check(&mut ring, layout, shape);
+    }
+    if ring.subsystem == u64::from(own) {
+        ring.holds.push(own);
     }
     ring
 }
 
-/// What is inconsistent in a control block whose fields all read.
-fn check(r: &Ring, layout: &KLogLayout) -> Vec<String> {
+/// What is inconsistent in a control block whose fields all read. A `subsystem` below the
+/// KLog's own names its group's leader; [`check_groups`] checks that against the leader.
+fn check(r: &mut Ring, layout: &KLogLayout, shape: Shape) -> Vec<String> {
     let mut p = Vec::new();
-    if r.subsystem != r.index as u64 {
+    if r.subsystem > u64::from(r.own) {
         p.push(format!(
             "subsystem is {} in KLogs[{}]",
             r.subsystem, r.index
@@ -190,10 +233,10 @@ fn check(r: &Ring, layout: &KLogLayout) -> Vec<String> {
     if r.rec_size != REC_WORDS {
         p.push(format!("rec_size is {}, not {REC_WORDS}", r.rec_size));
     }
-    if r.header != klog_runtime::encode_header(r.index as u16) {
+    if r.header != klog_runtime::encode_header(r.own) {
         p.push(format!(
             "header is {:#018x}, not the KLOG header of subsystem {}",
-            r.header, r.index
+            r.header, r.own
         ));
     }
     let words = r.buffer_size_1.wrapping_add(1);
@@ -207,10 +250,26 @@ fn check(r: &Ring, layout: &KLogLayout) -> Vec<String> {
     }
     let start = layout.buffer.addr;
     let end = start + layout.buffer_bytes();
-    let ring_end = words.checked_mul(8).and_then(|b| r.buffer.checked_add(b));
-    if r.buffer < start || ring_end.is_none_or(|e| e > end) || r.buffer % 8 != 0 {
+    let bytes = words.checked_mul(8);
+    let ring_end = bytes.and_then(|b| r.buffer.checked_add(b));
+    let inside = r.buffer >= start && ring_end.is_some_and(|e| e <= end) && r.buffer % 8 == 0;
+    let outside = ring_end.is_some_and(|e| e <= start || r.buffer >= end);
+    let attachable = outside && r.buffer % 64 == 0 && bytes.is_some_and(|b| b <= MAX_ATTACHED);
+    if inside {
+        // In KLogBuffer, where klog_init puts every ring.
+    } else if shape.attached_buffers && attachable {
+        r.attached = true;
+    } else if shape.attached_buffers {
         p.push(format!(
-            "buffer {:#x} (+{words} words) is not inside KLogBuffer {start:#x}..{end:#x}",
+            "buffer {:#x} (+{words} words) is neither inside KLogBuffer {start:#x}..{end:#x} nor \
+             an attached ring (64-byte aligned, outside KLogBuffer, at most {MAX_ATTACHED:#x} \
+             bytes)",
+            r.buffer
+        ));
+    } else {
+        p.push(format!(
+            "buffer {:#x} (+{words} words) is not inside KLogBuffer {start:#x}..{end:#x} (and \
+             klogFlags does not say a buffer was attached)",
             r.buffer
         ));
     }
@@ -227,6 +286,76 @@ fn check(r: &Ring, layout: &KLogLayout) -> Vec<String> {
     p
 }
 
+/// A group member's KLog must mirror its leader's (same buffer and size, nothing written to it)
+/// and the leader must be one; then the leader's ring holds the member's events.
+fn check_groups(rings: &mut [Ring]) {
+    for m in 0..rings.len() {
+        let r = &rings[m];
+        if r.subsystem >= u64::from(r.own) || !r.problems.is_empty() {
+            continue;
+        }
+        let leader = m - r.own as usize + r.subsystem as usize;
+        let l = &rings[leader];
+        let mut why = Vec::new();
+        if l.subsystem != u64::from(l.own) {
+            why.push(format!("KLogs[{leader}] is not a ring of its own"));
+        }
+        if !l.problems.is_empty() {
+            why.push(format!("KLogs[{leader}] is not trusted"));
+        }
+        for (what, mine, theirs) in [
+            ("buffer", r.buffer, l.buffer),
+            ("num_recs", r.num_recs, l.num_recs),
+            ("buffer_size_1", r.buffer_size_1, l.buffer_size_1),
+        ] {
+            if mine != theirs {
+                why.push(format!(
+                    "its {what} {mine:#x} is not the leader's {theirs:#x}"
+                ));
+            }
+        }
+        if r.next_write != 0 {
+            why.push(format!(
+                "next_write is {}, but a group member's KLog receives nothing",
+                r.next_write
+            ));
+        }
+        if why.is_empty() {
+            let own = r.own;
+            rings[m].grouped_into = Some(leader);
+            rings[leader].holds.push(own);
+        } else {
+            let msg = format!(
+                "subsystem {} says it logs into KLogs[{leader}], but {}",
+                r.subsystem,
+                why.join(", ")
+            );
+            rings[m].problems.push(msg);
+        }
+    }
+}
+
+/// Attached rings may sit anywhere outside KLogBuffer, but no two may share memory.
+fn check_attached_overlap(rings: &mut [Ring]) {
+    let mut attached: Vec<(u64, u64, usize)> = rings
+        .iter()
+        .filter(|r| r.attached && r.grouped_into.is_none() && r.problems.is_empty())
+        .map(|r| (r.buffer, r.buffer + (r.buffer_size_1 + 1) * 8, r.index))
+        .collect();
+    attached.sort_unstable();
+    for pair in attached.windows(2) {
+        let ((_, end, a), (start, _, b)) = (pair[0], pair[1]);
+        if start < end {
+            rings[a]
+                .problems
+                .push(format!("its attached buffer overlaps KLogs[{b}]'s"));
+            rings[b]
+                .problems
+                .push(format!("its attached buffer overlaps KLogs[{a}]'s"));
+        }
+    }
+}
+
 /// What a record's slot says about it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Damage {
@@ -234,7 +363,8 @@ pub struct Damage {
     pub torn: bool,
     /// The header is not a KLOG header: never written, or overwritten by something else.
     pub bad_header: bool,
-    /// A KLOG header of another subsystem in a ring that is not NONE's.
+    /// A KLOG header of a subsystem the ring does not receive (any but the first ring, which
+    /// holds every subsystem's pre-init records).
     pub foreign_header: bool,
     /// Its clock is earlier than every one of the ring's oldest records: a stale record of the
     /// previous lap whose slot was reserved again but never rewritten. (Neighbours a little out
@@ -293,6 +423,8 @@ pub struct Record {
     pub words: [u64; REC_WORDS as usize],
     /// Subsystem from the header, when it is a valid one.
     pub subsystem: Option<u16>,
+    /// What the `desc` word holds, from a valid header (a format's address otherwise).
+    pub desc_kind: Desc,
     pub damage: Damage,
     /// Why the slot could not be read, when it could not.
     /// Boxed: rare, and records are moved often.
@@ -523,15 +655,17 @@ fn classify(
         }
     };
     let mut subsystem = None;
+    let mut desc_kind = Desc::Pointer;
     if unreadable.is_none() {
         match decode_header(words[0]) {
             // A slot on its second lap or later has held a whole record before.
             Header::Torn if words == [0; 8] && seq >= ring.num_recs => damage.never_written = true,
             Header::Torn => damage.torn = true,
             Header::Invalid { .. } => damage.bad_header = true,
-            Header::Valid { subsystem: s } => {
+            Header::Valid { subsystem: s, desc } => {
                 subsystem = Some(s);
-                damage.foreign_header = ring.index != 0 && s as usize != ring.index;
+                desc_kind = desc;
+                damage.foreign_header = ring.index != 0 && !ring.holds.contains(&s);
                 damage.clock_backwards =
                     seq >= ring.first_seq() + WINDOW as u64 && floor.is_some_and(|f| words[3] < f);
             }
@@ -548,6 +682,7 @@ fn classify(
         slot: ring.slot(seq),
         words,
         subsystem,
+        desc_kind,
         damage,
         unreadable,
         sort_clock,

@@ -76,7 +76,7 @@ fn in_clock_order(mut groups: Vec<Vec<Record>>, order: Order) -> Vec<Vec<Record>
 /// A salvaged record in slot `slot` (of KLogBuffer, or of all memory), grouped by the subsystem
 /// its header names, if the header is a valid one.
 fn record(slot: u64, words: [u64; 8]) -> Option<Record> {
-    let Header::Valid { subsystem } = decode_header(words[0]) else {
+    let Header::Valid { subsystem, desc } = decode_header(words[0]) else {
         return None;
     };
     Some(Record {
@@ -85,6 +85,7 @@ fn record(slot: u64, words: [u64; 8]) -> Option<Record> {
         slot,
         words,
         subsystem: Some(subsystem),
+        desc_kind: desc,
         damage: Damage::default(),
         unreadable: None,
         sort_clock: words[3],

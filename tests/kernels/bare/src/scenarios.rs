@@ -197,7 +197,7 @@ fn torn(clock_hz: u64) -> ! {
         }
     });
     for sub in [DBG_PARCHORE, DBG_FS] {
-        let seq = KLOG_REGISTRY.reserve_torn(sub.id);
+        let seq = KLOG_REGISTRY.reserve_torn(sub.ring_here());
         let ring = sub.id as usize;
         kprintln!(
             "KLOG-TORN ring={ring} subsys={} seq={seq} at={:#x}",
