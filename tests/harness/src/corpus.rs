@@ -29,7 +29,7 @@ const BARE_SYMBOL_PREFIX: &str = "bare::platform::";
 pub const BARE_ONLY_SCENARIO: &str = "fault";
 
 /// Hosted scenarios also taken with gdb's gcore, so the corpus holds cores of both producers.
-pub const GCORE_SCENARIOS: [&str; 2] = ["rings", "strings"];
+pub const GCORE_SCENARIOS: [&str; 3] = ["rings", "strings", "percpu"];
 
 /// Bare scenarios also saved as raw memory (QMP `pmemsave`). One is enough: a raw image is read
 /// the same way whatever the scenario logged, and each costs the corpus about 0.3 MB gzipped.
@@ -53,11 +53,12 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 5] = [
+    pub const ALL: [Kernel; 6] = [
         Kernel::Qemu(KernelBuild::Bare),
         Kernel::Qemu(KernelBuild::BareBig),
         Kernel::Hosted(Program::Hosted),
         Kernel::Hosted(Program::HostedC),
+        Kernel::Hosted(Program::HostedPercpu),
         Kernel::Hosted(Program::HostedBig),
     ];
 
@@ -192,7 +193,12 @@ pub fn plan() -> Vec<Planned> {
         add(Kernel::Qemu(KernelBuild::Bare), scenario, false);
     }
     add(Kernel::Qemu(KernelBuild::BareBig), "big", false);
-    for program in [Program::Hosted, Program::HostedC, Program::HostedBig] {
+    for program in [
+        Program::Hosted,
+        Program::HostedC,
+        Program::HostedPercpu,
+        Program::HostedBig,
+    ] {
         for &scenario in program.scenarios() {
             add(Kernel::Hosted(program), scenario, false);
             if program.committed() && GCORE_SCENARIOS.contains(&scenario) {

@@ -17,7 +17,13 @@ const RECORD_WORDS: u64 = 8;
 
 /// The header word of a whole record logged by `subsystem`, as the design defines it.
 pub fn header(subsystem: u64) -> u64 {
-    (HEADER_MAGIC << 32) | (RECORD_WORDS << 16) | subsystem
+    header_desc(subsystem, 0)
+}
+
+/// The header of a record whose desc word is of kind `desc` (0 an address, 1 inline text, 2 an
+/// event ID: the DESC byte, bits 24..32).
+pub fn header_desc(subsystem: u64, desc: u64) -> u64 {
+    (HEADER_MAGIC << 32) | (desc << 24) | (RECORD_WORDS << 16) | subsystem
 }
 
 /// The expected result of one crash.

@@ -8,6 +8,7 @@
 //! ```text
 //! KLOG-RING  ring=3 name=SCHED num_recs=1024 buffer=0xffffffff80133010
 //! KLOG-EVENT ring=3 subsys=3 seq=17 at=0xffffffff80133450 id=0x.. proc_dom=0x.. clock=123 desc=0x.. d1=0x.. d2=0x.. d3=0x.. fmt=.. msg=..
+//! KLOG-EVENT ring=8 subsys=3 seq=1 at=0x.. … desc=0x1 desc_kind=event d1=0x.. … fmt=.. msg=..
 //! KLOG-TORN  ring=1 subsys=1 seq=300 at=0x..
 //! KLOG-DAMAGE ring=2 kind=scribbled field=next_write value=0x..
 //! KLOG-DIGEST ring=3 records=.. last_seq=.. fnv1a=0x..
@@ -223,8 +224,15 @@ impl Replay {
                     .msg
                     .clone()
                     .ok_or_else(|| anyhow!("KLOG-EVENT without msg="))?;
+                // The desc word's kind, when it is not a format's address.
+                let desc_kind = match line.str("desc_kind") {
+                    Err(_) => 0,
+                    Ok("inline") => 1,
+                    Ok("event") => 2,
+                    Ok(other) => bail!("unknown desc_kind {other:?}"),
+                };
                 let words = [
-                    expected::header(subsystem),
+                    expected::header_desc(subsystem, desc_kind),
                     line.num("id")?,
                     proc_dom,
                     line.num("clock")?,

@@ -28,10 +28,18 @@ pub enum Program {
     HostedBig,
     /// tests/kernels/hosted-c: C, klog-runtime/include/klog.h, gcc -g.
     HostedC,
+    /// tests/kernels/hosted with a ring set per processor, grouped subsystems and event IDs
+    /// (feature per-processor).
+    HostedPercpu,
 }
 
 impl Program {
-    pub const ALL: [Program; 3] = [Program::Hosted, Program::HostedBig, Program::HostedC];
+    pub const ALL: [Program; 4] = [
+        Program::Hosted,
+        Program::HostedBig,
+        Program::HostedC,
+        Program::HostedPercpu,
+    ];
 
     /// Name in the corpus layout and manifest.
     pub fn name(self) -> &'static str {
@@ -39,6 +47,7 @@ impl Program {
             Program::Hosted => "hosted",
             Program::HostedBig => "hosted-big",
             Program::HostedC => "hosted-c",
+            Program::HostedPercpu => "hosted-percpu",
         }
     }
 
@@ -50,6 +59,8 @@ impl Program {
         match self {
             Program::Hosted | Program::HostedC => &SCENARIOS,
             Program::HostedBig => &["big"],
+            // Shared-ring scenarios that run unchanged on per-processor rings, and its own.
+            Program::HostedPercpu => &["rings", "wrap", "percpu"],
         }
     }
 
@@ -62,7 +73,7 @@ impl Program {
     pub fn tools(self) -> &'static [&'static str] {
         match self {
             Program::HostedC => &[tools::GCC],
-            Program::Hosted | Program::HostedBig => &[],
+            Program::Hosted | Program::HostedBig | Program::HostedPercpu => &[],
         }
     }
 
@@ -75,6 +86,10 @@ impl Program {
                 cargo_line(" --features big-rings")
             ),
             Program::HostedC => format!("gcc {} -o hosted-c", GCC_ARGS.join(" ")),
+            Program::HostedPercpu => format!(
+                "CARGO_PROFILE_RELEASE_DEBUG=2 {}",
+                cargo_line(" --features per-processor")
+            ),
         }
     }
 
@@ -89,14 +104,16 @@ impl Program {
         let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let gcc_output = out.join(format!("hosted-c.{}-{build}.tmp", std::process::id()));
         let (mut cmd, exe) = match self {
-            Program::Hosted | Program::HostedBig => {
+            Program::Hosted | Program::HostedBig | Program::HostedPercpu => {
                 let mut cmd = cargo_build(&out);
                 cmd.args(["-p", "kcrash-hosted-kernel"])
                     // Full DWARF, so readers find the KLog types in the image.
                     .env("CARGO_PROFILE_RELEASE_DEBUG", "2");
-                if self == Program::HostedBig {
-                    cmd.args(["--features", "big-rings"]);
-                }
+                match self {
+                    Program::HostedBig => cmd.args(["--features", "big-rings"]),
+                    Program::HostedPercpu => cmd.args(["--features", "per-processor"]),
+                    _ => &mut cmd,
+                };
                 (cmd, out.join("release/hosted"))
             }
             Program::HostedC => {

@@ -187,6 +187,91 @@ fn check_scenario(program: Program, scenario: &str, expected: &Expected) {
     }
 }
 
+/// What each scenario leaves on per-processor rings: 4 processors × 5 KLogs, processor p's at
+/// 5p; VM's events in FS's ring; processor 3's PARCHORE ring attached after klog_init.
+fn check_percpu(scenario: &str, expected: &Expected) {
+    let what = format!("hosted-percpu {scenario}");
+    assert!(
+        expected.panic.starts_with(scenario),
+        "{what}: {}",
+        expected.panic
+    );
+    assert_eq!(expected.rings.len(), 20, "{what}");
+    for r in &expected.rings {
+        let processor = (r.ring / 5) as u32;
+        for e in r.events() {
+            assert_eq!(
+                e.processor, processor,
+                "{what}: ring {} holds its processor's",
+                r.ring
+            );
+        }
+        if r.ring % 5 == 4 {
+            assert!(
+                r.records.is_empty(),
+                "{what}: VM's own KLog receives nothing"
+            );
+        }
+    }
+    let ring = |i: usize| &expected.rings[i];
+    match scenario {
+        "rings" => {
+            // 150 events each round-robin over SCHED FS VM PARCHORE: FS's ring takes VM's too.
+            for p in 0..4 {
+                let fs = ring(5 * p + 2);
+                assert_eq!((fs.written, fs.held), (75, 75), "{what}: processor {p}");
+                let subs: std::collections::BTreeSet<u64> =
+                    fs.events().map(|e| e.subsystem).collect();
+                assert_eq!(subs, [2, 4].into(), "{what}: FS and VM share the ring");
+            }
+        }
+        "wrap" => {
+            for p in 0..4 {
+                let fs = ring(5 * p + 2);
+                assert_eq!(fs.seqs(), (512 - 128..512).collect::<Vec<u64>>(), "{what}");
+            }
+        }
+        "percpu" => {
+            let sched1 = ring(8);
+            assert_eq!(
+                (sched1.written, sched1.held, sched1.overwritten),
+                (3042, 1024, 2018),
+                "{what}: processor 1's SCHED ring lost its oldest events"
+            );
+            let attached = ring(3 * 5 + 1);
+            assert_eq!((attached.num_recs, attached.held), (64, 30), "{what}");
+            let kinds = |kind: u64| {
+                expected
+                    .rings
+                    .iter()
+                    .flat_map(|r| r.events())
+                    .filter(|e| (e.header >> 24) & 0xff == kind)
+                    .count()
+            };
+            // Processor 1's 12 idle events went with its overwritten SCHED records.
+            assert_eq!((kinds(1), kinds(2)), (48, 96 - 12), "{what}: inline, event IDs");
+        }
+        other => panic!("no check for scenario {other}"),
+    }
+}
+
+#[test]
+fn per_processor_program_crashes_into_cores_that_match_its_oracle() {
+    let program = Program::HostedPercpu;
+    let test = "per_processor_program_crashes_into_cores_that_match_its_oracle";
+    if !have(&capture_tools(program), test) {
+        return;
+    }
+    let image = build(program);
+    let dir = tempfile::tempdir().unwrap();
+    for &scenario in program.scenarios() {
+        check_percpu(
+            scenario,
+            &crash(dir.path(), program, &image, scenario, false),
+        );
+    }
+}
+
 fn every_scenario(program: Program, test: &str) {
     if !have(&capture_tools(program), test) {
         return;

@@ -9,7 +9,7 @@ mod scenarios;
 
 use platform::HostPlatform;
 
-#[cfg(not(feature = "big-rings"))]
+#[cfg(not(any(feature = "big-rings", feature = "per-processor")))]
 klog_runtime::klog_config! {
     platform = HostPlatform;
     static_level = klog_runtime::KLOG_PROLOG;
@@ -24,6 +24,17 @@ klog_runtime::klog_config! {
     subsystems {
         DBG_NONE = 64, DBG_PARCHORE = 1 << 20, DBG_FS = 1 << 20, DBG_SCHED = 1 << 21, DBG_VM = 64
     }
+}
+
+// One set of rings per processor thread; VM's events go to FS's ring; two formats by event ID.
+#[cfg(feature = "per-processor")]
+klog_runtime::klog_config! {
+    platform = HostPlatform;
+    static_level = klog_runtime::KLOG_PROLOG;
+    processors = 4;
+    subsystems { DBG_NONE = 64, DBG_PARCHORE = 256, DBG_FS = 128, DBG_SCHED = 1024, DBG_VM = 0 }
+    groups { DBG_VM => DBG_FS }
+    descriptions { EVT_FAULT = "fault va=%#lx prot=%x", EVT_IDLE = "cpu %u idle for %lu ns" }
 }
 
 /// Every subsystem, indexed by id.

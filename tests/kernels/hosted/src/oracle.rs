@@ -6,10 +6,10 @@ use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use klog_runtime::REC_WORDS;
+use klog_runtime::{Desc, REC_WORDS};
 
 use crate::platform;
-use crate::{KLogBuffer, KLogs, KlogConfig, DBG_MAX};
+use crate::{KLogBuffer, KLogs, KlogConfig, DBG_MAX, KLOG_LEADERS, KLOG_PROCESSORS};
 
 struct State {
     /// Whether the KLOG-RING lines are out; until then event lines wait in `pending`, since the
@@ -40,15 +40,16 @@ fn print_line(line: &str) {
     }
 }
 
-/// Prints the clock frequency and every ring's place, then the events logged before.
+/// Prints the clock frequency and every KLog's place (each processor set's, a group member's
+/// mirroring its leader's), then the events logged before.
 pub fn announce_rings() {
     let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
     print_line(&format!("KLOG-CONFIG clock_hz={}", platform::CLOCK_HZ));
-    for (id, log) in KLogs.iter().enumerate().take(DBG_MAX) {
+    for (id, log) in KLogs.iter().enumerate() {
         print_line(&format!(
             "KLOG-RING ring={id} name={} num_recs={} buffer={:#x}",
-            subsystem_name(id),
-            log.num_recs,
+            subsystem_name(id % DBG_MAX),
+            log.num_recs.load(Ordering::Relaxed),
             log.buffer.load(Ordering::Relaxed) as u64
         ));
     }
@@ -64,21 +65,24 @@ fn subsystem_name(id: usize) -> &'static str {
         .map_or("?", |s: &klog_runtime::Subsys<KlogConfig>| s.name())
 }
 
-/// The ring that receives an event of `subsystem`: its own, or NONE's before klog_init (while
-/// its KLog still points at the start of KLogBuffer).
-pub fn receiving_ring(subsystem: u16) -> usize {
-    let own = &KLogs[subsystem as usize];
-    if subsystem != 0 && own.buffer.load(Ordering::Relaxed) == KLogBuffer.as_ptr() as *mut u64 {
+/// The ring that receives an event of `subsystem` logged with `proc_dom`: its group leader's
+/// in the processor's set (processor modulo the sets), or the first ring before klog_init (while
+/// that KLog still points at the start of KLogBuffer).
+pub fn receiving_ring(subsystem: u16, proc_dom: u64) -> usize {
+    let set = (proc_dom >> 32) as usize % KLOG_PROCESSORS;
+    let ring = set * DBG_MAX + KLOG_LEADERS[subsystem as usize] as usize;
+    let buffer = KLogs[ring].buffer.load(Ordering::Relaxed);
+    if ring != 0 && buffer == KLogBuffer.as_ptr() as *mut u64 {
         0
     } else {
-        subsystem as usize
+        ring
     }
 }
 
 /// Address of the record with sequence number `seq` in ring `ring`.
 pub fn record_address(ring: usize, seq: u64) -> u64 {
     let ring = &KLogs[ring];
-    let offset_words = (seq * REC_WORDS) & ring.buffer_size_1;
+    let offset_words = (seq * REC_WORDS) & ring.buffer_size_1.load(Ordering::Relaxed);
     ring.buffer.load(Ordering::Relaxed) as u64 + offset_words * 8
 }
 
@@ -88,8 +92,20 @@ fn field(text: &str) -> String {
 }
 
 /// The oracle line of one event: KLOG-EVENT if it was logged (`seq`), KLOG-SKIP if it was off.
-pub fn event(subsystem: u16, seq: Option<u64>, desc: &'static [u8], data: [u64; 3], message: &str) {
-    let fmt = std::str::from_utf8(desc.strip_suffix(b"\0").unwrap_or(desc)).unwrap_or("?");
+/// `desc` is the record's desc word, of kind `kind`; `text` its NUL-terminated format.
+pub fn event(
+    subsystem: u16,
+    seq: Option<u64>,
+    (kind, desc, text): (Desc, u64, &'static [u8]),
+    data: [u64; 3],
+    message: &str,
+) {
+    let fmt = std::str::from_utf8(text.strip_suffix(b"\0").unwrap_or(text)).unwrap_or("?");
+    let kind = match kind {
+        Desc::Pointer => "",
+        Desc::Inline => " desc_kind=inline",
+        Desc::Event => " desc_kind=event",
+    };
     let line = match seq {
         None => format!(
             "KLOG-SKIP subsys={subsystem} fmt={} msg={}",
@@ -98,14 +114,14 @@ pub fn event(subsystem: u16, seq: Option<u64>, desc: &'static [u8], data: [u64; 
         ),
         Some(seq) => {
             let hooked = platform::last_hooked();
-            let ring = receiving_ring(subsystem);
+            let ring = receiving_ring(subsystem, hooked.proc_dom);
             format!(
-                "KLOG-EVENT ring={ring} subsys={subsystem} seq={seq} at={:#x} id={:#x} proc_dom={:#x} clock={} desc={:#x} d1={:#x} d2={:#x} d3={:#x} fmt={} msg={}",
+                "KLOG-EVENT ring={ring} subsys={subsystem} seq={seq} at={:#x} id={:#x} proc_dom={:#x} clock={} desc={:#x}{kind} d1={:#x} d2={:#x} d3={:#x} fmt={} msg={}",
                 record_address(ring, seq),
                 hooked.chore,
                 hooked.proc_dom,
                 hooked.clock,
-                desc.as_ptr() as u64,
+                desc,
                 data[0],
                 data[1],
                 data[2],
@@ -119,7 +135,7 @@ pub fn event(subsystem: u16, seq: Option<u64>, desc: &'static [u8], data: [u64; 
 
 /// A record a writer reserved and never finished.
 pub fn torn(subsystem: u16, seq: u64) {
-    let ring = receiving_ring(subsystem);
+    let ring = receiving_ring(subsystem, platform::last_hooked().proc_dom);
     emit(format!(
         "KLOG-TORN ring={ring} subsys={subsystem} seq={seq} at={:#x}",
         record_address(ring, seq)
@@ -166,7 +182,40 @@ macro_rules! event {
         let mut data = [0u64; 3];
         data[..given.len()].copy_from_slice(given);
         let sub = &$sub;
-        let seq = sub.log::<{ klog_runtime::$level as u32 }>(DESC, data);
-        $crate::oracle::event(sub.id, seq, DESC, data, &format!($($msg)+));
+        let desc = (klog_runtime::Desc::Pointer, DESC.as_ptr() as u64, DESC);
+        let seq = sub.log::<{ klog_runtime::$level as u32 }>(desc.0, desc.1, desc.2, data);
+        $crate::oracle::event(sub.id, seq, desc, data, &format!($($msg)+));
+    }};
+}
+
+/// As [`event!`] for an event whose format travels in the record (at most 8 bytes) or is a
+/// minor event ID of the kernel's descriptions: `described!(DBG_SCHED, KLOG_TERSE,
+/// inline "idle %u", [cpu], "idle {cpu}")` or `described!(DBG_VM, KLOG_TERSE, event EVT_FAULT,
+/// [va, prot], "fault va={va:#x} prot={prot:x}")`.
+#[macro_export]
+macro_rules! described {
+    (@log $sub:expr, $level:ident, $desc:expr, [$($arg:expr),* $(,)?], $($msg:tt)+) => {{
+        let given: &[u64] = &[$(klog_runtime::KlogWord::word($arg)),*];
+        let mut data = [0u64; 3];
+        data[..given.len()].copy_from_slice(given);
+        let (sub, desc) = (&$sub, $desc);
+        let seq = sub.log::<{ klog_runtime::$level as u32 }>(desc.0, desc.1, desc.2, data);
+        $crate::oracle::event(sub.id, seq, desc, data, &format!($($msg)+));
+    }};
+    ($sub:expr, $level:ident, inline $text:literal, [$($arg:expr),* $(,)?], $($msg:tt)+) => {{
+        const TEXT: &[u8] = concat!($text, "\0").as_bytes();
+        const _: () = assert!(
+            klog_runtime::printf::count_args(TEXT) == 0usize $(+ [stringify!($arg)].len())*,
+            "described!: the format's conversions do not match the data words"
+        );
+        const WORD: u64 = klog_runtime::inline_desc($text.as_bytes());
+        $crate::described!(@log $sub, $level, (klog_runtime::Desc::Inline, WORD, TEXT), [$($arg),*], $($msg)+)
+    }};
+    ($sub:expr, $level:ident, event $id:path, [$($arg:expr),* $(,)?], $($msg:tt)+) => {{
+        const _: () = assert!(
+            $id.args == 0usize $(+ [stringify!($arg)].len())*,
+            "described!: the event's conversions do not match the data words"
+        );
+        $crate::described!(@log $sub, $level, (klog_runtime::Desc::Event, $id.id as u64, $id.text), [$($arg),*], $($msg)+)
     }};
 }

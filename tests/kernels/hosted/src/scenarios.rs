@@ -25,6 +25,8 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("off", off),
     #[cfg(feature = "big-rings")]
     ("big", big),
+    #[cfg(feature = "per-processor")]
+    ("percpu", percpu),
 ];
 
 pub const NAMES: [&str; SCENARIOS.len()] = {
@@ -54,16 +56,39 @@ fn start_logging() {
     oracle::announce_rings();
 }
 
-/// Runs `body` on CPUS threads, each the processor of its own heap-allocated task.
+/// Runs `body` on CPUS threads, each the processor of its own heap-allocated task, pinned to a
+/// CPU of the machine where it can be (processor modulo the CPUs this program may use).
 fn on_every_cpu(body: fn(u32)) {
     std::thread::scope(|s| {
         for cpu in 0..CPUS {
             s.spawn(move || {
+                pin_to_a_cpu(cpu);
                 platform::run_on_this_thread(Box::leak(Box::new(Task { cpu })));
                 body(cpu);
             });
         }
     });
+}
+
+/// Pins the calling thread to the `n`th CPU it may run on (modulo their number). Best effort:
+/// the processor a record names is its task's, whichever CPU ran it.
+fn pin_to_a_cpu(n: u32) {
+    // SAFETY: cpu_set_t is plain data; the calls read and write only the set given.
+    unsafe {
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of_val(&allowed), &mut allowed) != 0 {
+            return;
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &allowed))
+            .collect();
+        let Some(&cpu) = cpus.get(n as usize % cpus.len().max(1)) else {
+            return;
+        };
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        libc::sched_setaffinity(0, std::mem::size_of_val(&one), &one);
+    }
 }
 
 const PATHS: [&CStr; 4] = [c"/etc/motd", c"/var/log/klog", c"/dev/console", c"/tmp"];
@@ -340,7 +365,7 @@ fn torn(crash: Crash) -> ! {
                 "write block {block} cpu {cpu}"
             );
             if cpu == 2 && block == 7 {
-                let seq = KLOG_REGISTRY.reserve_torn(DBG_FS.id);
+                let seq = KLOG_REGISTRY.reserve_torn(DBG_FS.ring_here());
                 oracle::torn(DBG_FS.id, seq);
             }
         }
@@ -352,7 +377,7 @@ fn torn(crash: Crash) -> ! {
         [1],
         "last whole record 1"
     );
-    let seq = KLOG_REGISTRY.reserve_torn(DBG_VM.id);
+    let seq = KLOG_REGISTRY.reserve_torn(DBG_VM.ring_here());
     oracle::torn(DBG_VM.id, seq);
     crash.now("abort with torn records")
 }
@@ -453,4 +478,65 @@ impl Fnv1a {
             self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
         }
     }
+}
+
+/// A ring set per processor: each of four processors logs into its own rings; FS and VM share
+/// one ring per processor; processor 3's PARCHORE ring is a buffer allocated after klog_init;
+/// descriptions travel inline or as minor event IDs; processor 1 overwrites most of its SCHED
+/// ring (lost events, per processor).
+#[cfg(feature = "per-processor")]
+fn percpu(crash: Crash) -> ! {
+    use crate::{DBG_MAX, EVT_FAULT, EVT_IDLE};
+    platform::run_on_this_thread(&BOOT_TASK);
+    crate::klog_init();
+    let words = 64 * klog_runtime::REC_WORDS as usize;
+    let layout = std::alloc::Layout::from_size_align(words * 8, 64).expect("ring layout");
+    // SAFETY: a non-zero-sized layout; zeroed AtomicU64s are valid; never freed, as a kernel's
+    // ring is not.
+    let buffer = unsafe {
+        let p = std::alloc::alloc_zeroed(layout).cast::<std::sync::atomic::AtomicU64>();
+        assert!(!p.is_null(), "out of memory");
+        std::slice::from_raw_parts(p, words)
+    };
+    KLOG_REGISTRY
+        .attach(3 * DBG_MAX + DBG_PARCHORE.id as usize, buffer)
+        .expect("a 64-record aligned buffer attaches");
+    KLOG_REGISTRY.set_clock_hz(platform::CLOCK_HZ);
+    oracle::announce_rings();
+    on_every_cpu(|cpu| {
+        for i in 0..120 {
+            mixed_event(cpu, i);
+            if i % 10 == 0 {
+                let ns = u64::from(i) * 1000;
+                crate::described!(
+                    DBG_SCHED,
+                    KLOG_TERSE,
+                    event EVT_IDLE,
+                    [cpu, ns],
+                    "cpu {cpu} idle for {ns} ns"
+                );
+                crate::described!(DBG_FS, KLOG_TERSE, inline "sync %u", [i], "sync {i}");
+                let va = 0x5000_0000u64 + u64::from(i) * 4096;
+                crate::described!(
+                    DBG_VM,
+                    KLOG_VERBOSE,
+                    event EVT_FAULT,
+                    [va, 5u32],
+                    "fault va={va:#x} prot=5"
+                );
+            }
+        }
+        if cpu == 1 {
+            for tick in 0..3000u32 {
+                event!(
+                    DBG_SCHED,
+                    KLOG_TERSE,
+                    "cpu1 tick %u",
+                    [tick],
+                    "cpu1 tick {tick}"
+                );
+            }
+        }
+    });
+    crash.now("abort after logging on every processor")
 }
