@@ -1,5 +1,6 @@
 //! The KLog engine over hostile memory: the input is the bytes of memory from `fixed::BASE` on
-//! (KLogs, DebugFlags, klogLevel, klogClockHz, KLogBuffer, then strings), anything past it
+//! (KLogs, DebugFlags, klogLevel, klogClockHz, klogProcessors, klogFlags, KLogDescriptions,
+//! KLogBuffer, then strings), anything past it
 //! unreadable. Every ring is read, merged in both orders, summarised and salvaged, and every
 //! record rendered in both text styles and as JSON. A panic, or output without bound, is a bug.
 //!
@@ -23,7 +24,8 @@ fuzz_target!(|data: &[u8]| {
         Clock {
             hz: klog.clock_rate.hz(),
         },
-    );
+    )
+    .with_descriptions(&klog);
     let mut line = Vec::new();
     let mut render = |rec: &kcrash::klog::ring::Record, line: &mut Vec<u8>| {
         for style in [Style::Full, Style::Terse] {
@@ -48,6 +50,12 @@ fuzz_target!(|data: &[u8]| {
                 assert!(n <= 2 * fixed::RECORDS, "more records than slots");
                 render(&rec, &mut line);
             }
+            // One processor's rings: never more than all of them.
+            let one = klog.records_from(&mem, sel, order, &[], Some(1)).count() as u64;
+            assert!(
+                one <= n,
+                "one processor's records outnumber every processor's"
+            );
         }
         let salvage = klog.salvage(&mem, order);
         for rec in salvage.groups.iter().flatten() {

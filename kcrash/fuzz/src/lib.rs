@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kcrash::klog::layout::{ArrayAt, Field, KLogFields, KLogLayout, ScalarAt};
+use kcrash::klog::layout::{ArrayAt, Field, KLogFields, KLogLayout, Processors, ScalarAt};
 use kcrash::memory::{Memory, Unreadable};
 use symbols::Image;
 
@@ -82,6 +82,10 @@ pub mod fixed {
     pub const DEBUG_FLAGS: u64 = BASE + 0x100;
     pub const KLOG_LEVEL: u64 = BASE + 0x120;
     pub const CLOCK_HZ: u64 = BASE + 0x128;
+    /// klogProcessors, klogFlags and KLogDescriptions (4 format addresses).
+    pub const PROCESSORS: u64 = BASE + 0x130;
+    pub const FLAGS: u64 = BASE + 0x138;
+    pub const DESCRIPTIONS: u64 = BASE + 0x140;
     /// KLogBuffer: RECORDS records of 8 words, each ring a quarter.
     pub const BUFFER: u64 = BASE + 0x200;
     pub const RECORDS: u64 = 64;
@@ -100,6 +104,10 @@ pub mod fixed {
                 len: RINGS,
                 stride: KLOG_SIZE,
             },
+            processors: Processors::At(ScalarAt {
+                addr: PROCESSORS,
+                size: 4,
+            }),
             fields: KLogFields::in_order(std::array::from_fn(|i| field(i as u64))),
             buffer: ArrayAt {
                 addr: BUFFER,
@@ -120,6 +128,15 @@ pub mod fixed {
                 size: 8,
             }),
             commits: None,
+            flags: Some(ScalarAt {
+                addr: FLAGS,
+                size: 4,
+            }),
+            descriptions: Some(ArrayAt {
+                addr: DESCRIPTIONS,
+                len: 4,
+                stride: 8,
+            }),
             names: Vec::new(),
         }
     }

@@ -158,6 +158,8 @@ fn relocate(klog: &Klog, mem: &dyn Memory, formats: &mut Vec<Vec<u8>>) -> Vec<u8
     }
     let hz = klog.clock_rate.hz().unwrap_or(0);
     put(&mut bytes, fixed::CLOCK_HZ, &hz.to_le_bytes());
+    // The fixed layout is one set of rings, whatever the dump had.
+    put(&mut bytes, fixed::PROCESSORS, &1u32.to_le_bytes());
     bytes
 }
 

@@ -69,7 +69,11 @@ fn subsystem_name(id: usize) -> &'static str {
 /// in the processor's set (processor modulo the sets), or the first ring before klog_init (while
 /// that KLog still points at the start of KLogBuffer).
 pub fn receiving_ring(subsystem: u16, proc_dom: u64) -> usize {
-    let set = (proc_dom >> 32) as usize % KLOG_PROCESSORS;
+    // With one set, every processor's events go to it.
+    let set = match KLOG_PROCESSORS {
+        1 => 0,
+        n => (proc_dom >> 32) as usize % n,
+    };
     let ring = set * DBG_MAX + KLOG_LEADERS[subsystem as usize] as usize;
     let buffer = KLogs[ring].buffer.load(Ordering::Relaxed);
     if ring != 0 && buffer == KLogBuffer.as_ptr() as *mut u64 {
