@@ -665,3 +665,116 @@ fn push_hex_array(out: &mut Vec<u8>, values: &[u64]) {
     }
     out.push(b']');
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::klog::ring::Damage;
+
+    /// Memory of a few byte runs, each at its address.
+    struct Runs(Vec<(u64, Vec<u8>)>);
+
+    impl Memory for Runs {
+        fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Unreadable> {
+            for (base, bytes) in &self.0 {
+                let end = base + bytes.len() as u64;
+                if addr >= *base && addr + buf.len() as u64 <= end {
+                    let at = (addr - base) as usize;
+                    buf.copy_from_slice(&bytes[at..at + buf.len()]);
+                    return Ok(());
+                }
+            }
+            Err(Unreadable {
+                addr,
+                reason: "not in the test's memory".into(),
+            })
+        }
+    }
+
+    fn record(desc_kind: Desc, desc: u64, data: u64) -> Record {
+        Record {
+            ring: 0,
+            seq: 0,
+            slot: 0,
+            words: [0, 0, 0, 0, desc, data, 0, 0],
+            subsystem: Some(0),
+            desc_kind,
+            damage: Damage::default(),
+            unreadable: None,
+            sort_clock: 0,
+        }
+    }
+
+    /// KLogDescriptions at 0x1000 with one entry, "idle %u" at 0x2000.
+    fn memory() -> Runs {
+        Runs(vec![
+            (0x1000, 0x2000u64.to_le_bytes().to_vec()),
+            // A page, as read_cstring reads a string in pieces up to the page's end.
+            (0x2000, {
+                let mut page = b"idle %u\0".to_vec();
+                page.resize(0x1000, 0);
+                page
+            }),
+        ])
+    }
+
+    fn message(decoder: &mut Decoder<'_>, rec: &Record) -> (String, Vec<&'static str>) {
+        let mut text = Vec::new();
+        let d = decoder.message_into(rec, &mut text);
+        (String::from_utf8(text).unwrap(), d.names().collect())
+    }
+
+    #[test]
+    fn descriptions_inline_and_by_event_id_print_as_formats_do() {
+        let mem = memory();
+        let mut decoder = Decoder::new(&mem);
+        decoder.descriptions = Some(ArrayAt {
+            addr: 0x1000,
+            len: 1,
+            stride: 8,
+        });
+        let inline = record(Desc::Inline, klog_runtime::inline_desc(b"pf %lx"), 0x1000);
+        assert_eq!(message(&mut decoder, &inline).0, "pf 1000");
+        assert_eq!(decoder.format(&inline).as_deref(), Some(&b"pf %lx"[..]));
+        let event = record(Desc::Event, 0, 7);
+        assert_eq!(message(&mut decoder, &event).0, "idle 7");
+        assert_eq!(decoder.format(&event).as_deref(), Some(&b"idle %u"[..]));
+    }
+
+    #[test]
+    fn an_event_id_without_a_format_is_marked_never_guessed() {
+        let mem = memory();
+        let mut decoder = Decoder::new(&mem);
+        let event = record(Desc::Event, 0, 7);
+        assert_eq!(
+            message(&mut decoder, &event),
+            (
+                "<event 0: no KLogDescriptions table is known; args 0x7 0x0 0x0>".into(),
+                vec!["event_unknown"]
+            )
+        );
+        decoder.descriptions = Some(ArrayAt {
+            addr: 0x1000,
+            len: 1,
+            stride: 8,
+        });
+        let beyond = record(Desc::Event, 5, 7);
+        assert_eq!(
+            message(&mut decoder, &beyond).0,
+            "<event 5: KLogDescriptions has 1 entries; args 0x7 0x0 0x0>"
+        );
+        assert_eq!(decoder.format(&beyond), None);
+        decoder.descriptions = Some(ArrayAt {
+            addr: 0x3000,
+            len: 2,
+            stride: 8,
+        });
+        let unreadable = record(Desc::Event, 1, 7);
+        let (text, marks) = message(&mut decoder, &unreadable);
+        assert!(
+            text.starts_with("<event 1: KLogDescriptions[1] is unreadable at 0x3008"),
+            "{text}"
+        );
+        assert_eq!(marks, ["event_unknown"]);
+    }
+}
