@@ -161,7 +161,9 @@ fn a_damaged_group_or_attached_ring_is_refused() {
     let expected = expected();
     let vm = &expected.rings[4];
     let parchore3 = &expected.rings[16];
-    let cases: [(&str, usize, Vec<u8>, Vec<u8>, &str); 2] = [
+    // What, which KLog, its bytes before and after, and the reason kcrash must give.
+    type Case = (&'static str, usize, Vec<u8>, Vec<u8>, &'static str);
+    let cases: [Case; 2] = [
         (
             "a member with a buffer of its own",
             4,

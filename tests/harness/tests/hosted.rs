@@ -249,7 +249,11 @@ fn check_percpu(scenario: &str, expected: &Expected) {
                     .count()
             };
             // Processor 1's 12 idle events went with its overwritten SCHED records.
-            assert_eq!((kinds(1), kinds(2)), (48, 96 - 12), "{what}: inline, event IDs");
+            assert_eq!(
+                (kinds(1), kinds(2)),
+                (48, 96 - 12),
+                "{what}: inline, event IDs"
+            );
         }
         other => panic!("no check for scenario {other}"),
     }
