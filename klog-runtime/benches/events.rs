@@ -7,18 +7,14 @@ mod common;
 
 use std::hint::black_box;
 
-use common::{two_threads, BenchPlatform};
+use common::{log, one_subsystem, two_threads, BenchPlatform};
 use criterion::{criterion_group, criterion_main, Criterion};
-use klog_runtime::{Subsys, KLOG_VERBOSE};
+use klog_runtime::KLOG_VERBOSE;
 
 klog_runtime::klog_config! {
     platform = BenchPlatform;
     static_level = KLOG_VERBOSE;
     subsystems { DBG_NONE = 64, DBG_SCHED = 4096, DBG_VM = 4096 }
-}
-
-fn log(sub: &Subsys<KlogConfig>, i: u64) -> Option<u64> {
-    klog_runtime::KLOGV2!(sub, "postProcess: task:%016lx curPD:%d", black_box(i), 3)
 }
 
 fn events(c: &mut Criterion) {
@@ -28,16 +24,7 @@ fn events(c: &mut Criterion) {
     g.bench_function("clock only (rdtsc, reference)", |b| {
         b.iter(<BenchPlatform as klog_runtime::Platform>::clock)
     });
-    g.bench_function("1 thread", |b| {
-        let mut i = 0;
-        b.iter(|| {
-            i += 1;
-            log(&DBG_SCHED, i)
-        })
-    });
-    g.bench_function("2 threads, one subsystem", |b| {
-        b.iter_custom(|n| two_threads(n, [&DBG_SCHED, &DBG_SCHED], log))
-    });
+    one_subsystem(&mut g, &DBG_SCHED);
     g.bench_function("2 threads, two subsystems", |b| {
         b.iter_custom(|n| two_threads(n, [&DBG_SCHED, &DBG_VM], log))
     });

@@ -6,11 +6,9 @@
 
 mod common;
 
-use std::hint::black_box;
-
-use common::{two_threads, BenchPlatform};
+use common::{one_subsystem, BenchPlatform};
 use criterion::{criterion_group, criterion_main, Criterion};
-use klog_runtime::{Subsys, KLOG_VERBOSE};
+use klog_runtime::KLOG_VERBOSE;
 
 klog_runtime::klog_config! {
     platform = BenchPlatform;
@@ -19,23 +17,10 @@ klog_runtime::klog_config! {
     subsystems { DBG_NONE = 64, DBG_SCHED = 4096, DBG_VM = 4096 }
 }
 
-fn log(sub: &Subsys<KlogConfig>, i: u64) -> Option<u64> {
-    klog_runtime::KLOGV2!(sub, "postProcess: task:%016lx curPD:%d", black_box(i), 3)
-}
-
 fn events(c: &mut Criterion) {
     klog_init();
     let mut g = c.benchmark_group("klog event, per-processor rings");
-    g.bench_function("1 thread", |b| {
-        let mut i = 0;
-        b.iter(|| {
-            i += 1;
-            log(&DBG_SCHED, i)
-        })
-    });
-    g.bench_function("2 threads, one subsystem", |b| {
-        b.iter_custom(|n| two_threads(n, [&DBG_SCHED, &DBG_SCHED], log))
-    });
+    one_subsystem(&mut g, &DBG_SCHED);
     g.finish();
 }
 

@@ -6,6 +6,8 @@ use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use criterion::measurement::WallTime;
+use criterion::BenchmarkGroup;
 use klog_runtime::{Config, Subsys};
 
 thread_local! { pub static CHORE: Cell<u64> = const { Cell::new(1) }; }
@@ -51,4 +53,23 @@ pub fn two_threads<C: Config>(
             .collect();
         runs.into_iter().map(|h| h.join().unwrap()).max().unwrap()
     })
+}
+
+/// The benchmarks' event: a verbose one with two data words, as the design's example.
+pub fn log<C: Config>(sub: &Subsys<C>, i: u64) -> Option<u64> {
+    klog_runtime::KLOGV2!(sub, "postProcess: task:%016lx curPD:%d", black_box(i), 3)
+}
+
+/// "1 thread" and "2 threads, one subsystem" on `sub`.
+pub fn one_subsystem<C: Config>(g: &mut BenchmarkGroup<'_, WallTime>, sub: &Subsys<C>) {
+    g.bench_function("1 thread", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            i += 1;
+            log(sub, i)
+        })
+    });
+    g.bench_function("2 threads, one subsystem", |b| {
+        b.iter_custom(|n| two_threads(n, [sub, sub], log))
+    });
 }
