@@ -268,8 +268,8 @@ fn check(r: &mut Ring, layout: &KLogLayout, shape: Shape) -> Vec<String> {
         ));
     } else {
         p.push(format!(
-            "buffer {:#x} (+{words} words) is not inside KLogBuffer {start:#x}..{end:#x} (and \
-             klogFlags does not say a buffer was attached)",
+            "buffer {:#x} (+{words} words) is not inside KLogBuffer {start:#x}..{end:#x} (and no \
+             klogFlags says a buffer was attached)",
             r.buffer
         ));
     }
