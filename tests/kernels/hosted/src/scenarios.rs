@@ -420,13 +420,17 @@ fn big(crash: Crash) -> ! {
             s.spawn(move || {
                 static DESC: &[u8] = b"big %lu on cpu %u\0";
                 platform::run_on_this_thread(Box::leak(Box::new(Task { cpu })));
-                let num_recs = KLogs[sub.id as usize].num_recs;
+                let num_recs = KLogs[sub.id as usize].capacity();
                 let events = num_recs + num_recs / 4 + 3;
                 // The clock of the event each slot last received: the one word not known ahead.
                 let mut clocks = vec![0u64; num_recs as usize];
                 for i in 0..events {
-                    let seq =
-                        sub.log::<{ klog_runtime::KLOG_TERSE as u32 }>(DESC, [i, cpu as u64, 0]);
+                    let seq = sub.log::<{ klog_runtime::KLOG_TERSE as u32 }>(
+                        klog_runtime::Desc::Pointer,
+                        DESC.as_ptr() as u64,
+                        DESC,
+                        [i, cpu as u64, 0],
+                    );
                     if seq != Some(i) {
                         eprintln!(
                             "hosted: big: ring {} gave sequence {seq:?} to event {i}",
