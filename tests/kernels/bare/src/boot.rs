@@ -31,6 +31,10 @@ core::arch::global_asm!(
 pvh_start32:
     cli
     cld
+    mov $(pvh_start64 - KVMA), %esi
+
+    /* The way into long mode; %esi: the physical address to continue at. */
+long_mode:
     /* CR4: PAE (5), OSFXSR (9), OSXMMEXCPT (10) */
     mov %cr4, %eax
     or $0x620, %eax
@@ -48,16 +52,20 @@ pvh_start32:
     or $0x80000003, %eax
     mov %eax, %cr0
     lgdt (boot_gdtr - KVMA)
-    ljmp $0x08, $(pvh_start64 - KVMA)
+    ljmp $0x08, $(long_mode64 - KVMA)
 
     .code64
-pvh_start64:
+long_mode64:
     mov $0x10, %ax
     mov %ax, %ds
     mov %ax, %es
     mov %ax, %ss
     mov %ax, %fs
     mov %ax, %gs
+    mov %esi, %esi                  /* bits 63:32 are undefined on entering 64-bit mode */
+    jmp *%rsi
+
+pvh_start64:
     movabs $boot_stack_top, %rsp
     movabs $pvh_high64, %rax
     jmp *%rax
