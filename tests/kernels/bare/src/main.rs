@@ -20,6 +20,7 @@ mod platform;
 mod pvh;
 #[cfg(not(feature = "big-rings"))]
 mod scenarios;
+mod smp;
 
 #[cfg(feature = "big-rings")]
 use big as scenarios;
@@ -31,6 +32,7 @@ pub type Scenario = fn(u64) -> !;
 
 #[no_mangle]
 pub extern "C" fn kmain(start_info: u64) -> ! {
+    smp::init_boot_cpu();
     serial::init();
     idt::install();
     let cmdline = pvh::cmdline(start_info);
@@ -46,13 +48,13 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
 
 #[panic_handler]
 fn panic(info: &PanicInfo) -> ! {
-    kprintln!("KCRASH-PANIC {}", info.message());
+    use core::fmt::Write as _;
+    // Kept to the end: no other processor's output follows the panic line.
+    let mut console = serial::Console::lock();
+    let _ = writeln!(console, "KCRASH-PANIC {}", info.message());
     // pvpanic (ISA, port 0x505): bit 0 = guest panicked. QEMU pauses the guest and sends
     // the QMP GUEST_PANICKED event the harness waits for.
     // SAFETY: an I/O port write; nothing else uses the port.
     unsafe { serial::outb(0x505, 1) };
-    loop {
-        // SAFETY: halting with interrupts off is what a panicked kernel does.
-        unsafe { core::arch::asm!("cli", "hlt") };
-    }
+    smp::halt()
 }

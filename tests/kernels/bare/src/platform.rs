@@ -34,8 +34,7 @@ impl klog_runtime::Platform for BarePlatform {
     }
 
     fn console(line: &str) {
-        serial::write_str(line);
-        serial::write_str("\n");
+        kprintln!("{line}");
     }
 
     fn build_id() -> &'static [u8] {
