@@ -8,6 +8,7 @@
 mod serial;
 #[macro_use]
 mod oracle;
+mod acpi;
 #[cfg(feature = "big-rings")]
 mod big;
 mod boot;
@@ -20,6 +21,8 @@ mod platform;
 mod pvh;
 #[cfg(not(feature = "big-rings"))]
 mod scenarios;
+// The big-rings build has no scenario that starts other processors.
+#[cfg_attr(feature = "big-rings", allow(dead_code))]
 mod smp;
 
 #[cfg(feature = "big-rings")]
@@ -32,12 +35,12 @@ pub type Scenario = fn(u64) -> !;
 
 #[no_mangle]
 pub extern "C" fn kmain(start_info: u64) -> ! {
-    smp::init_boot_cpu();
+    smp::init_boot_cpu(pvh::rsdp(start_info));
     serial::init();
     idt::install();
     let cmdline = pvh::cmdline(start_info);
     kprintln!("KCRASH-BOOT cmdline={cmdline:?}");
-    let clock_hz = platform::measure_tsc_hz();
+    let clock_hz = platform::tsc_hz();
     oracle::print_config(clock_hz);
     let name = pvh::param(cmdline, "klog.scenario").unwrap_or("");
     match scenarios::ALL.iter().find(|(n, _)| *n == name) {
