@@ -61,7 +61,7 @@ static PER_CPU: [PerCpu; MAX_CPUS] = {
 static RSDP: AtomicU64 = AtomicU64::new(0);
 /// `start_aps`' entry (a `fn(u32) -> !`), stored before the first SIPI.
 static ENTRY: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
-/// A second INIT would reset processors that already run.
+/// Starting twice would reset processors that already run.
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Makes the running processor number 0 and remembers where ACPI's tables are: the first thing
@@ -174,7 +174,8 @@ pub fn start_aps(entry: fn(u32) -> !) -> u32 {
     // Each attempt may use a number, even when its processor answers too late.
     let mut numbers_left = MAX_CPUS - 1;
     for apic_id in acpi::enabled_lapic_ids(madt).map(u32::from) {
-        if apic_id == bsp {
+        // A second INIT would reset a running processor (firmware listing one twice).
+        if apic_id == bsp || cpu_of(apic_id).is_some() {
             continue;
         }
         if numbers_left == 0 {
