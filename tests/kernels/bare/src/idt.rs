@@ -70,7 +70,7 @@ extern "C" fn exception(vector: u64, error: u64, rip: u64, cr2: u64) -> ! {
 #[repr(C, align(16))]
 struct Idt(UnsafeCell<[u64; 64]>);
 
-// SAFETY: written once by `install` before interrupts or exceptions can use it.
+// SAFETY: written once by `install` before interrupts, exceptions or other processors can use it.
 unsafe impl Sync for Idt {}
 
 static IDT: Idt = Idt(UnsafeCell::new([0; 64]));
@@ -88,16 +88,22 @@ pub fn install() {
                 | ((handler >> 16 & 0xffff) << 48);
             idt[2 * vector + 1] = handler >> 32;
         }
-        let pointer: [u16; 5] = {
-            let base = idt.as_ptr() as u64;
-            [
-                (64 * 8 - 1) as u16,
-                base as u16,
-                (base >> 16) as u16,
-                (base >> 32) as u16,
-                (base >> 48) as u16,
-            ]
-        };
+    }
+    load();
+}
+
+/// Loads the IDT `install` filled: each processor has to, application processors too.
+pub fn load() {
+    let base = IDT.0.get() as u64;
+    let pointer: [u16; 5] = [
+        (64 * 8 - 1) as u16,
+        base as u16,
+        (base >> 16) as u16,
+        (base >> 32) as u16,
+        (base >> 48) as u16,
+    ];
+    // SAFETY: the IDT is static and filled by `install` before any processor loads it.
+    unsafe {
         asm!("lidt [{}]", in(reg) pointer.as_ptr(), options(readonly, nostack, preserves_flags));
     }
 }

@@ -8,6 +8,7 @@
 mod serial;
 #[macro_use]
 mod oracle;
+mod acpi;
 #[cfg(feature = "big-rings")]
 mod big;
 mod boot;
@@ -20,6 +21,9 @@ mod platform;
 mod pvh;
 #[cfg(not(feature = "big-rings"))]
 mod scenarios;
+// The big-rings build has no scenario that starts other processors.
+#[cfg_attr(feature = "big-rings", allow(dead_code))]
+mod smp;
 
 #[cfg(feature = "big-rings")]
 use big as scenarios;
@@ -31,11 +35,12 @@ pub type Scenario = fn(u64) -> !;
 
 #[no_mangle]
 pub extern "C" fn kmain(start_info: u64) -> ! {
+    smp::init_boot_cpu(pvh::rsdp(start_info));
     serial::init();
     idt::install();
     let cmdline = pvh::cmdline(start_info);
     kprintln!("KCRASH-BOOT cmdline={cmdline:?}");
-    let clock_hz = platform::measure_tsc_hz();
+    let clock_hz = platform::tsc_hz();
     oracle::print_config(clock_hz);
     let name = pvh::param(cmdline, "klog.scenario").unwrap_or("");
     match scenarios::ALL.iter().find(|(n, _)| *n == name) {
@@ -46,13 +51,13 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
 
 #[panic_handler]
 fn panic(info: &PanicInfo) -> ! {
-    kprintln!("KCRASH-PANIC {}", info.message());
+    use core::fmt::Write as _;
+    // Kept to the end: no other processor's output follows the panic line.
+    let mut console = serial::Console::lock();
+    let _ = writeln!(console, "KCRASH-PANIC {}", info.message());
     // pvpanic (ISA, port 0x505): bit 0 = guest panicked. QEMU pauses the guest and sends
     // the QMP GUEST_PANICKED event the harness waits for.
     // SAFETY: an I/O port write; nothing else uses the port.
     unsafe { serial::outb(0x505, 1) };
-    loop {
-        // SAFETY: halting with interrupts off is what a panicked kernel does.
-        unsafe { core::arch::asm!("cli", "hlt") };
-    }
+    smp::halt()
 }

@@ -34,8 +34,7 @@ impl klog_runtime::Platform for BarePlatform {
     }
 
     fn console(line: &str) {
-        serial::write_str(line);
-        serial::write_str("\n");
+        kprintln!("{line}");
     }
 
     fn build_id() -> &'static [u8] {
@@ -110,12 +109,39 @@ pub const RING_RECS: [u64; DBG_MAX] = [
 ];
 pub const RING_NAMES: [&str; DBG_MAX] = ["NONE", "PARCHORE", "FS", "SCHED", "VM"];
 
+static TSC_HZ: AtomicU64 = AtomicU64::new(0);
+
+/// TSC ticks per second, measured on the first call (see `measure_tsc_hz`).
+pub fn tsc_hz() -> u64 {
+    match TSC_HZ.load(Ordering::Relaxed) {
+        0 => {
+            let hz = measure_tsc_hz();
+            TSC_HZ.store(hz, Ordering::Relaxed);
+            hz
+        }
+        hz => hz,
+    }
+}
+
+/// Polls `done` until it holds or `micros` microseconds have passed on the TSC; whether it held.
+pub fn spin_until(micros: u64, mut done: impl FnMut() -> bool) -> bool {
+    let ticks = tsc_hz().saturating_mul(micros) / 1_000_000;
+    let start = rdtsc();
+    while !done() {
+        if rdtsc().wrapping_sub(start) >= ticks {
+            return done();
+        }
+        core::hint::spin_loop();
+    }
+    true
+}
+
 /// TSC ticks per second: the median of five measurements of about 20 ms each against PIT
 /// channel 2 (1193182 Hz). Each measurement brackets its interval with (PIT count, rdtsc)
 /// pairs read back to back, so the host descheduling QEMU (both clocks follow host time under
 /// TCG) can skew a sample only if it strikes between the two reads of a pair; the median
 /// drops such samples.
-pub fn measure_tsc_hz() -> u64 {
+fn measure_tsc_hz() -> u64 {
     let mut samples = [0u64; 5];
     for sample in &mut samples {
         *sample = measure_once();

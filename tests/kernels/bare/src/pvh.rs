@@ -16,23 +16,35 @@ struct StartInfo {
     rsdp_paddr: u64,
 }
 
-/// The kernel command line, or "" when the start info is missing or odd.
-pub fn cmdline(start_info_paddr: u64) -> &'static str {
+/// The start info, if `start_info_paddr` points at one in the first GiB (which is mapped).
+fn start_info(start_info_paddr: u64) -> Option<&'static StartInfo> {
     if start_info_paddr == 0 || start_info_paddr >= 1 << 30 {
-        return "";
+        return None;
     }
     // SAFETY: the first GiB of physical memory is mapped at KERNEL_VMA; QEMU put the start info
-    // (and the command line it points at) in guest RAM below 1 MiB.
-    unsafe {
-        let info = &*((KERNEL_VMA + start_info_paddr) as *const StartInfo);
-        if info.magic != MAGIC || info.cmdline_paddr == 0 || info.cmdline_paddr >= 1 << 30 {
-            return "";
-        }
-        let text = core::ffi::CStr::from_ptr(
-            (KERNEL_VMA + info.cmdline_paddr) as *const core::ffi::c_char,
-        );
-        text.to_str().unwrap_or("")
+    // in guest RAM below 1 MiB.
+    let info = unsafe { &*((KERNEL_VMA + start_info_paddr) as *const StartInfo) };
+    (info.magic == MAGIC).then_some(info)
+}
+
+/// The kernel command line, or "" when the start info is missing or odd.
+pub fn cmdline(start_info_paddr: u64) -> &'static str {
+    let Some(info) = start_info(start_info_paddr) else {
+        return "";
+    };
+    if info.cmdline_paddr == 0 || info.cmdline_paddr >= 1 << 30 {
+        return "";
     }
+    // SAFETY: as for the start info; QEMU put the command line there too.
+    let text = unsafe {
+        core::ffi::CStr::from_ptr((KERNEL_VMA + info.cmdline_paddr) as *const core::ffi::c_char)
+    };
+    text.to_str().unwrap_or("")
+}
+
+/// The physical address of ACPI's RSDP from the start info, 0 when it gives none.
+pub fn rsdp(start_info_paddr: u64) -> u64 {
+    start_info(start_info_paddr).map_or(0, |info| info.rsdp_paddr)
 }
 
 /// The value of `key=` on the command line.

@@ -6,9 +6,10 @@ use crate::heap;
 use crate::oracle;
 use crate::platform::{self, DBG_FS, DBG_PARCHORE, DBG_VM, KLOG_REGISTRY};
 use crate::pvh::KERNEL_VMA;
+use crate::smp;
 use crate::Scenario;
 use core::ffi::CStr;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// A virtual address no page table maps (PDPT_HIGH[511] is not present).
 const UNMAPPED: u64 = 0xffff_ffff_c000_1000;
@@ -27,6 +28,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     #[cfg(feature = "klog-debug")]
     ("off", off),
     ("fault", fault),
+    ("smp", smp),
 ];
 
 /// Chore `c`'s name as text, for the oracle's messages.
@@ -276,4 +278,24 @@ fn fault(clock_hz: u64) -> ! {
     // SAFETY: none: this read faults, on purpose.
     let value = unsafe { (UNMAPPED as *const u64).read_volatile() };
     panic!("read {value:#x} from an unmapped address");
+}
+
+/// Application processors that printed their line.
+static CHECKED_IN: AtomicU32 = AtomicU32::new(0);
+
+/// Every processor QEMU provides (`-smp N`) prints a line from Rust: the boot processor, then
+/// each application processor `smp::start_aps` started; the boot processor waits (at most a
+/// second) for all of them, then panics while they halt. No logging.
+fn smp(_clock_hz: u64) -> ! {
+    kprintln!("KCRASH-SMP cpu {} boots", smp::this_cpu());
+    let started = smp::start_aps(check_in);
+    platform::spin_until(1_000_000, || CHECKED_IN.load(Ordering::Acquire) == started);
+    let checked_in = CHECKED_IN.load(Ordering::Acquire);
+    panic!("scenario smp: {started} application processors started, {checked_in} checked in");
+}
+
+fn check_in(cpu: u32) -> ! {
+    kprintln!("KCRASH-SMP cpu {cpu} runs (this_cpu {})", smp::this_cpu());
+    CHECKED_IN.fetch_add(1, Ordering::Release);
+    smp::halt()
 }

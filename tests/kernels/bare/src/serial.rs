@@ -2,6 +2,7 @@
 
 use core::arch::asm;
 use core::fmt;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 const COM1: u16 = 0x3f8;
 
@@ -34,25 +35,58 @@ fn put_byte(byte: u8) {
     }
 }
 
-pub fn write_str(s: &str) {
-    s.bytes().for_each(put_byte);
+/// A ticket lock, so lines from several processors never mix and a processor that prints
+/// without pause cannot keep another (a panicking one) from its turn.
+static NEXT_TICKET: AtomicU32 = AtomicU32::new(0);
+static SERVING: AtomicU32 = AtomicU32::new(0);
+/// The processor holding the console (its number + 1), 0 when none.
+static OWNER: AtomicU32 = AtomicU32::new(0);
+
+/// The console, held by one processor while it prints (`kprintln!` holds it for a line); lines
+/// end in "\n" only.
+pub struct Console {
+    /// This processor already held it: a fault or panic while printing goes on rather than
+    /// waiting for itself.
+    nested: bool,
 }
 
-/// `core::fmt` sink for the console; lines end in "\n" only.
-pub struct Console;
+impl Console {
+    pub fn lock() -> Console {
+        let me = crate::smp::this_cpu() + 1;
+        // Only this processor stores its own number in OWNER.
+        if OWNER.load(Ordering::Relaxed) == me {
+            return Console { nested: true };
+        }
+        let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
+        while SERVING.load(Ordering::Acquire) != ticket {
+            core::hint::spin_loop();
+        }
+        OWNER.store(me, Ordering::Relaxed);
+        Console { nested: false }
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        if !self.nested {
+            OWNER.store(0, Ordering::Relaxed);
+            SERVING.fetch_add(1, Ordering::Release);
+        }
+    }
+}
 
 impl fmt::Write for Console {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        write_str(s);
+        s.bytes().for_each(put_byte);
         Ok(())
     }
 }
 
-/// `println!` for the serial console.
+/// `println!` for the serial console: one whole line, even with several processors printing.
 #[macro_export]
 macro_rules! kprintln {
     ($($arg:tt)*) => {{
         use core::fmt::Write as _;
-        let _ = writeln!($crate::serial::Console, $($arg)*);
+        let _ = writeln!($crate::serial::Console::lock(), $($arg)*);
     }};
 }
