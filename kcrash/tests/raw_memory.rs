@@ -63,6 +63,7 @@ fn fresh() -> Pair {
         image: &image,
         cmdline,
         memory_mib: KernelBuild::Bare.memory_mib(),
+        cpus: KernelBuild::Bare.cpus(),
         timeout: Duration::from_secs(120),
     };
     let crash = qemu::crash_and_dump(&boot, scratch.path(), &[DumpFormat::Elf, DumpFormat::Raw])

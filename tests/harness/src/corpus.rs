@@ -53,9 +53,10 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 6] = [
+    pub const ALL: [Kernel; 7] = [
         Kernel::Qemu(KernelBuild::Bare),
         Kernel::Qemu(KernelBuild::BareBig),
+        Kernel::Qemu(KernelBuild::BarePercpu),
         Kernel::Hosted(Program::Hosted),
         Kernel::Hosted(Program::HostedC),
         Kernel::Hosted(Program::HostedPercpu),
@@ -76,7 +77,7 @@ impl Kernel {
     /// Whether its image and entries are committed (the big-ring builds are generated only).
     pub fn committed(self) -> bool {
         match self {
-            Kernel::Qemu(build) => build == KernelBuild::Bare,
+            Kernel::Qemu(build) => build != KernelBuild::BareBig,
             Kernel::Hosted(program) => program.committed(),
         }
     }
@@ -193,6 +194,7 @@ pub fn plan() -> Vec<Planned> {
         add(Kernel::Qemu(KernelBuild::Bare), scenario, false);
     }
     add(Kernel::Qemu(KernelBuild::BareBig), "big", false);
+    add(Kernel::Qemu(KernelBuild::BarePercpu), "percpu", false);
     for program in [
         Program::Hosted,
         Program::HostedC,
@@ -347,6 +349,7 @@ fn crash_qemu(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> Result
         image,
         cmdline: &cmdline,
         memory_mib: build.memory_mib(),
+        cpus: build.cpus(),
         timeout: planned.timeout(),
     };
     let crashed = qemu::crash_and_dump(&boot, dir, planned.formats())?;

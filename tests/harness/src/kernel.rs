@@ -12,6 +12,8 @@ pub enum KernelBuild {
     Bare,
     /// The bare kernel with rings totalling 4 Mi records, for benchmarks.
     BareBig,
+    /// The bare kernel with a ring set per processor, run on two processors.
+    BarePercpu,
 }
 
 impl KernelBuild {
@@ -20,13 +22,31 @@ impl KernelBuild {
         match self {
             KernelBuild::Bare => "bare",
             KernelBuild::BareBig => "bare-big",
+            KernelBuild::BarePercpu => "bare-percpu",
+        }
+    }
+
+    /// Processors QEMU gives the guest: one set of rings each for the per-processor build.
+    pub fn cpus(self) -> u32 {
+        match self {
+            KernelBuild::BarePercpu => 2,
+            KernelBuild::Bare | KernelBuild::BareBig => 1,
+        }
+    }
+
+    /// Cargo's feature arguments for this build.
+    fn features(self) -> &'static [&'static str] {
+        match self {
+            KernelBuild::Bare => &[],
+            KernelBuild::BareBig => &["--features", "big-rings"],
+            KernelBuild::BarePercpu => &["--features", "per-processor"],
         }
     }
 
     /// Guest RAM for this kernel, in MiB: the big rings alone take 256 MiB.
     pub fn memory_mib(self) -> u32 {
         match self {
-            KernelBuild::Bare => 32,
+            KernelBuild::Bare | KernelBuild::BarePercpu => 32,
             KernelBuild::BareBig => 384,
         }
     }
@@ -34,11 +54,7 @@ impl KernelBuild {
 
 /// The command [`build`] runs, for the manifest.
 pub fn build_command(build: KernelBuild) -> String {
-    let features = if build == KernelBuild::BareBig {
-        " --features big-rings"
-    } else {
-        ""
-    };
+    let features: String = build.features().iter().map(|a| format!(" {a}")).collect();
     format!("cd tests/kernels/bare && cargo build --release --locked{features}")
 }
 
@@ -48,9 +64,7 @@ pub fn build(build: KernelBuild, target_dir: &Path) -> Result<PathBuf> {
     let target_dir = target_dir.join(build.name());
     let mut cmd = cargo_build(&target_dir);
     cmd.current_dir(&crate_dir);
-    if build == KernelBuild::BareBig {
-        cmd.args(["--features", "big-rings"]);
-    }
+    cmd.args(build.features());
     let status = cmd
         .status()
         .with_context(|| format!("running cargo build in {}", crate_dir.display()))?;

@@ -28,7 +28,8 @@ enum Command {
         /// Also the big-ring benchmark dumps (not committed; ~650 MiB of RAM and disk).
         #[arg(long)]
         big: bool,
-        /// Only these kernels: bare, bare-big, hosted, hosted-c, hosted-big. Entries not run
+        /// Only these kernels: bare, bare-big, bare-percpu, hosted, hosted-c, hosted-percpu,
+        /// hosted-big. Entries not run
         /// keep their files (their expected.json is derived again from their console log).
         #[arg(long = "kernel")]
         kernels: Vec<String>,
@@ -223,6 +224,7 @@ fn run(planned: &Planned, out: &std::path::Path, formats: &[String]) -> Result<(
                 image: &image,
                 cmdline: &cmdline,
                 memory_mib: build.memory_mib(),
+                cpus: build.cpus(),
                 timeout: Duration::from_secs(600),
             };
             let crash = qemu::crash_and_dump(&boot, out, &formats)?;

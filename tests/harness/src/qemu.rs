@@ -16,6 +16,8 @@ pub struct Boot<'a> {
     pub image: &'a Path,
     pub cmdline: &'a str,
     pub memory_mib: u32,
+    /// Processors (`-smp`).
+    pub cpus: u32,
     /// How long the guest may run before it must have panicked.
     pub timeout: Duration,
 }
@@ -154,7 +156,7 @@ pub fn crash_and_dump(boot: &Boot, out: &Path, formats: &[DumpFormat]) -> Result
     let out = out.canonicalize()?;
     let console = out.join("console.log");
     let mut machine = Machine {
-        cpus: 1,
+        cpus: boot.cpus,
         memory_mib: boot.memory_mib,
         on_panic: "pause",
         devices: &[],

@@ -3,8 +3,7 @@
 //! The harness derives each ring's expected content from these lines. Format: see
 //! tests/kernels/README.md ("Oracle lines").
 
-use crate::chore;
-use crate::platform::{KLogBuffer, DBG_MAX, LAST_CLOCK, RING_NAMES, RING_RECS};
+use crate::platform::{KLogBuffer, DBG_MAX, KLOG_PROCESSORS, LAST_CLOCK, RING_NAMES, RING_RECS};
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -21,16 +20,19 @@ pub fn klog_init(clock_hz: u64) {
 }
 
 /// Address of ring `ring`'s first record after klog_init: the rings sit in id order in
-/// KLogBuffer (the design's layout), computed here from the configured sizes.
+/// KLogBuffer (the design's layout), a processor set after another, computed here from the
+/// configured sizes.
 pub fn ring_base(ring: usize) -> u64 {
-    let before: u64 = RING_RECS[..ring].iter().sum();
-    KLogBuffer.as_ptr() as u64 + before * RECORD_BYTES
+    let set: u64 = RING_RECS.iter().sum();
+    let before: u64 = RING_RECS[..ring % DBG_MAX].iter().sum();
+    KLogBuffer.as_ptr() as u64 + ((ring / DBG_MAX) as u64 * set + before) * RECORD_BYTES
 }
 
-/// The ring an event of subsystem `id` lands in: NONE's until klog_init, its own after.
-pub fn receiving_ring(id: u16) -> usize {
+/// The ring an event of subsystem `id` logged with `proc_dom` lands in: the first ring until
+/// klog_init, its own in the processor's set after.
+pub fn receiving_ring(id: u16, proc_dom: u64) -> usize {
     if INITIALIZED.load(Ordering::Relaxed) {
-        id as usize
+        (proc_dom >> 32) as usize % KLOG_PROCESSORS * DBG_MAX + id as usize
     } else {
         0
     }
@@ -38,7 +40,7 @@ pub fn receiving_ring(id: u16) -> usize {
 
 /// Address of record `seq` of `ring`.
 pub fn record_at(ring: usize, seq: u64) -> u64 {
-    ring_base(ring) + (seq % RING_RECS[ring]) * RECORD_BYTES
+    ring_base(ring) + (seq % RING_RECS[ring % DBG_MAX]) * RECORD_BYTES
 }
 
 /// Word `index` of the record at `at`, read back from the ring (used for `desc` only: the
@@ -51,11 +53,11 @@ pub fn record_word(at: u64, index: usize) -> u64 {
 /// Prints the configuration lines: clock frequency and every ring.
 pub fn print_config(clock_hz: u64) {
     kprintln!("KLOG-CONFIG clock_hz={clock_hz}");
-    for ring in 0..DBG_MAX {
+    for ring in 0..KLOG_PROCESSORS * DBG_MAX {
         kprintln!(
             "KLOG-RING ring={ring} name={} num_recs={} buffer={:#x}",
-            RING_NAMES[ring],
-            RING_RECS[ring],
+            RING_NAMES[ring % DBG_MAX],
+            RING_RECS[ring % DBG_MAX],
             ring_base(ring)
         );
     }
@@ -71,13 +73,13 @@ pub fn event(id: u16, seq: Option<u64>, data: [u64; 3], fmt: &str, msg: fmt::Arg
         );
         return;
     };
-    let ring = receiving_ring(id);
+    let proc_dom = crate::platform::proc_dom();
+    let ring = receiving_ring(id, proc_dom);
     let at = record_at(ring, seq);
-    let ccb = chore::current();
     kprintln!(
         "KLOG-EVENT ring={ring} subsys={id} seq={seq} at={at:#x} id={:#x} proc_dom={:#x} clock={} desc={:#x} d1={:#x} d2={:#x} d3={:#x} fmt={} msg={}",
-        chore::current_id(),
-        klog_runtime::proc_dom(ccb.processor, ccb.domain),
+        crate::platform::chore_id(),
+        proc_dom,
         LAST_CLOCK.load(Ordering::Relaxed),
         record_word(at, 4),
         data[0],

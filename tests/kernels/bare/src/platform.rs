@@ -2,6 +2,7 @@
 
 use crate::chore;
 use crate::serial;
+use crate::smp;
 use core::sync::atomic::{AtomicU64, Ordering};
 use klog_runtime::klog_config;
 
@@ -17,6 +18,36 @@ pub fn rdtsc() -> u64 {
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
+/// Where each application processor's records say they ran: one word each, its address the
+/// processor's chore id (the boot processor runs the chores).
+static AP_CHORES: [u64; smp::MAX_CPUS] = [0; smp::MAX_CPUS];
+
+/// The chore running on this processor: the current chore on the boot processor, the
+/// processor's own word on the others.
+pub fn chore_id() -> u64 {
+    match smp::this_cpu() {
+        0 => chore::current_id(),
+        cpu => (&raw const AP_CHORES[cpu as usize % smp::MAX_CPUS]) as u64,
+    }
+}
+
+/// `proc_dom` of this processor's events. The shared-ring build keeps the chores' own made-up
+/// processors (0–3, all on the boot processor); the per-processor build names the processor
+/// that runs the code, since its ring set follows it (application processors: domain 0).
+pub fn proc_dom() -> u64 {
+    let cpu = smp::this_cpu();
+    if cfg!(feature = "per-processor") && cpu != 0 {
+        return klog_runtime::proc_dom(cpu, 0);
+    }
+    let ccb = chore::current();
+    let processor = if cfg!(feature = "per-processor") {
+        cpu
+    } else {
+        ccb.processor
+    };
+    klog_runtime::proc_dom(processor, ccb.domain)
+}
+
 impl klog_runtime::Platform for BarePlatform {
     fn clock() -> u64 {
         let now = rdtsc();
@@ -25,12 +56,11 @@ impl klog_runtime::Platform for BarePlatform {
     }
 
     fn chore_id() -> u64 {
-        chore::current_id()
+        chore_id()
     }
 
     fn proc_dom() -> u64 {
-        let ccb = chore::current();
-        klog_runtime::proc_dom(ccb.processor, ccb.domain)
+        proc_dom()
     }
 
     fn console(line: &str) {
@@ -87,9 +117,17 @@ pub mod rings {
     pub const VM: u64 = 64;
 }
 
+/// Ring sets: two in the per-processor build (QEMU runs it with two processors), else one.
+const SETS: usize = if cfg!(feature = "per-processor") {
+    2
+} else {
+    1
+};
+
 klog_config! {
     platform = BarePlatform;
     static_level = klog_runtime::KLOG_PROLOG;
+    processors = SETS;
     subsystems {
         DBG_NONE = rings::NONE,
         DBG_PARCHORE = rings::PARCHORE,

@@ -29,6 +29,8 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("off", off),
     ("fault", fault),
     ("smp", smp),
+    #[cfg(feature = "per-processor")]
+    ("percpu", percpu),
 ];
 
 /// Chore `c`'s name as text, for the oracle's messages.
@@ -199,8 +201,8 @@ fn torn(clock_hz: u64) -> ! {
         }
     });
     for sub in [DBG_PARCHORE, DBG_FS] {
-        let seq = KLOG_REGISTRY.reserve_torn(sub.ring_here());
-        let ring = sub.id as usize;
+        let ring = sub.ring_here();
+        let seq = KLOG_REGISTRY.reserve_torn(ring);
         kprintln!(
             "KLOG-TORN ring={ring} subsys={} seq={seq} at={:#x}",
             sub.id,
@@ -297,5 +299,48 @@ fn smp(_clock_hz: u64) -> ! {
 fn check_in(cpu: u32) -> ! {
     kprintln!("KCRASH-SMP cpu {cpu} runs (this_cpu {})", smp::this_cpu());
     CHECKED_IN.fetch_add(1, Ordering::Release);
+    smp::halt()
+}
+
+/// Application processors that finished logging.
+#[cfg(feature = "per-processor")]
+static LOGGED: AtomicU32 = AtomicU32::new(0);
+
+/// Every processor QEMU provides logs into its own ring set at once: the boot processor's chores
+/// and each application processor; processor 1 overwrites its 1024-record SCHED ring. The boot
+/// processor waits (at most 20 s) for the others, then panics.
+#[cfg(feature = "per-processor")]
+fn percpu(clock_hz: u64) -> ! {
+    oracle::klog_init(clock_hz);
+    let started = smp::start_aps(log_on_this_processor);
+    chore::run(&[0, 1, 2, 3], |c, step| {
+        event!(DBG_SCHED, KLOG_TERSE, "chore %u step %u on cpu 0", c as u64, step;
+            "chore {c} step {step} on cpu 0");
+        if step == 49 {
+            Step::Done
+        } else {
+            Step::Yield
+        }
+    });
+    platform::spin_until(20_000_000, || LOGGED.load(Ordering::Acquire) == started);
+    let logged = LOGGED.load(Ordering::Acquire);
+    panic!("scenario percpu: {started} application processors started, {logged} logged");
+}
+
+#[cfg(feature = "per-processor")]
+fn log_on_this_processor(cpu: u32) -> ! {
+    let cpu = u64::from(cpu);
+    for i in 0..100u64 {
+        event!(DBG_SCHED, KLOG_TERSE, "cpu %u tick %u", cpu, i; "cpu {cpu} tick {i}");
+        if i % 4 == 0 {
+            event!(DBG_FS, KLOG_VERBOSE, "cpu %u flush %u", cpu, i / 4; "cpu {cpu} flush {}", i / 4);
+        }
+    }
+    if cpu == 1 {
+        for i in 0..1500u64 {
+            event!(DBG_SCHED, KLOG_TERSE, "cpu1 spin %u", i; "cpu1 spin {i}");
+        }
+    }
+    LOGGED.fetch_add(1, Ordering::Release);
     smp::halt()
 }
