@@ -174,7 +174,7 @@ static void announce_rings(void)
 static void oracle_torn(int subsys, int64_t seq)
 {
     char line[160];
-    int ring = receiving_ring(subsys);
+    int ring = receiving_ring(subsys, last_proc_dom);
     snprintf(line, sizeof line, "KLOG-TORN ring=%d subsys=%d seq=%lld at=0x%lx\n", ring, subsys,
              (long long)seq, (unsigned long)record_address(ring, seq));
     oracle_line(line);
@@ -188,7 +188,7 @@ static void oracle_event(int subsys, int64_t seq, const char *desc, uint64_t d1,
     if (seq < 0) {
         snprintf(line, sizeof line, "KLOG-SKIP subsys=%d fmt=", subsys);
     } else {
-        int ring = receiving_ring(subsys);
+        int ring = receiving_ring(subsys, last_proc_dom);
         snprintf(line, sizeof line,
                  "KLOG-EVENT ring=%d subsys=%d seq=%lld at=0x%lx id=0x%lx proc_dom=0x%lx clock=%lu "
                  "desc=%p d1=0x%lx d2=0x%lx d3=0x%lx fmt=",
