@@ -63,6 +63,16 @@ static inline int receiving_ring(int subsys, uint64_t proc_dom)
 	return ring != 0 && KLogs[ring].buffer == KLogBuffer ? 0 : ring;
 }
 
+/* The desc word of an inline description, packed here rather than by klog.h: the first 8 bytes
+ * of `text` in memory order, NUL-padded. */
+static inline uint64_t oracle_inline_desc(const char *text)
+{
+	uint64_t word = 0;
+
+	memcpy(&word, text, strnlen(text, sizeof(word)));
+	return word;
+}
+
 /* The address of sequence number `seq` in ring `ring`. */
 static inline uintptr_t record_address(int ring, int64_t seq)
 {
