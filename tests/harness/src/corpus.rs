@@ -53,12 +53,13 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 6] = [
+    pub const ALL: [Kernel; 7] = [
         Kernel::Qemu(KernelBuild::Bare),
         Kernel::Qemu(KernelBuild::BareBig),
         Kernel::Hosted(Program::Hosted),
         Kernel::Hosted(Program::HostedC),
         Kernel::Hosted(Program::HostedPercpu),
+        Kernel::Hosted(Program::HostedCPercpu),
         Kernel::Hosted(Program::HostedBig),
     ];
 
@@ -197,6 +198,7 @@ pub fn plan() -> Vec<Planned> {
         Program::Hosted,
         Program::HostedC,
         Program::HostedPercpu,
+        Program::HostedCPercpu,
         Program::HostedBig,
     ] {
         for &scenario in program.scenarios() {
