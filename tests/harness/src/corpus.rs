@@ -53,13 +53,14 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 7] = [
+    pub const ALL: [Kernel; 8] = [
         Kernel::Qemu(KernelBuild::Bare),
         Kernel::Qemu(KernelBuild::BareBig),
         Kernel::Qemu(KernelBuild::BarePercpu),
         Kernel::Hosted(Program::Hosted),
         Kernel::Hosted(Program::HostedC),
         Kernel::Hosted(Program::HostedPercpu),
+        Kernel::Hosted(Program::HostedCPercpu),
         Kernel::Hosted(Program::HostedBig),
     ];
 
@@ -199,6 +200,7 @@ pub fn plan() -> Vec<Planned> {
         Program::Hosted,
         Program::HostedC,
         Program::HostedPercpu,
+        Program::HostedCPercpu,
         Program::HostedBig,
     ] {
         for &scenario in program.scenarios() {

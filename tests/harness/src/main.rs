@@ -29,8 +29,8 @@ enum Command {
         #[arg(long)]
         big: bool,
         /// Only these kernels: bare, bare-big, bare-percpu, hosted, hosted-c, hosted-percpu,
-        /// hosted-big. Entries not run
-        /// keep their files (their expected.json is derived again from their console log).
+        /// hosted-c-percpu, hosted-big. Entries not run keep their files (their expected.json is
+        /// derived again from their console log).
         #[arg(long = "kernel")]
         kernels: Vec<String>,
         /// Only these scenarios.

@@ -31,14 +31,17 @@ pub enum Program {
     /// tests/kernels/hosted with a ring set per processor, grouped subsystems and event IDs
     /// (feature per-processor).
     HostedPercpu,
+    /// tests/kernels/hosted-c with the same (gcc -DHOSTED_PER_PROCESSOR).
+    HostedCPercpu,
 }
 
 impl Program {
-    pub const ALL: [Program; 4] = [
+    pub const ALL: [Program; 5] = [
         Program::Hosted,
         Program::HostedBig,
         Program::HostedC,
         Program::HostedPercpu,
+        Program::HostedCPercpu,
     ];
 
     /// Name in the corpus layout and manifest.
@@ -48,6 +51,7 @@ impl Program {
             Program::HostedBig => "hosted-big",
             Program::HostedC => "hosted-c",
             Program::HostedPercpu => "hosted-percpu",
+            Program::HostedCPercpu => "hosted-c-percpu",
         }
     }
 
@@ -60,7 +64,7 @@ impl Program {
             Program::Hosted | Program::HostedC => &SCENARIOS,
             Program::HostedBig => &["big"],
             // Shared-ring scenarios that run unchanged on per-processor rings, and its own.
-            Program::HostedPercpu => &["rings", "wrap", "percpu"],
+            Program::HostedPercpu | Program::HostedCPercpu => &["rings", "wrap", "percpu"],
         }
     }
 
@@ -72,7 +76,7 @@ impl Program {
     /// Tools its build needs beyond cargo.
     pub fn tools(self) -> &'static [&'static str] {
         match self {
-            Program::HostedC => &[tools::GCC],
+            Program::HostedC | Program::HostedCPercpu => &[tools::GCC],
             Program::Hosted | Program::HostedBig | Program::HostedPercpu => &[],
         }
     }
@@ -85,7 +89,9 @@ impl Program {
                 "CARGO_PROFILE_RELEASE_DEBUG=2 {}",
                 cargo_line(" --features big-rings")
             ),
-            Program::HostedC => format!("gcc {} -o hosted-c", GCC_ARGS.join(" ")),
+            Program::HostedC | Program::HostedCPercpu => {
+                format!("gcc {} -o {}", self.gcc_args().join(" "), self.name())
+            }
             Program::HostedPercpu => format!(
                 "CARGO_PROFILE_RELEASE_DEBUG=2 {}",
                 cargo_line(" --features per-processor")
@@ -102,7 +108,11 @@ impl Program {
         // parallel build the C program too, and one must not exec a half-written file.
         static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let gcc_output = out.join(format!("hosted-c.{}-{build}.tmp", std::process::id()));
+        let gcc_output = out.join(format!(
+            "{}.{}-{build}.tmp",
+            self.name(),
+            std::process::id()
+        ));
         let (mut cmd, exe) = match self {
             Program::Hosted | Program::HostedBig | Program::HostedPercpu => {
                 let mut cmd = cargo_build(&out);
@@ -116,10 +126,10 @@ impl Program {
                 };
                 (cmd, out.join("release/hosted"))
             }
-            Program::HostedC => {
-                let exe = out.join("hosted-c");
+            Program::HostedC | Program::HostedCPercpu => {
+                let exe = out.join(self.name());
                 let mut cmd = Command::new(tools::GCC);
-                cmd.args(GCC_ARGS).arg("-o").arg(&gcc_output);
+                cmd.args(self.gcc_args()).arg("-o").arg(&gcc_output);
                 (cmd, exe)
             }
         };
@@ -130,7 +140,7 @@ impl Program {
         if !status.success() {
             bail!("building {} failed ({status})", self.name());
         }
-        if self == Program::HostedC {
+        if matches!(self, Program::HostedC | Program::HostedCPercpu) {
             std::fs::rename(&gcc_output, &exe).with_context(|| {
                 format!("renaming {} to {}", gcc_output.display(), exe.display())
             })?;
@@ -139,6 +149,15 @@ impl Program {
             bail!("the build succeeded but {} is missing", exe.display());
         }
         Ok(exe)
+    }
+
+    /// gcc's arguments for a C build: [`GCC_ARGS`], after the per-processor build's define.
+    fn gcc_args(self) -> Vec<&'static str> {
+        let defines: &[&str] = match self {
+            Program::HostedCPercpu => &["-DHOSTED_PER_PROCESSOR"],
+            _ => &[],
+        };
+        [defines, &GCC_ARGS].concat()
     }
 }
 

@@ -6,12 +6,18 @@
  *   hosted-c SCENARIO [--stop]
  *
  * Scenarios: rings wrap unfilled preinit strings torn scribbled off. The oracle goes to stdout.
+ *
+ * Built with -DHOSTED_PER_PROCESSOR it is hosted-c-percpu, the C twin of the Rust program's
+ * per-processor feature: a ring set per processor (4), VM's events in FS's ring (KLOG_GROUP), two
+ * minor event IDs (KLogDescriptions), threads pinned to CPUs where they can be, and the scenario
+ * percpu besides the others.
  */
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -29,6 +35,16 @@ enum { DBG_NONE, DBG_PARCHORE, DBG_FS, DBG_SCHED, DBG_VM, DBG_MAX };
 /* Counts finished records, so that readers know unfinished reservations exactly. */
 #define KLOG_COUNT_COMMITS
 #define KLOG_PLATFORM_BUILD_ID /* klogPlatformBuildId below: the program's own GNU build-id */
+#ifdef HOSTED_PER_PROCESSOR
+#define KLOG_PROCESSORS 4
+/* Minor event IDs, in the Rust program's order, and the formats they stand for. */
+enum { EVT_FAULT, EVT_IDLE, EVT_MAX };
+#define EVT_FAULT_FORMAT "fault va=%#lx prot=%x"
+#define EVT_IDLE_FORMAT "cpu %u idle for %lu ns"
+#define KLOG_DESCRIPTIONS EVT_MAX
+/* The oracle states the grouping of KLogs below itself rather than reading it back from KLogs. */
+#define ORACLE_LEADER(subsys) ((subsys) == DBG_VM ? DBG_FS : (subsys))
+#endif
 #include "klog.h"
 /* Relative to this file: the harness compiles it in place with -Iklog-runtime/include only. */
 #include "../include/klog_oracle.h"
@@ -39,15 +55,32 @@ enum { DBG_NONE, DBG_PARCHORE, DBG_FS, DBG_SCHED, DBG_VM, DBG_MAX };
 #define FS_RECS 128
 #define SCHED_RECS 1024
 #define VM_RECS 64
+
+#ifdef HOSTED_PER_PROCESSOR
+/* VM has no ring of its own: its KLog mirrors FS's. */
+#define VM_RING KLOG_GROUP(VM, FS, FS_RECS)
+#define KLOG_TOTAL_RECS (NONE_RECS + PARCHORE_RECS + FS_RECS + SCHED_RECS)
+#else
+#define VM_RING KLOG_CREATE(VM, VM_RECS)
 #define KLOG_TOTAL_RECS (NONE_RECS + PARCHORE_RECS + FS_RECS + SCHED_RECS + VM_RECS)
+#endif
+/* One processor's set of KLogs. */
+#define RING_SET                                                                                   \
+    KLOG_CREATE(NONE, NONE_RECS), KLOG_CREATE(PARCHORE, PARCHORE_RECS), KLOG_CREATE(FS, FS_RECS),  \
+        KLOG_CREATE(SCHED, SCHED_RECS), VM_RING
 
 KLOG_BUFFER_DEFINE(KLOG_TOTAL_RECS);
 KLOG_DESCRIPTOR_DEFINE();
-KLog KLogs[DBG_MAX] = {
-    KLOG_CREATE(NONE, NONE_RECS), KLOG_CREATE(PARCHORE, PARCHORE_RECS),
-    KLOG_CREATE(FS, FS_RECS),     KLOG_CREATE(SCHED, SCHED_RECS),
-    KLOG_CREATE(VM, VM_RECS),
+#ifdef HOSTED_PER_PROCESSOR
+_Static_assert(KLOG_PROCESSORS == 4, "KLogs below holds four sets");
+KLog KLogs[KLOG_PROCESSORS * DBG_MAX] = {RING_SET, RING_SET, RING_SET, RING_SET};
+const char *const KLogDescriptions[KLOG_DESCRIPTIONS] = {
+    [EVT_FAULT] = EVT_FAULT_FORMAT,
+    [EVT_IDLE] = EVT_IDLE_FORMAT,
 };
+#else
+KLog KLogs[DBG_MAX] = {RING_SET};
+#endif
 Dbg_Intensity DebugFlags[DBG_MAX] = {
     KLOG_INTENSITY_DEFAULT, KLOG_INTENSITY_DEFAULT, KLOG_INTENSITY_DEFAULT,
     KLOG_INTENSITY_DEFAULT, KLOG_INTENSITY_DEFAULT,
@@ -157,11 +190,14 @@ static void oracle_line(const char *line)
     pthread_mutex_unlock(&oracle_lock);
 }
 
-static void announce_rings(void)
+/* Sets the clock frequency, then prints it, every KLog's place (each processor set's; a group
+ * member's mirrors its leader's) and the events logged before. */
+static void announce_rings(uint64_t hz)
 {
+    klogClockHz = hz;
     pthread_mutex_lock(&oracle_lock);
     printf("KLOG-CONFIG clock_hz=%lu\n", (unsigned long)klogClockHz);
-    for (int i = 0; i < DBG_MAX; i++)
+    for (int i = 0; i < KLOG_PROCESSORS * DBG_MAX; i++)
         printf("KLOG-RING ring=%d name=%s num_recs=%lu buffer=%p\n", i, KLogs[i].name,
                (unsigned long)KLogs[i].num_recs, (void *)KLogs[i].buffer);
     for (int i = 0; i < npending; i++)
@@ -174,48 +210,88 @@ static void announce_rings(void)
 static void oracle_torn(int subsys, int64_t seq)
 {
     char line[160];
-    int ring = receiving_ring(subsys);
+    int ring = receiving_ring(subsys, last_proc_dom);
     snprintf(line, sizeof line, "KLOG-TORN ring=%d subsys=%d seq=%lld at=0x%lx\n", ring, subsys,
              (long long)seq, (unsigned long)record_address(ring, seq));
     oracle_line(line);
 }
 
-/* One KLOG-EVENT (or KLOG-SKIP when the event was off) with the message snprintf made. */
-static void oracle_event(int subsys, int64_t seq, const char *desc, uint64_t d1, uint64_t d2,
-                         uint64_t d3, const char *msg)
+/* What a record's desc word should hold: the word, its kind, and the format it stands for. */
+struct description {
+    enum KLogDesc kind;
+    uint64_t word;
+    const char *text;
+};
+
+/* A format logged by its address. */
+static struct description pointer_desc(const char *format)
 {
+    return (struct description){KLOG_DESC_POINTER, (uint64_t)(uintptr_t)format, format};
+}
+
+/* One KLOG-EVENT (or KLOG-SKIP when the event was off) with the message snprintf made. */
+static void oracle_event(int subsys, int64_t seq, struct description desc, uint64_t d1,
+                         uint64_t d2, uint64_t d3, const char *msg)
+{
+    /* The harness's names for kinds other than an address, after desc=. */
+    static const char *const kinds[] = {
+        [KLOG_DESC_POINTER] = "",
+        [KLOG_DESC_INLINE] = " desc_kind=inline",
+        [KLOG_DESC_EVENT] = " desc_kind=event",
+    };
     char line[1024];
     if (seq < 0) {
         snprintf(line, sizeof line, "KLOG-SKIP subsys=%d fmt=", subsys);
     } else {
-        int ring = receiving_ring(subsys);
+        int ring = receiving_ring(subsys, last_proc_dom);
+        /* desc= as a number: %p would print event ID 0 as "(nil)". */
         snprintf(line, sizeof line,
                  "KLOG-EVENT ring=%d subsys=%d seq=%lld at=0x%lx id=0x%lx proc_dom=0x%lx clock=%lu "
-                 "desc=%p d1=0x%lx d2=0x%lx d3=0x%lx fmt=",
+                 "desc=0x%lx%s d1=0x%lx d2=0x%lx d3=0x%lx fmt=",
                  ring, subsys, (long long)seq, (unsigned long)record_address(ring, seq),
                  (unsigned long)last_chore, (unsigned long)last_proc_dom,
-                 (unsigned long)last_clock, (const void *)desc, (unsigned long)d1,
-                 (unsigned long)d2, (unsigned long)d3);
+                 (unsigned long)last_clock, (unsigned long)desc.word, kinds[desc.kind],
+                 (unsigned long)d1, (unsigned long)d2, (unsigned long)d3);
     }
-    oracle_escape(line, sizeof line, desc, true);
+    oracle_escape(line, sizeof line, desc.text, true);
     strncat(line, " msg=", sizeof line - strlen(line) - 1);
     oracle_escape(line, sizeof line - 1, msg, false);
     strcat(line, "\n");
     oracle_line(line);
 }
 
-/* Logs one event at `level` through KLOG and prints its oracle line. The data words are the
- * arguments as KLOG stores them; the message is snprintf's rendering of the same arguments. */
+/* Logs one event at `level` through `log` (KLOG, KLOG_INLINE or KLOG_EVENT, given `arg` for its
+ * description) and prints its oracle line, `described` saying what the desc word should hold.
+ * The data words are the arguments as the KLOG macros store them; the message is snprintf's
+ * rendering of the same arguments. */
+#define LOG_EVENT_(log, arg, described, subsys, level, format, ...)                                \
+    do {                                                                                           \
+        uint64_t w_[3] = {0, 0, 0};                                                                \
+        words_(w_, __VA_ARGS__);                                                                   \
+        int64_t seq_ = log(subsys, level, arg, w_[0], w_[1], w_[2]);                               \
+        char msg_[512];                                                                            \
+        snprintf(msg_, sizeof msg_, format, __VA_ARGS__); /* the literal: gcc checks the args */  \
+        oracle_event(subsys, seq_, described, w_[0], w_[1], w_[2], msg_);                          \
+    } while (0)
+
+/* An event whose format is logged by its address. */
 #define EVENT(subsys, level, format, ...)                                                          \
     do {                                                                                           \
         static const char desc_[] = format;                                                        \
-        uint64_t w_[3] = {0, 0, 0};                                                                \
-        words_(w_, __VA_ARGS__);                                                                   \
-        int64_t seq_ = KLOG(subsys, level, desc_, w_[0], w_[1], w_[2]);                            \
-        char msg_[512];                                                                            \
-        snprintf(msg_, sizeof msg_, format, __VA_ARGS__); /* the literal: gcc checks the args */  \
-        oracle_event(subsys, seq_, desc_, w_[0], w_[1], w_[2], msg_);                              \
+        LOG_EVENT_(KLOG, desc_, pointer_desc(desc_), subsys, level, format, __VA_ARGS__);          \
     } while (0)
+
+/* An event whose format (at most 8 bytes) travels in the record; the oracle's word is its own
+ * packing of the text, not klog.h's. */
+#define EVENT_INLINE(subsys, level, format, ...)                                                   \
+    LOG_EVENT_(KLOG_INLINE, format,                                                                \
+               ((struct description){KLOG_DESC_INLINE, oracle_inline_desc(format), format}),       \
+               subsys, level, format, __VA_ARGS__)
+
+/* An event logged by minor event ID `id` (EVT_<NAME>, whose format is EVT_<NAME>_FORMAT). */
+#define EVENT_ID(subsys, level, id, ...)                                                           \
+    LOG_EVENT_(KLOG_EVENT, id, ((struct description){KLOG_DESC_EVENT, id, id##_FORMAT}), subsys,   \
+               level, id##_FORMAT, __VA_ARGS__)
 #define words_(w, ...) words_n_(w, __VA_ARGS__, 0, 0, 0)
 #define words_n_(w, a, b, c, ...)                                                                  \
     ((w)[0] = KLOG_WORD_(a), (w)[1] = KLOG_WORD_(b), (w)[2] = KLOG_WORD_(c))
@@ -232,9 +308,32 @@ struct worker {
 
 static struct worker workers[CPUS];
 
+#ifdef HOSTED_PER_PROCESSOR
+/* Pins the calling thread to the `n`th CPU it may run on (modulo their number), as the Rust
+ * program does. Best effort: a record names its task's processor, whichever CPU ran it. */
+static void pin_to_a_cpu(int n)
+{
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) == 0)
+        return;
+    int skip = n % CPU_COUNT(&allowed);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed) || skip-- > 0)
+            continue;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        (void)sched_setaffinity(0, sizeof one, &one);
+        return;
+    }
+}
+#endif
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
+#ifdef HOSTED_PER_PROCESSOR
+    pin_to_a_cpu((int)w->task.cpu);
+#endif
     this_task = &w->task;
     w->body((int)w->task.cpu);
     return NULL;
@@ -320,9 +419,47 @@ static void torn_body(int cpu)
 static void startup(uint64_t hz)
 {
     klogInit();
-    klogClockHz = hz;
-    announce_rings();
+    announce_rings(hz);
 }
+
+#ifdef HOSTED_PER_PROCESSOR
+#define PERCPU_SCENARIO " percpu"
+
+/* Gives processor `cpu`'s PARCHORE ring a 64-record buffer allocated now, after klogInit, as a
+ * kernel gives a ring memory it allocates after boot. Never freed, as a kernel's ring is not. */
+static void attach_parchore(int cpu)
+{
+    const uint64_t words = 64 * KLOG_REC_SIZE;
+    uint64_t *buffer = aligned_alloc(64, words * sizeof *buffer);
+    if (!buffer)
+        die("aligned_alloc");
+    memset(buffer, 0, words * sizeof *buffer);
+    if (klogAttach(cpu * DBG_MAX + DBG_PARCHORE, buffer, words) != 0) {
+        fputs("hosted-c: klogAttach refused a 64-record aligned buffer\n", stderr);
+        exit(2);
+    }
+}
+
+/* Each processor logs into its own rings: rings' mix, with every tenth an idle event (event ID),
+ * a sync (inline) and a fault (event ID, VM into FS's ring); processor 1 then overwrites most of
+ * its SCHED ring. */
+static void percpu_body(int cpu)
+{
+    for (int i = 0; i < 120; i++) {
+        mixed_event(cpu, i);
+        if (i % 10 == 0) {
+            EVENT_ID(DBG_SCHED, KLOG_TERSE, EVT_IDLE, (unsigned)cpu, (unsigned long)i * 1000);
+            EVENT_INLINE(DBG_FS, KLOG_TERSE, "sync %u", (unsigned)i);
+            EVENT_ID(DBG_VM, KLOG_VERBOSE, EVT_FAULT, 0x50000000ul + (unsigned long)i * 4096, 5u);
+        }
+    }
+    if (cpu == 1)
+        for (unsigned tick = 0; tick < 3000; tick++)
+            EVENT(DBG_SCHED, KLOG_TERSE, "cpu1 tick %u", tick);
+}
+#else
+#define PERCPU_SCENARIO ""
+#endif
 
 static void crash(const char *why, int stop)
 {
@@ -389,7 +526,7 @@ static void strings_scenario(int stop)
         int64_t seq = KLOGT1(DBG_FS, desc, KLOG_STR(gone));
         char msg[64];
         snprintf(msg, sizeof msg, "unmapped <unreadable %p>", (void *)gone);
-        oracle_event(DBG_FS, seq, desc, (uint64_t)(uintptr_t)gone, 0, 0, msg);
+        oracle_event(DBG_FS, seq, pointer_desc(desc), (uint64_t)(uintptr_t)gone, 0, 0, msg);
     }
     if (munmap(gone, (size_t)page))
         die("munmap");
@@ -442,9 +579,16 @@ int main(int argc, char **argv)
         startup(hz);
         klogLevel = KLOG_OFF;
         on_every_cpu(rings_body);
+#ifdef HOSTED_PER_PROCESSOR
+    } else if (strcmp(scenario, "percpu") == 0) {
+        klogInit();
+        attach_parchore(3);
+        announce_rings(hz);
+        on_every_cpu(percpu_body);
+#endif
     } else {
         fprintf(stderr, "hosted-c: unknown scenario %s (rings wrap unfilled preinit strings torn "
-                        "scribbled off)\n", scenario);
+                        "scribbled off" PERCPU_SCENARIO ")\n", scenario);
         return 2;
     }
     char why[96];

@@ -45,11 +45,32 @@ static inline void oracle_escape(char *out, size_t cap, const char *s, bool spac
 	}
 }
 
-/* The ring that receives an event of `subsys`: its own, or NONE's before klogInit (while its KLog
- * still points at the start of KLogBuffer). */
-static inline int receiving_ring(int subsys)
+/* The subsystem whose ring receives `subsys`'s events. A kernel that groups subsystems
+ * (KLOG_GROUP) defines ORACLE_LEADER before including this file, so that the oracle states the
+ * grouping itself instead of reading it back from the KLogs the writer uses. */
+#ifndef ORACLE_LEADER
+#define ORACLE_LEADER(subsys) (subsys)
+#endif
+
+/* The ring that receives an event of `subsys` logged with `proc_dom`: its leader's in the
+ * processor's set (processor modulo KLOG_PROCESSORS, DBG_MAX KLogs a set), or the first ring
+ * before klogInit (while the KLog still points at the start of KLogBuffer). */
+static inline int receiving_ring(int subsys, uint64_t proc_dom)
 {
-	return subsys != DBG_NONE && KLogs[subsys].buffer == KLogBuffer ? DBG_NONE : subsys;
+	int set = (int)((proc_dom >> 32) % KLOG_PROCESSORS);
+	int ring = set * DBG_MAX + ORACLE_LEADER(subsys);
+
+	return ring != 0 && KLogs[ring].buffer == KLogBuffer ? 0 : ring;
+}
+
+/* The desc word of an inline description, packed here rather than by klog.h: the first 8 bytes
+ * of `text` in memory order, NUL-padded. */
+static inline uint64_t oracle_inline_desc(const char *text)
+{
+	uint64_t word = 0;
+
+	memcpy(&word, text, strnlen(text, sizeof(word)));
+	return word;
 }
 
 /* The address of sequence number `seq` in ring `ring`. */

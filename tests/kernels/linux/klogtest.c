@@ -144,7 +144,7 @@ static void announce_rings(void)
 static void oracle_torn(int subsys, s64 seq)
 {
 	struct oracle_scratch *s = this_cpu_ptr(&scratch);
-	int ring = receiving_ring(subsys);
+	int ring = receiving_ring(subsys, this_cpu_read(last_hooks.proc_dom));
 
 	snprintf(s->line, sizeof(s->line), "KLOG-TORN ring=%d subsys=%d seq=%lld at=0x%lx", ring,
 		 subsys, (long long)seq, record_address(ring, seq));
@@ -155,7 +155,7 @@ static void oracle_torn(int subsys, s64 seq)
 static void oracle_event(struct oracle_scratch *s, int subsys, s64 seq, const char *desc, u64 d1,
 			 u64 d2, u64 d3)
 {
-	int ring = receiving_ring(subsys);
+	int ring = receiving_ring(subsys, this_cpu_read(last_hooks.proc_dom));
 
 	snprintf(s->line, sizeof(s->line),
 		 "KLOG-EVENT ring=%d subsys=%d seq=%lld at=0x%lx id=0x%llx proc_dom=0x%llx clock=%llu desc=0x%lx d1=0x%llx d2=0x%llx d3=0x%llx fmt=",
