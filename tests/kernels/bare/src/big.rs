@@ -5,7 +5,6 @@ use crate::chore::{self, Step, CHORES};
 use crate::oracle;
 use crate::platform::{self, DBG_FS, DBG_PARCHORE, DBG_SCHED, RING_RECS};
 use crate::Scenario;
-use core::sync::atomic::Ordering;
 
 /// Every scenario of this build.
 pub const ALL: &[(&str, Scenario)] = &[("big", big)];
@@ -48,7 +47,7 @@ fn big(clock_hz: u64) -> ! {
                     (0x4B4C_4F47u64 << 32) | (8 << 16) | u64::from(sub.id),
                     chore::ccb_addr(c),
                     klog_runtime::proc_dom(ccb.processor, ccb.domain),
-                    platform::LAST_CLOCK.load(Ordering::Relaxed),
+                    platform::last_clock(),
                     oracle::record_word(at, 4),
                     i,
                     c as u64,

@@ -3,7 +3,7 @@
 //! The harness derives each ring's expected content from these lines. Format: see
 //! tests/kernels/README.md ("Oracle lines").
 
-use crate::platform::{KLogBuffer, DBG_MAX, KLOG_PROCESSORS, LAST_CLOCK, RING_NAMES, RING_RECS};
+use crate::platform::{last_clock, KLogBuffer, DBG_MAX, KLOG_PROCESSORS, RING_NAMES, RING_RECS};
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -32,7 +32,11 @@ pub fn ring_base(ring: usize) -> u64 {
 /// klog_init, its own in the processor's set after.
 pub fn receiving_ring(id: u16, proc_dom: u64) -> usize {
     if INITIALIZED.load(Ordering::Relaxed) {
-        (proc_dom >> 32) as usize % KLOG_PROCESSORS * DBG_MAX + id as usize
+        let set = match KLOG_PROCESSORS {
+            1 => 0,
+            n => (proc_dom >> 32) as usize % n,
+        };
+        set * DBG_MAX + id as usize
     } else {
         0
     }
@@ -80,7 +84,7 @@ pub fn event(id: u16, seq: Option<u64>, data: [u64; 3], fmt: &str, msg: fmt::Arg
         "KLOG-EVENT ring={ring} subsys={id} seq={seq} at={at:#x} id={:#x} proc_dom={:#x} clock={} desc={:#x} d1={:#x} d2={:#x} d3={:#x} fmt={} msg={}",
         crate::platform::chore_id(),
         proc_dom,
-        LAST_CLOCK.load(Ordering::Relaxed),
+        last_clock(),
         record_word(at, 4),
         data[0],
         data[1],

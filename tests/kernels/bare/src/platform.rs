@@ -9,9 +9,15 @@ use klog_runtime::klog_config;
 /// The hooks klog-runtime calls on every event.
 pub struct BarePlatform;
 
-/// The last value `clock()` returned: the oracle prints it as the record's clock, so the clock
-/// in the oracle comes from the kernel, not from reading the ring back.
-pub static LAST_CLOCK: AtomicU64 = AtomicU64::new(0);
+/// The last value `clock()` returned on each processor: the oracle prints it as the record's
+/// clock, so the clock in the oracle comes from the kernel, not from reading the ring back; one
+/// per processor, so that another processor's event cannot overwrite it before the oracle line.
+static LAST_CLOCK: [AtomicU64; smp::MAX_CPUS] = [const { AtomicU64::new(0) }; smp::MAX_CPUS];
+
+/// The clock this processor's last event stored.
+pub fn last_clock() -> u64 {
+    LAST_CLOCK[smp::this_cpu() as usize % smp::MAX_CPUS].load(Ordering::Relaxed)
+}
 
 pub fn rdtsc() -> u64 {
     // SAFETY: rdtsc has no side effects.
@@ -51,7 +57,7 @@ pub fn proc_dom() -> u64 {
 impl klog_runtime::Platform for BarePlatform {
     fn clock() -> u64 {
         let now = rdtsc();
-        LAST_CLOCK.store(now, Ordering::Relaxed);
+        LAST_CLOCK[smp::this_cpu() as usize % smp::MAX_CPUS].store(now, Ordering::Relaxed);
         now
     }
 
