@@ -53,7 +53,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 8] = [
+    pub const ALL: [Kernel; 9] = [
         Kernel::Qemu(KernelBuild::Bare),
         Kernel::Qemu(KernelBuild::BareBig),
         Kernel::Qemu(KernelBuild::BarePercpu),
@@ -62,6 +62,7 @@ impl Kernel {
         Kernel::Hosted(Program::HostedPercpu),
         Kernel::Hosted(Program::HostedCPercpu),
         Kernel::Hosted(Program::HostedBig),
+        Kernel::Hosted(Program::HostedBigPercpu),
     ];
 
     pub fn name(self) -> &'static str {
@@ -202,6 +203,7 @@ pub fn plan() -> Vec<Planned> {
         Program::HostedPercpu,
         Program::HostedCPercpu,
         Program::HostedBig,
+        Program::HostedBigPercpu,
     ] {
         for &scenario in program.scenarios() {
             add(Kernel::Hosted(program), scenario, false);

@@ -33,15 +33,19 @@ pub enum Program {
     HostedPercpu,
     /// tests/kernels/hosted-c with the same (gcc -DHOSTED_PER_PROCESSOR).
     HostedCPercpu,
+    /// The big rings split among four processors' sets (features big-rings and per-processor),
+    /// for the reader's benchmarks.
+    HostedBigPercpu,
 }
 
 impl Program {
-    pub const ALL: [Program; 5] = [
+    pub const ALL: [Program; 6] = [
         Program::Hosted,
         Program::HostedBig,
         Program::HostedC,
         Program::HostedPercpu,
         Program::HostedCPercpu,
+        Program::HostedBigPercpu,
     ];
 
     /// Name in the corpus layout and manifest.
@@ -52,6 +56,7 @@ impl Program {
             Program::HostedC => "hosted-c",
             Program::HostedPercpu => "hosted-percpu",
             Program::HostedCPercpu => "hosted-c-percpu",
+            Program::HostedBigPercpu => "hosted-big-percpu",
         }
     }
 
@@ -62,40 +67,49 @@ impl Program {
     pub fn scenarios(self) -> &'static [&'static str] {
         match self {
             Program::Hosted | Program::HostedC => &SCENARIOS,
-            Program::HostedBig => &["big"],
+            Program::HostedBig | Program::HostedBigPercpu => &["big"],
             // Shared-ring scenarios that run unchanged on per-processor rings, and its own.
             Program::HostedPercpu | Program::HostedCPercpu => &["rings", "wrap", "percpu"],
         }
     }
 
-    /// Whether its corpus entries are committed (the big one's dump is 260 MiB: generated only).
+    /// Whether its corpus entries are committed (the big ones' dumps are 260 MiB: generated
+    /// only).
     pub fn committed(self) -> bool {
-        self != Program::HostedBig
+        !matches!(self, Program::HostedBig | Program::HostedBigPercpu)
     }
 
     /// Tools its build needs beyond cargo.
     pub fn tools(self) -> &'static [&'static str] {
         match self {
             Program::HostedC | Program::HostedCPercpu => &[tools::GCC],
-            Program::Hosted | Program::HostedBig | Program::HostedPercpu => &[],
+            Program::Hosted
+            | Program::HostedBig
+            | Program::HostedPercpu
+            | Program::HostedBigPercpu => &[],
+        }
+    }
+
+    /// Cargo features of a Rust build; `None` for the C ones.
+    fn cargo_features(self) -> Option<&'static str> {
+        match self {
+            Program::Hosted => Some(""),
+            Program::HostedBig => Some("big-rings"),
+            Program::HostedPercpu => Some("per-processor"),
+            Program::HostedBigPercpu => Some("big-rings,per-processor"),
+            Program::HostedC | Program::HostedCPercpu => None,
         }
     }
 
     /// The command [`Program::build`] runs, for the manifest.
     pub fn build_command(self) -> String {
-        match self {
-            Program::Hosted => format!("CARGO_PROFILE_RELEASE_DEBUG=2 {}", cargo_line("")),
-            Program::HostedBig => format!(
+        match self.cargo_features() {
+            Some("") => format!("CARGO_PROFILE_RELEASE_DEBUG=2 {}", cargo_line("")),
+            Some(features) => format!(
                 "CARGO_PROFILE_RELEASE_DEBUG=2 {}",
-                cargo_line(" --features big-rings")
+                cargo_line(&format!(" --features {features}"))
             ),
-            Program::HostedC | Program::HostedCPercpu => {
-                format!("gcc {} -o {}", self.gcc_args().join(" "), self.name())
-            }
-            Program::HostedPercpu => format!(
-                "CARGO_PROFILE_RELEASE_DEBUG=2 {}",
-                cargo_line(" --features per-processor")
-            ),
+            None => format!("gcc {} -o {}", self.gcc_args().join(" "), self.name()),
         }
     }
 
@@ -113,20 +127,18 @@ impl Program {
             self.name(),
             std::process::id()
         ));
-        let (mut cmd, exe) = match self {
-            Program::Hosted | Program::HostedBig | Program::HostedPercpu => {
+        let (mut cmd, exe) = match self.cargo_features() {
+            Some(features) => {
                 let mut cmd = cargo_build(&out);
                 cmd.args(["-p", "kcrash-hosted-kernel"])
                     // Full DWARF, so readers find the KLog types in the image.
                     .env("CARGO_PROFILE_RELEASE_DEBUG", "2");
-                match self {
-                    Program::HostedBig => cmd.args(["--features", "big-rings"]),
-                    Program::HostedPercpu => cmd.args(["--features", "per-processor"]),
-                    _ => &mut cmd,
-                };
+                if !features.is_empty() {
+                    cmd.args(["--features", features]);
+                }
                 (cmd, out.join("release/hosted"))
             }
-            Program::HostedC | Program::HostedCPercpu => {
+            None => {
                 let exe = out.join(self.name());
                 let mut cmd = Command::new(tools::GCC);
                 cmd.args(self.gcc_args()).arg("-o").arg(&gcc_output);

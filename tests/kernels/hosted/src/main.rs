@@ -17,7 +17,7 @@ klog_runtime::klog_config! {
 }
 
 // 4 Mi + 128 records: 256 MiB of KLogBuffer.
-#[cfg(feature = "big-rings")]
+#[cfg(all(feature = "big-rings", not(feature = "per-processor")))]
 klog_runtime::klog_config! {
     platform = HostPlatform;
     static_level = klog_runtime::KLOG_PROLOG;
@@ -27,7 +27,7 @@ klog_runtime::klog_config! {
 }
 
 // One set of rings per processor thread; VM's events go to FS's ring; two formats by event ID.
-#[cfg(feature = "per-processor")]
+#[cfg(all(feature = "per-processor", not(feature = "big-rings")))]
 klog_runtime::klog_config! {
     platform = HostPlatform;
     static_level = klog_runtime::KLOG_PROLOG;
@@ -35,6 +35,18 @@ klog_runtime::klog_config! {
     subsystems { DBG_NONE = 64, DBG_PARCHORE = 256, DBG_FS = 128, DBG_SCHED = 1024, DBG_VM = 0 }
     groups { DBG_VM => DBG_FS }
     descriptions { EVT_FAULT = "fault va=%#lx prot=%x", EVT_IDLE = "cpu %u idle for %lu ns" }
+}
+
+// The big rings split among four processors' sets: 4 Mi + 512 records, 256 MiB of KLogBuffer,
+// in 20 rings, to read against the shared big rings.
+#[cfg(all(feature = "big-rings", feature = "per-processor"))]
+klog_runtime::klog_config! {
+    platform = HostPlatform;
+    static_level = klog_runtime::KLOG_PROLOG;
+    processors = 4;
+    subsystems {
+        DBG_NONE = 64, DBG_PARCHORE = 1 << 18, DBG_FS = 1 << 18, DBG_SCHED = 1 << 19, DBG_VM = 64
+    }
 }
 
 /// Every subsystem, indexed by id.

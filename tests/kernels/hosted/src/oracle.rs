@@ -155,9 +155,9 @@ pub fn scribbled(subsystem: u16, field: &str, value: u64) {
 
 /// A big ring's surviving records, summarised.
 #[cfg(feature = "big-rings")]
-pub fn digest(subsystem: u16, records: u64, last_seq: u64, fnv1a: u64) {
+pub fn digest(ring: usize, records: u64, last_seq: u64, fnv1a: u64) {
     emit(format!(
-        "KLOG-DIGEST ring={subsystem} records={records} last_seq={last_seq} fnv1a={fnv1a:#x}"
+        "KLOG-DIGEST ring={ring} records={records} last_seq={last_seq} fnv1a={fnv1a:#x}"
     ));
 }
 

@@ -25,7 +25,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("off", off),
     #[cfg(feature = "big-rings")]
     ("big", big),
-    #[cfg(feature = "per-processor")]
+    #[cfg(all(feature = "per-processor", not(feature = "big-rings")))]
     ("percpu", percpu),
 ];
 
@@ -413,14 +413,25 @@ fn off(crash: Crash) -> ! {
 /// record, oldest first, as the thread knows it wrote them (the bare kernel's digest).
 #[cfg(feature = "big-rings")]
 fn big(crash: Crash) -> ! {
+    use crate::{DBG_MAX, KLOG_PROCESSORS};
     start_logging();
-    let plan = [(DBG_PARCHORE, 0), (DBG_FS, 1), (DBG_SCHED, 2), (DBG_VM, 3)];
+    // One writer per ring: subsystem i on processor i with shared rings; with a set per
+    // processor, every subsystem but NONE on every processor.
+    let plan: Vec<(klog_runtime::Subsys<crate::KlogConfig>, u32)> = if KLOG_PROCESSORS == 1 {
+        vec![(DBG_PARCHORE, 0), (DBG_FS, 1), (DBG_SCHED, 2), (DBG_VM, 3)]
+    } else {
+        (0..KLOG_PROCESSORS as u32)
+            .flat_map(|cpu| [DBG_PARCHORE, DBG_FS, DBG_SCHED, DBG_VM].map(|s| (s, cpu)))
+            .collect()
+    };
     std::thread::scope(|s| {
         for (sub, cpu) in plan {
             s.spawn(move || {
                 static DESC: &[u8] = b"big %lu on cpu %u\0";
                 platform::run_on_this_thread(Box::leak(Box::new(Task { cpu })));
-                let num_recs = KLogs[sub.id as usize].capacity();
+                let ring = sub.ring_here();
+                debug_assert_eq!(ring % DBG_MAX, sub.id as usize);
+                let num_recs = KLogs[ring].capacity();
                 let events = num_recs + num_recs / 4 + 3;
                 // The clock of the event each slot last received: the one word not known ahead.
                 let mut clocks = vec![0u64; num_recs as usize];
@@ -432,10 +443,7 @@ fn big(crash: Crash) -> ! {
                         [i, cpu as u64, 0],
                     );
                     if seq != Some(i) {
-                        eprintln!(
-                            "hosted: big: ring {} gave sequence {seq:?} to event {i}",
-                            sub.id
-                        );
+                        eprintln!("hosted: big: ring {ring} gave sequence {seq:?} to event {i}");
                         std::process::exit(2);
                     }
                     clocks[(i % num_recs) as usize] = platform::last_hooked().clock;
@@ -460,7 +468,7 @@ fn big(crash: Crash) -> ! {
                         hash.word(word);
                     }
                 }
-                oracle::digest(sub.id, survivors.end - survivors.start, events - 1, hash.0);
+                oracle::digest(ring, survivors.end - survivors.start, events - 1, hash.0);
             });
         }
     });
@@ -488,7 +496,7 @@ impl Fnv1a {
 /// one ring per processor; processor 3's PARCHORE ring is a buffer allocated after klog_init;
 /// descriptions travel inline or as minor event IDs; processor 1 overwrites most of its SCHED
 /// ring (lost events, per processor).
-#[cfg(feature = "per-processor")]
+#[cfg(all(feature = "per-processor", not(feature = "big-rings")))]
 fn percpu(crash: Crash) -> ! {
     use crate::{DBG_MAX, EVT_FAULT, EVT_IDLE};
     platform::run_on_this_thread(&BOOT_TASK);
