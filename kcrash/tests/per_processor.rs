@@ -162,11 +162,19 @@ fn a_damaged_group_or_attached_ring_is_refused() {
     let vm = &expected.rings[4];
     let parchore3 = &expected.rings[16];
     // What, which KLog, its bytes before and after, and the reason kcrash must give.
-    type Case = (&'static str, usize, Vec<u8>, Vec<u8>, &'static str);
+    type Case = (
+        &'static str,
+        usize,
+        &'static str,
+        Vec<u8>,
+        Vec<u8>,
+        &'static str,
+    );
     let cases: [Case; 2] = [
         (
             "a member with a buffer of its own",
             4,
+            "VM",
             klog_tail(vm, 4, 0),
             {
                 let mut moved = vm.clone();
@@ -178,6 +186,7 @@ fn a_damaged_group_or_attached_ring_is_refused() {
         (
             "an attached ring off its alignment",
             16,
+            "PARCHORE",
             klog_tail(parchore3, 1, parchore3.written * 8),
             {
                 let mut moved = parchore3.clone();
@@ -187,7 +196,7 @@ fn a_damaged_group_or_attached_ring_is_refused() {
             "nor an attached ring",
         ),
     ];
-    for (what, index, from, to, why) in cases {
+    for (what, index, subsystem, from, to, why) in cases {
         let core = core(dir.path(), |b| {
             assert_eq!(replace_all(b, &from, &to), 1, "{what}")
         });
@@ -202,11 +211,14 @@ fn a_damaged_group_or_attached_ring_is_refused() {
             .filter(|(i, r)| *i != index && r["trusted"] == true)
             .count();
         assert_eq!(others, 19, "{what}: the other rings read");
-        let (code, _, stderr) = run(&core, "klog 0");
-        assert_eq!(code, Some(0), "{what}: {stderr}");
-        assert!(
-            stderr.contains(&format!("KLogs[{index}]")),
-            "{what}: {stderr}"
-        );
+        // The whole log and the subsystem's own view both name the refused KLog.
+        for command in ["klog 0".to_owned(), format!("klog {subsystem}")] {
+            let (code, _, stderr) = run(&core, &command);
+            assert_eq!(code, Some(0), "{what}: {command}: {stderr}");
+            assert!(
+                stderr.contains(&format!("KLogs[{index}]")),
+                "{what}: {command}: {stderr}"
+            );
+        }
     }
 }

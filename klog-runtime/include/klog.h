@@ -26,8 +26,9 @@
  * one translation unit it defines the statics declared below:
  *
  *   KLOG_BUFFER_DEFINE(KLOG_TOTAL_RECS);        // every ring's records, once per processor set
- *   KLog KLogs[KLOG_PROCESSORS * DBG_MAX] = {   // processor p's set at p * DBG_MAX
+ *   KLog KLogs[KLOG_PROCESSORS * DBG_MAX] = {   // processor p's set at p * DBG_MAX; sets
  *       KLOG_CREATE(NONE, 64), KLOG_CREATE(SCHED, 1024), KLOG_GROUP(VM, SCHED, 1024), ... };
+ *                                               // left out are copies of the first (klogInit)
  *   const char *const KLogDescriptions[KLOG_DESCRIPTIONS] = { "fault at %lx", ... };
  *   Dbg_Intensity DebugFlags[DBG_MAX] = { KLOG_INTENSITY_DEFAULT, ... };
  *   unsigned int klogLevel = KLOG_STATIC_LEVEL;
@@ -127,7 +128,7 @@ typedef struct _KLogRec {
     uint64_t id;       /* thisChore() */
     uint64_t proc_dom; /* thisProcessor():thisDomain() */
     uint64_t clock;    /* platform clock, in ticks of klogClockHz */
-    const char *desc;  /* printf format of the event */
+    const char *desc;  /* printf format: its address, text or event ID (header's DESC) */
     uint64_t data1;
     uint64_t data2;
     uint64_t data3;
@@ -447,11 +448,18 @@ static inline void klogSealDescriptor_(void)
 
 /* The design's klogInit(): gives every ring its own part of KLogBuffer, processor set by
  * processor set in KLogs order; a grouped subsystem's KLog mirrors its leader's. The first ring
- * stays at the start, so records logged before this call stay in place. Then seals
+ * stays at the start, so records logged before this call stay in place. A kernel may initialise
+ * only the first set of KLogs: a set left zero is made a copy of the first. Then seals
  * klogDescriptor. Call it once, early, before other processors log. */
 static inline void klogInit(void)
 {
     uint64_t offset = 0;
+    for (int i = DBG_MAX; i < KLOG_PROCESSORS * DBG_MAX; i++) {
+        if (KLogs[i].rec_size == 0) {
+            KLogs[i] = KLogs[i % DBG_MAX];
+            KLogs[i].next_write = 0;
+        }
+    }
     for (int i = 0; i < KLOG_PROCESSORS * DBG_MAX; i++) {
         int leader = i - i % DBG_MAX + (int)KLogs[i].subsystem;
         uint64_t *at = KLogBuffer + offset;
@@ -498,8 +506,10 @@ static inline KLog *klogRing_(uint16_t subsys, uint64_t proc_dom)
     int set = (int)(klogProcessor(proc_dom) % KLOG_PROCESSORS) * DBG_MAX;
     int ring = set + (int)KLogs[subsys].subsystem;
     /* Only the first ring really lives at the start of KLogBuffer; another KLog still pointing
-     * there has not been given its ring by klogInit yet. */
-    if (ring != 0 && __atomic_load_n(&KLogs[ring].buffer, __ATOMIC_RELAXED) == KLogBuffer)
+     * there (or nowhere: a set klogInit has yet to copy from the first) has not been given its
+     * ring by klogInit yet. */
+    uint64_t *buffer = __atomic_load_n(&KLogs[ring].buffer, __ATOMIC_RELAXED);
+    if (ring != 0 && (buffer == KLogBuffer || buffer == NULL))
         ring = 0;
     return &KLogs[ring];
 }
@@ -529,7 +539,7 @@ static inline int64_t klogWriteDesc(uint16_t subsys, enum KLogDesc kind, uint64_
     __atomic_store_n(&rec->proc_dom, proc_dom, __ATOMIC_RELAXED);
     /* Read after reserving so a ring's clocks follow its slot order as closely as possible. */
     __atomic_store_n(&rec->clock, klogPlatformClock(), __ATOMIC_RELAXED);
-    __atomic_store_n((uint64_t *)&rec->desc, desc, __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->desc, (const char *)(uintptr_t)desc, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->data1, d1, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->data2, d2, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->data3, d3, __ATOMIC_RELAXED);
@@ -600,13 +610,14 @@ static inline int klogEnabled(uint16_t subsys, unsigned int level)
          : (int64_t)-1)
 
 /* KLOG_INLINE(subsystem, level, "text", d1, d2[, d3]): the format, at most 8 bytes, travels in
- * the record (the design's appendix A.1); a longer literal fails to compile. */
+ * the record (the design's appendix A.1); a longer literal, or anything but a literal, fails to
+ * compile. */
 #define KLOG_INLINE(subsys, level, text, d1, ...)                                                  \
     KLOG_INLINE_3_(subsys, level, text, d1, __VA_ARGS__, 0, 0)
 #define KLOG_INLINE_3_(subsys, level, text, d1, d2, d3, ...)                                       \
     (KLOG_ENABLED_(subsys, level)                                                                  \
          ? klogWriteDesc((subsys), KLOG_DESC_INLINE,                                               \
-                         klogInlineDesc(text) + 0 * sizeof(struct {                                \
+                         klogInlineDesc("" text) + 0 * sizeof(struct {                             \
                              int klog_inline_text_is_at_most_8_bytes : sizeof(text) <= 9 ? 1 : -1; \
                          }),                                                                       \
                          KLOG_WORD_(d1), KLOG_WORD_(d2), KLOG_WORD_(d3))                           \

@@ -404,7 +404,6 @@ macro_rules! klog_config {
                 $crate::config::subsystem_str(concat!(stringify!($first), "\0").as_bytes()),
                 $($crate::config::subsystem_str(concat!(stringify!($name), "\0").as_bytes()),)*
             ],
-            processors: KLOG_PROCESSORS,
             buffer: &KLogBuffer.0,
             flags: &DebugFlags,
             level: &klogLevel,

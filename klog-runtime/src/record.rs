@@ -43,7 +43,7 @@ pub struct KLogRec {
     pub proc_dom: u64,
     /// Timestamp from the platform clock, in ticks of `klogClockHz`.
     pub clock: u64,
-    /// Address of the NUL-terminated printf format string.
+    /// The printf format: its address, its text or its event ID, as the header's DESC says.
     pub desc: u64,
     pub data1: u64,
     pub data2: u64,

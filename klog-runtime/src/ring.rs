@@ -164,8 +164,6 @@ pub struct Registry {
     pub logs: &'static [KLog],
     /// Subsystem names without `DBG_`, by id (as `KLog::name`, for code that cannot scan strings).
     pub names: &'static [&'static str],
-    /// Sets of rings in `logs`: one per processor, or 1 when every processor shares each ring.
-    pub processors: usize,
     pub buffer: &'static [AtomicU64],
     pub flags: &'static [DbgIntensity],
     pub level: &'static AtomicU32,

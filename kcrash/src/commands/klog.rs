@@ -776,7 +776,7 @@ fn summary(
                 newest_s: s.newest.and_then(|c| clock.seconds(c)),
                 buffer: raw(r.buffer).map(Hex),
                 next_write: raw(r.next_write).map(|n| Dec(n.into())),
-                debug_flags: flags(r.slot_subsystem()),
+                debug_flags: flags(r.own as usize),
                 trusted: r.trusted(),
                 problems: r.problems.clone(),
             }

@@ -82,13 +82,21 @@ pub fn read(at: u64, read: &ReadFn<'_>) -> Result<Described, Refused> {
     let mut bytes = vec![0u8; HEAD_SIZE_V1];
     read(at, &mut bytes).map_err(|e| refuse(format!("unreadable: {e}")))?;
     let size = descriptor::claimed_size(&bytes).map_err(|e| refuse(e.to_string()))?;
-    bytes.resize(size.max(HEAD_SIZE_V1), 0);
+    bytes.resize(size, 0);
     read(
         at.wrapping_add(HEAD_SIZE_V1 as u64),
         &mut bytes[HEAD_SIZE_V1..],
     )
     .map_err(|e| refuse(format!("its names are unreadable: {e}")))?;
     let parsed = descriptor::parse(&bytes).map_err(|e| refuse(e.to_string()))?;
+    if parsed.klog_entries() > super::MAX_KLOGS {
+        return Err(refuse(format!(
+            "its {} processors x {} subsystems are more KLogs than kcrash reads ({})",
+            parsed.processors,
+            parsed.subsystems,
+            super::MAX_KLOGS
+        )));
+    }
     if parsed.buffer_bytes > MAX_BUFFER {
         return Err(refuse(format!(
             "its KLogBuffer of {:#x} bytes is larger than kcrash reads ({MAX_BUFFER:#x})",

@@ -12,6 +12,8 @@ use super::Klog;
 use crate::memory::{Memory, Unreadable};
 
 const REC_BYTES: u64 = REC_WORDS * 8;
+/// The least a snapshot may hold (bytes of ring words), whatever KLogBuffer's size.
+const SNAPSHOT_MIN: u64 = 1 << 30;
 
 /// One moment of the rings: their control blocks and words, over the live memory the rest (the
 /// format strings, `%s` arguments) is read from.
@@ -29,9 +31,27 @@ impl<'m> Snapshot<'m> {
         let mut klog = Klog::read(mem, layout);
         let mut rings = Vec::new();
         let mut notes = Vec::new();
-        for r in klog.rings.iter().filter(|r| r.trusted()) {
-            // Bounded: a trusted ring lies inside KLogBuffer, whose size is the image's.
-            let mut words = vec![0u8; (r.num_recs * REC_BYTES) as usize];
+        // Trusted rings inside KLogBuffer add up to its size; attached ones may lie anywhere, so
+        // the snapshot as a whole is held to KLogBuffer's size or SNAPSHOT_MIN, whichever is more.
+        let mut budget = klog.layout.buffer_bytes().max(SNAPSHOT_MIN);
+        // A group member's KLog mirrors its leader's ring and receives nothing.
+        for r in klog
+            .rings
+            .iter()
+            .filter(|r| r.trusted() && r.grouped_into.is_none())
+        {
+            let bytes = r.num_recs * REC_BYTES;
+            let Some(left) = budget.checked_sub(bytes) else {
+                notes.push(format!(
+                    "KLogs[{}] ({}): its ring does not fit the snapshot's {} bytes: its records are read piece by piece, and may be from different moments",
+                    r.index,
+                    r.label(),
+                    klog.layout.buffer_bytes().max(SNAPSHOT_MIN)
+                ));
+                continue;
+            };
+            budget = left;
+            let mut words = vec![0u8; bytes as usize];
             match mem.read(r.buffer, &mut words) {
                 Ok(()) => rings.push((r.buffer, words)),
                 Err(e) => notes.push(format!(

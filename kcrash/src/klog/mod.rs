@@ -18,6 +18,10 @@ use layout::{KLogLayout, Processors};
 use merge::Merge;
 use ring::{Cursor, Order, Ring, Shape};
 
+/// The most KLogs entries kcrash reads (64 MiB of control blocks): a layout from a damaged
+/// descriptor or DWARF cannot make it read or hold more.
+pub const MAX_KLOGS: u64 = 1 << 20;
+
 /// Which records `klog SUBSYS` shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Selection {
@@ -80,8 +84,15 @@ impl ClockRate {
 
 impl Klog {
     /// Reads the control blocks and globals; records are read later, as they are printed.
-    pub fn read(mem: &dyn Memory, layout: KLogLayout) -> Klog {
+    pub fn read(mem: &dyn Memory, mut layout: KLogLayout) -> Klog {
         let mut notes = Vec::new();
+        if layout.klogs.len > MAX_KLOGS {
+            notes.push(format!(
+                "KLogs has {} entries; kcrash reads the first {MAX_KLOGS}",
+                layout.klogs.len
+            ));
+            layout.klogs.len = MAX_KLOGS;
+        }
         let shape = shape(mem, &layout, &mut notes);
         let rings = ring::read_rings(mem, &layout, shape);
         let clock_rate = match layout.clock_hz.map(|v| mem.read_uint(v.addr, v.size)) {
@@ -117,12 +128,13 @@ impl Klog {
             .collect()
     }
 
-    /// Whether `sel` reads ring `r`: every ring that receives the subsystem's events, and the
-    /// first ring (which holds every subsystem's events from before klog_init).
+    /// Whether `sel` reads ring `r`: every ring that receives the subsystem's events, the
+    /// subsystem's own KLogs (so that one the checks refused is still named), and the first ring
+    /// (which holds every subsystem's events from before klog_init).
     pub fn reads(&self, r: &Ring, sel: Selection) -> bool {
         match sel {
             Selection::All => true,
-            Selection::Subsystem(s) => r.index == 0 || r.holds.contains(&s),
+            Selection::Subsystem(s) => r.index == 0 || r.own == s || r.holds.contains(&s),
         }
     }
 
@@ -160,8 +172,9 @@ impl Klog {
     }
 
     /// As [`Klog::records`], leaving out records of ring `i` before sequence number `from[i]`
-    /// (those already shown by `klog --follow`), and, with `cpu`, the rings of other
-    /// processors' sets (shared rings are still read: any processor may have logged into them).
+    /// (those already shown by `klog --follow`), and, with `cpu`, the rings of the sets that
+    /// processor does not log into (it logs into set `cpu % processors`, which it may share).
+    /// With one set every ring is read.
     pub fn records_from<'a>(
         &'a self,
         mem: &'a dyn Memory,
@@ -174,7 +187,12 @@ impl Klog {
             .rings
             .iter()
             .filter(|r| self.reads(r, sel))
-            .filter(|r| cpu.is_none_or(|c| r.processor.is_none_or(|p| p == c)))
+            .filter(|r| {
+                cpu.is_none_or(|c| {
+                    r.processor
+                        .is_none_or(|p| u64::from(p) == u64::from(c) % self.shape.processors)
+                })
+            })
             .map(|r| {
                 // A ring holding only the subsystem needs no filter; the first ring and a
                 // group's ring hold others too.
@@ -256,7 +274,7 @@ fn shape(mem: &dyn Memory, layout: &KLogLayout, notes: &mut Vec<String>) -> Shap
     let from_lengths = layout
         .debug_flags
         .map(|d| d.len)
-        .filter(|&s| s > 0 && entries % s == 0)
+        .filter(|&s| s > 0 && entries % s == 0 && entries >= s)
         .map(|s| entries / s);
     let said = match layout.processors {
         Processors::Known(n) => Ok(n),
@@ -264,23 +282,29 @@ fn shape(mem: &dyn Memory, layout: &KLogLayout, notes: &mut Vec<String>) -> Shap
             .read_uint(at.addr, at.size)
             .map_err(|e| format!("klogProcessors is unreadable at {e}")),
     };
+    let fallback = |why: String, notes: &mut Vec<String>| {
+        let sets = from_lengths.unwrap_or(1);
+        let whence = if from_lengths.is_some() {
+            "from KLogs' and DebugFlags' lengths"
+        } else {
+            "as KLogs' and DebugFlags' lengths do not say otherwise"
+        };
+        notes.push(format!("{why}; reading {sets} set(s) of rings, {whence}"));
+        sets
+    };
     let processors = match said {
         Ok(n) if n >= 1 && entries % n == 0 && from_lengths.is_none_or(|f| f == n) => n,
-        Ok(n) => {
-            let fallback = from_lengths.unwrap_or(1);
-            notes.push(format!(
-                "klogProcessors is {n}, which does not divide KLogs' {entries} entries into \
-                 sets of DBG_MAX; reading {fallback} set(s), from KLogs' and DebugFlags' lengths"
-            ));
-            fallback
-        }
-        Err(why) => {
-            let fallback = from_lengths.unwrap_or(1);
-            notes.push(format!(
-                "{why}; reading {fallback} set(s), from KLogs' and DebugFlags' lengths"
-            ));
-            fallback
-        }
+        Ok(n) => fallback(
+            format!(
+                "{} {n} does not divide KLogs' {entries} entries into sets of DBG_MAX",
+                match layout.processors {
+                    Processors::Known(_) => "the layout's processor count",
+                    Processors::At(_) => "klogProcessors",
+                }
+            ),
+            notes,
+        ),
+        Err(why) => fallback(why, notes),
     };
     let attached_buffers = layout.flags.is_some_and(|f| {
         mem.read_uint(f.addr, f.size)
@@ -290,5 +314,69 @@ fn shape(mem: &dyn Memory, layout: &KLogLayout, notes: &mut Vec<String>) -> Shap
         processors,
         subsystems: entries / processors,
         attached_buffers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layout::{ArrayAt, Field, KLogFields, ScalarAt};
+    use super::*;
+
+    struct Nothing;
+
+    impl Memory for Nothing {
+        fn read(&self, addr: u64, _: &mut [u8]) -> std::result::Result<(), Unreadable> {
+            Err(Unreadable {
+                addr,
+                reason: "nothing here".into(),
+            })
+        }
+    }
+
+    fn layout(klogs: u64, debug_flags: u64, processors: Processors) -> KLogLayout {
+        let array = |len| ArrayAt {
+            addr: 0x1000,
+            len,
+            stride: 64,
+        };
+        KLogLayout {
+            klogs: array(klogs),
+            processors,
+            fields: KLogFields::in_order([Field { offset: 0, size: 8 }; 8]),
+            buffer: array(0),
+            debug_flags: Some(array(debug_flags)),
+            klog_level: None,
+            clock_hz: None,
+            commits: None,
+            flags: None,
+            descriptions: None,
+            names: Vec::new(),
+        }
+    }
+
+    /// Lengths and counts that cannot agree give a note and a usable shape, never a panic.
+    #[test]
+    fn a_processor_count_that_does_not_fit_is_noted() {
+        let at = Processors::At(ScalarAt {
+            addr: 0x10,
+            size: 4,
+        });
+        // KLogs' and DebugFlags' lengths, the count, then the sets read and the notes made.
+        for (klogs, flags, processors, sets, noted) in [
+            (0, 5, at, 1, 1),
+            (10, 5, at, 2, 1),
+            (10, 5, Processors::Known(3), 2, 1),
+            (10, 0, Processors::Known(0), 1, 1),
+            (7, 5, Processors::Known(1), 1, 0),
+        ] {
+            let mut notes = Vec::new();
+            let shape = shape(&Nothing, &layout(klogs, flags, processors), &mut notes);
+            assert_eq!(shape.processors, sets, "{klogs} {flags} {processors:?}");
+            assert_eq!(shape.subsystems, klogs / sets);
+            assert_eq!(notes.len(), noted, "{notes:?}");
+        }
+        let mut notes = Vec::new();
+        let shape = shape(&Nothing, &layout(20, 5, Processors::Known(4)), &mut notes);
+        assert_eq!((shape.processors, shape.subsystems, notes.len()), (4, 5, 0));
     }
 }

@@ -61,13 +61,8 @@ impl Ring {
     pub fn label(&self) -> String {
         match &self.name {
             Ok(n) if !n.is_empty() => n.clone(),
-            _ => format!("SUBSYS{}", self.slot_subsystem()),
+            _ => format!("SUBSYS{}", self.own),
         }
-    }
-
-    /// The subsystem this KLog belongs to: its index within its processor's set.
-    pub fn slot_subsystem(&self) -> usize {
-        self.own as usize
     }
 
     pub fn trusted(&self) -> bool {
@@ -145,8 +140,9 @@ pub fn read_rings(mem: &dyn Memory, layout: &KLogLayout, shape: Shape) -> Vec<Ri
     let mut rings: Vec<Ring> = (0..layout.klogs.len)
         .map(|i| read_ring(mem, layout, shape, i as usize))
         .collect();
-    check_groups(&mut rings);
+    // Before the groups: a leader refused for sharing memory takes its members with it.
     check_attached_overlap(&mut rings);
+    check_groups(&mut rings);
     rings
 }
 
@@ -335,24 +331,30 @@ fn check_groups(rings: &mut [Ring]) {
     }
 }
 
-/// Attached rings may sit anywhere outside KLogBuffer, but no two may share memory.
+/// Attached rings may sit anywhere outside KLogBuffer, but no two may share memory. Group
+/// members mirror their leader's buffer and are left out (`check_groups` checks them).
 fn check_attached_overlap(rings: &mut [Ring]) {
     let mut attached: Vec<(u64, u64, usize)> = rings
         .iter()
-        .filter(|r| r.attached && r.grouped_into.is_none() && r.problems.is_empty())
+        .filter(|r| r.attached && r.subsystem == u64::from(r.own) && r.problems.is_empty())
         .map(|r| (r.buffer, r.buffer + (r.buffer_size_1 + 1) * 8, r.index))
         .collect();
     attached.sort_unstable();
-    for pair in attached.windows(2) {
-        let ((_, end, a), (start, _, b)) = (pair[0], pair[1]);
-        if start < end {
-            rings[a]
+    // Sweep in address order: each ring against the one reaching furthest so far.
+    let mut furthest: Option<(u64, usize)> = None;
+    for (start, end, index) in attached {
+        if let Some((reach, other)) = furthest.filter(|&(reach, _)| start < reach) {
+            rings[index]
                 .problems
-                .push(format!("its attached buffer overlaps KLogs[{b}]'s"));
-            rings[b]
+                .push(format!("its attached buffer overlaps KLogs[{other}]'s"));
+            rings[other]
                 .problems
-                .push(format!("its attached buffer overlaps KLogs[{a}]'s"));
+                .push(format!("its attached buffer overlaps KLogs[{index}]'s"));
+            if end <= reach {
+                continue;
+            }
         }
+        furthest = Some((end, index));
     }
 }
 
@@ -702,5 +704,49 @@ impl Iterator for Cursor<'_> {
             }
         }
         self.window.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(index: usize, buffer: u64, records: u64) -> Ring {
+        Ring {
+            index,
+            processor: None,
+            own: index as u16,
+            subsystem: index as u64,
+            holds: vec![index as u16],
+            grouped_into: None,
+            attached: true,
+            name: Ok(format!("R{index}")),
+            num_recs: records,
+            rec_size: REC_WORDS,
+            header: klog_runtime::encode_header(index as u16),
+            buffer,
+            buffer_size_1: records * REC_WORDS - 1,
+            next_write: 0,
+            overrun: 0,
+            problems: Vec::new(),
+            unreadable: None,
+            committed: None,
+        }
+    }
+
+    /// A ring inside another's attached buffer is caught even when a third lies between them in
+    /// address order; rings that only touch are not.
+    #[test]
+    fn attached_rings_that_share_memory_are_all_refused() {
+        let mut rings = vec![
+            ring(0, 0x10000, 1024), // 0x10000..0x20000
+            ring(1, 0x11000, 16),   // inside ring 0
+            ring(2, 0x13000, 16),   // inside ring 0 too, after ring 1
+            ring(3, 0x20000, 16),   // touches ring 0's end
+        ];
+        check_attached_overlap(&mut rings);
+        let refused: Vec<bool> = rings.iter().map(|r| !r.problems.is_empty()).collect();
+        assert_eq!(refused, [true, true, true, false]);
+        assert!(rings[2].problems[0].contains("KLogs[0]"));
     }
 }

@@ -19,7 +19,7 @@ impl Klog {
     pub fn salvage(&self, mem: &dyn Memory, order: Order) -> Salvage {
         let base = self.layout.buffer.addr;
         let slots = self.layout.buffer_bytes() / (REC_WORDS * 8);
-        let mut groups: Vec<Vec<Record>> = vec![Vec::new(); self.rings.len()];
+        let mut groups: Vec<Vec<Record>> = vec![Vec::new(); self.shape.subsystems as usize];
         let mut unreadable = Vec::new();
         let mut foreign = 0u64;
         const STEP: u64 = 256;
@@ -94,10 +94,11 @@ fn record(slot: u64, words: [u64; 8]) -> Option<Record> {
 
 /// Every 64-byte-aligned record with a valid header anywhere in the dump's memory (physical for
 /// a kernel dump), grouped by the subsystem its header names and ordered by clock. The header's
-/// upper six bytes (record size 8, "KLOG") are what is searched for.
+/// upper four bytes ("KLOG") are what is searched for, so that records of every description
+/// kind are found; the record size and the kind are checked after.
 pub fn anywhere(dump: &dumpfmt::Dump, order: Order) -> Salvage {
     let header = klog_runtime::encode_header(0).to_le_bytes();
-    let needle = &header[2..];
+    let needle = &header[4..];
     let mut groups: Vec<Vec<Record>> = Vec::new();
     let mut count = 0usize;
     let mut unreadable = Vec::new();
@@ -114,8 +115,8 @@ pub fn anywhere(dump: &dumpfmt::Dump, order: Order) -> Salvage {
             dump.read_phys(at, buf).map_err(|e| e.to_string())
         }
     };
-    dump.search(needle, 2, &mut |at| {
-        let Some(slot) = at.checked_sub(2).filter(|s| s % (REC_WORDS * 8) == 0) else {
+    dump.search(needle, 4, &mut |at| {
+        let Some(slot) = at.checked_sub(4).filter(|s| s % (REC_WORDS * 8) == 0) else {
             return ControlFlow::Continue(());
         };
         let mut bytes = [0u8; (REC_WORDS * 8) as usize];

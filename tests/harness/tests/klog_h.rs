@@ -216,6 +216,36 @@ int main(void) {
     );
 }
 
+/// With KLOG_PROCESSORS 2 and only the first set of KLogs written out, klogInit makes the second
+/// a copy of the first (empty, its rings after the first set's); before it, every record goes to
+/// the first ring, never through the second set's zero buffers.
+#[test]
+fn klog_h_sets_left_out_are_copies_of_the_first() {
+    if !have_gcc("klog_h_sets_left_out_are_copies_of_the_first") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The program's processor is 3: set 3 % 2 = 1, whose SCHED ring is KLogs[3].
+    let body = r#"
+KLog KLogs[KLOG_PROCESSORS * DBG_MAX] = { KLOG_CREATE(NONE, 4), KLOG_CREATE(SCHED, 8) };
+int main(void) {
+    klogLevel = KLOG_VERBOSE;
+    long early = KLOGT1(DBG_SCHED, "early %d", -1);
+    klogInit();
+    long late = KLOGT1(DBG_SCHED, "late %d", 5);
+    printf("%ld %ld %lu %lu %lu %ld %lu\n", early, late, (unsigned long)KLogs[0].next_write,
+           (unsigned long)KLogs[2].next_write, (unsigned long)KLogs[3].next_write,
+           (long)(KLogs[3].buffer - KLogBuffer), (unsigned long)KLogs[3].subsystem);
+    return 0;
+}
+"#;
+    let source = format!("#define KLOG_PROCESSORS 2\n{}", program(body));
+    let (built, out) = gcc(dir.path(), &source, true);
+    assert!(built, "{out}");
+    // Set 1 starts after set 0's 4 + 8 records (96 words); its SCHED after its NONE (32).
+    assert_eq!(out.trim(), "0 0 8 0 8 128 1");
+}
+
 #[test]
 fn klog_h_refuses_ring_sizes_that_are_not_powers_of_two() {
     if !have_gcc("klog_h_refuses_ring_sizes_that_are_not_powers_of_two") {
