@@ -170,7 +170,7 @@ fn a_damaged_group_or_attached_ring_is_refused() {
         Vec<u8>,
         &'static str,
     );
-    let cases: [Case; 2] = [
+    let cases: [Case; 3] = [
         (
             "a member with a buffer of its own",
             4,
@@ -195,6 +195,14 @@ fn a_damaged_group_or_attached_ring_is_refused() {
             },
             "nor an attached ring",
         ),
+        (
+            "an attached ring whose next_write is torn",
+            16,
+            "PARCHORE",
+            klog_tail(parchore3, 1, parchore3.written * 8),
+            klog_tail(parchore3, 1, parchore3.written * 8 + 1),
+            "not a multiple of rec_size",
+        ),
     ];
     for (what, index, subsystem, from, to, why) in cases {
         let core = core(dir.path(), |b| {
@@ -217,6 +225,13 @@ fn a_damaged_group_or_attached_ring_is_refused() {
             assert_eq!(code, Some(0), "{what}: {command}: {stderr}");
             assert!(
                 stderr.contains(&format!("KLogs[{index}]")),
+                "{what}: {command}: {stderr}"
+            );
+            // Salvage scans KLogBuffer: it is not offered for a ring attached outside it.
+            let attached = rings[index]["attached"] == true;
+            assert_eq!(
+                stderr.contains("outside KLogBuffer, which `klog --salvage` scans"),
+                attached,
                 "{what}: {command}: {stderr}"
             );
         }

@@ -516,6 +516,11 @@ fn warn_untrusted(klog: &Klog, sel: Selection, salvage: bool, err: &mut dyn Writ
         )?;
     }
     for r in untrusted().filter(|r| r.unreadable.is_none()) {
+        // Salvage scans KLogBuffer, which an attached ring is not in.
+        let hint = match (salvage, r.attached) {
+            (false, true) => "; its buffer is outside KLogBuffer, which `klog --salvage` scans",
+            _ => hint,
+        };
         writeln!(
             err,
             "klog: KLogs[{}] ({}) is inconsistent, its ring is not read: {}{hint}",
