@@ -50,3 +50,25 @@ pub trait Memory {
         Ok(())
     }
 }
+
+/// Memory for unit tests: a few byte runs, each at its address; a read must lie inside one run.
+/// `Runs(Vec::new())` is memory with nothing in it.
+#[cfg(test)]
+pub struct Runs(pub Vec<(u64, Vec<u8>)>);
+
+#[cfg(test)]
+impl Memory for Runs {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Unreadable> {
+        for (base, bytes) in &self.0 {
+            let at = addr.wrapping_sub(*base);
+            if addr >= *base && at.saturating_add(buf.len() as u64) <= bytes.len() as u64 {
+                buf.copy_from_slice(&bytes[at as usize..at as usize + buf.len()]);
+                return Ok(());
+            }
+        }
+        Err(Unreadable {
+            addr,
+            reason: "not in the test's memory".into(),
+        })
+    }
+}

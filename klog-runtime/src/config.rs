@@ -307,9 +307,14 @@ macro_rules! klog_config {
         );
         const __KLOG_WORDS: usize =
             $crate::config::total_words(&__KLOG_RECS, &KLOG_LEADERS, KLOG_PROCESSORS);
+        // Each name without DBG_: NUL-terminated for KLog::name, as &str for the rest.
         const __KLOG_NAMES: [&[u8]; DBG_MAX] = [
             $crate::config::subsystem_name(concat!(stringify!($first), "\0").as_bytes()),
             $($crate::config::subsystem_name(concat!(stringify!($name), "\0").as_bytes()),)*
+        ];
+        const __KLOG_STRS: [&str; DBG_MAX] = [
+            $crate::config::subsystem_str(concat!(stringify!($first), "\0").as_bytes()),
+            $($crate::config::subsystem_str(concat!(stringify!($name), "\0").as_bytes()),)*
         ];
 
         #[no_mangle]
@@ -391,19 +396,13 @@ macro_rules! klog_config {
                 description_count: __KlogEvents::__Max as u32,
                 processors: KLOG_PROCESSORS,
             },
-            $crate::descriptor::name_slots([
-                $crate::config::subsystem_str(concat!(stringify!($first), "\0").as_bytes()),
-                $($crate::config::subsystem_str(concat!(stringify!($name), "\0").as_bytes()),)*
-            ]),
+            $crate::descriptor::name_slots(__KLOG_STRS),
         );
 
         /// The statics above, for the write path and for `klog_init`.
         pub static KLOG_REGISTRY: $crate::Registry = $crate::Registry {
             logs: &KLogs,
-            names: &[
-                $crate::config::subsystem_str(concat!(stringify!($first), "\0").as_bytes()),
-                $($crate::config::subsystem_str(concat!(stringify!($name), "\0").as_bytes()),)*
-            ],
+            names: &__KLOG_STRS,
             buffer: &KLogBuffer.0,
             flags: &DebugFlags,
             level: &klogLevel,

@@ -321,17 +321,7 @@ fn shape(mem: &dyn Memory, layout: &KLogLayout, notes: &mut Vec<String>) -> Shap
 mod tests {
     use super::layout::{ArrayAt, Field, KLogFields, ScalarAt};
     use super::*;
-
-    struct Nothing;
-
-    impl Memory for Nothing {
-        fn read(&self, addr: u64, _: &mut [u8]) -> std::result::Result<(), Unreadable> {
-            Err(Unreadable {
-                addr,
-                reason: "nothing here".into(),
-            })
-        }
-    }
+    use crate::memory::Runs;
 
     fn layout(klogs: u64, debug_flags: u64, processors: Processors) -> KLogLayout {
         let array = |len| ArrayAt {
@@ -370,13 +360,21 @@ mod tests {
             (7, 5, Processors::Known(1), 1, 0),
         ] {
             let mut notes = Vec::new();
-            let shape = shape(&Nothing, &layout(klogs, flags, processors), &mut notes);
+            let shape = shape(
+                &Runs(Vec::new()),
+                &layout(klogs, flags, processors),
+                &mut notes,
+            );
             assert_eq!(shape.processors, sets, "{klogs} {flags} {processors:?}");
             assert_eq!(shape.subsystems, klogs / sets);
             assert_eq!(notes.len(), noted, "{notes:?}");
         }
         let mut notes = Vec::new();
-        let shape = shape(&Nothing, &layout(20, 5, Processors::Known(4)), &mut notes);
+        let shape = shape(
+            &Runs(Vec::new()),
+            &layout(20, 5, Processors::Known(4)),
+            &mut notes,
+        );
         assert_eq!((shape.processors, shape.subsystems, notes.len()), (4, 5, 0));
     }
 }

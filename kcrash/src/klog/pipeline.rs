@@ -193,18 +193,7 @@ mod tests {
     use super::*;
     use crate::klog::render::Clock;
     use crate::klog::ring::Damage;
-    use crate::memory::{Memory, Unreadable};
-
-    struct NoMemory;
-
-    impl Memory for NoMemory {
-        fn read(&self, addr: u64, _: &mut [u8]) -> Result<(), Unreadable> {
-            Err(Unreadable {
-                addr,
-                reason: "no memory".into(),
-            })
-        }
-    }
+    use crate::memory::Runs;
 
     fn record(seq: u64) -> Record {
         Record {
@@ -233,7 +222,7 @@ mod tests {
     /// one thread had written it: same records, same order, the limit honoured exactly.
     #[test]
     fn parallel_rendering_keeps_order_and_limit() {
-        let mem = NoMemory;
+        let mem = Runs(Vec::new());
         let keep_odd: fn(u64) -> bool = |s| s % 2 == 1;
         let keep_all: fn(u64) -> bool = |_| true;
         for workers in [1, 2, 3] {

@@ -177,7 +177,7 @@ impl<'a> Decoder<'a> {
             Desc::Pointer => rec.desc(),
             Desc::Inline => {
                 let word = rec.desc().to_le_bytes();
-                let format = word.split(|&b| b == 0).next().unwrap_or(&word);
+                let format = inline_format(&word);
                 let mut sink = VecSink(text);
                 let printf =
                     printf::format(&mut sink, format, &args, &mut self.strings).unwrap_or_default();
@@ -253,9 +253,9 @@ impl<'a> Decoder<'a> {
         let desc = match rec.desc_kind {
             Desc::Pointer => rec.desc(),
             Desc::Inline => {
-                let word = rec.desc().to_le_bytes();
-                let text = word.split(|&b| b == 0).next().unwrap_or(&word);
-                return Some(Cow::Owned(text.to_vec()));
+                return Some(Cow::Owned(
+                    inline_format(&rec.desc().to_le_bytes()).to_vec(),
+                ));
             }
             Desc::Event => self.events.get(&rec.desc())?.clone().ok()?,
         };
@@ -264,6 +264,12 @@ impl<'a> Decoder<'a> {
             Err(_) => None,
         }
     }
+}
+
+/// An inline description's format: the desc word's bytes (in the dump's order) up to the first
+/// NUL.
+fn inline_format(word: &[u8; 8]) -> &[u8] {
+    word.split(|&b| b == 0).next().unwrap_or(word)
 }
 
 /// ` 0x1 0x2 0x3>`: a record's data words when there is no format to print them with.
@@ -670,26 +676,7 @@ fn push_hex_array(out: &mut Vec<u8>, values: &[u64]) {
 mod tests {
     use super::*;
     use crate::klog::ring::Damage;
-
-    /// Memory of a few byte runs, each at its address.
-    struct Runs(Vec<(u64, Vec<u8>)>);
-
-    impl Memory for Runs {
-        fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Unreadable> {
-            for (base, bytes) in &self.0 {
-                let end = base + bytes.len() as u64;
-                if addr >= *base && addr + buf.len() as u64 <= end {
-                    let at = (addr - base) as usize;
-                    buf.copy_from_slice(&bytes[at..at + buf.len()]);
-                    return Ok(());
-                }
-            }
-            Err(Unreadable {
-                addr,
-                reason: "not in the test's memory".into(),
-            })
-        }
-    }
+    use crate::memory::Runs;
 
     fn record(desc_kind: Desc, desc: u64, data: u64) -> Record {
         Record {

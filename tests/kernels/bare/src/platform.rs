@@ -41,17 +41,14 @@ pub fn chore_id() -> u64 {
 /// processors (0–3, all on the boot processor); the per-processor build names the processor
 /// that runs the code, since its ring set follows it (application processors: domain 0).
 pub fn proc_dom() -> u64 {
-    let cpu = smp::this_cpu();
-    if cfg!(feature = "per-processor") && cpu != 0 {
-        return klog_runtime::proc_dom(cpu, 0);
+    if !cfg!(feature = "per-processor") {
+        let ccb = chore::current();
+        return klog_runtime::proc_dom(ccb.processor, ccb.domain);
     }
-    let ccb = chore::current();
-    let processor = if cfg!(feature = "per-processor") {
-        cpu
-    } else {
-        ccb.processor
-    };
-    klog_runtime::proc_dom(processor, ccb.domain)
+    match smp::this_cpu() {
+        0 => klog_runtime::proc_dom(0, chore::current().domain),
+        cpu => klog_runtime::proc_dom(cpu, 0),
+    }
 }
 
 impl klog_runtime::Platform for BarePlatform {
