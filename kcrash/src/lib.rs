@@ -5,12 +5,12 @@
 
 pub mod commands;
 pub mod error;
-pub mod escape;
+pub use kcrash_plugin::escape;
 pub mod expr;
 pub mod interrupt;
 pub mod klog;
 pub mod linux;
-pub mod memory;
+pub use kcrash_plugin::memory;
 pub mod paint;
 pub mod redirect;
 pub mod regress;

@@ -51,12 +51,10 @@ pub trait Memory {
     }
 }
 
-/// Memory for unit tests: a few byte runs, each at its address; a read must lie inside one run.
-/// `Runs(Vec::new())` is memory with nothing in it.
-#[cfg(test)]
+/// Memory for tests and fuzz targets: a few byte runs, each at its address; a read must lie
+/// inside one run. `Runs(Vec::new())` is memory with nothing in it.
 pub struct Runs(pub Vec<(u64, Vec<u8>)>);
 
-#[cfg(test)]
 impl Memory for Runs {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Unreadable> {
         for (base, bytes) in &self.0 {
@@ -68,7 +66,7 @@ impl Memory for Runs {
         }
         Err(Unreadable {
             addr,
-            reason: "not in the test's memory".into(),
+            reason: "not in the memory given".into(),
         })
     }
 }
