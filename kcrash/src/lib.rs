@@ -12,6 +12,7 @@ pub mod klog;
 pub mod linux;
 pub use kcrash_plugin::memory;
 pub mod paint;
+pub mod plugins;
 pub mod redirect;
 pub mod regress;
 pub mod report;

@@ -1,8 +1,9 @@
 //! `help`: the command list, or one command's full text.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 
-use super::{command, Context, Flow, COMMANDS};
+use super::{command, events, Context, Flow, COMMANDS};
+use crate::plugins::{by_command, DECODERS};
 
 pub const HELP: &str = "\
 help: list the commands, one line each; help CMD prints CMD's full text with examples.
@@ -23,15 +24,24 @@ pub fn run(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
             for c in COMMANDS {
                 writeln!(cx.out, "{:<6} {}", cx.paint.strong(c.name), c.summary)?;
             }
+            for d in DECODERS.iter().filter(|d| command(d.command()).is_none()) {
+                writeln!(
+                    cx.out,
+                    "{:<6} {}",
+                    cx.paint.strong(d.command()),
+                    d.summary()
+                )?;
+            }
             writeln!(
                 cx.out,
                 "Output: CMD | pipeline, CMD > file, CMD >> file; !cmd runs a shell command."
             )?;
         }
-        [name] => {
-            let c = command(name).ok_or_else(|| anyhow!("{name}: no such command"))?;
-            write!(cx.out, "{}", (c.help)())?;
-        }
+        [name] => match (command(name), by_command(name)) {
+            (Some(c), _) => write!(cx.out, "{}", (c.help)())?,
+            (None, Some(d)) => write!(cx.out, "{}", events::help(d))?,
+            (None, None) => bail!("{name}: no such command"),
+        },
         _ => bail!("help takes at most one command name"),
     }
     Ok(Flow::Continue)

@@ -12,10 +12,12 @@
 //! numbers, addresses and symbols alike.
 
 pub mod args;
+pub mod events;
 mod help;
 pub mod klog;
 pub mod log;
 pub mod modules;
+pub mod plugins;
 pub mod print;
 pub mod rd;
 mod set;
@@ -157,6 +159,13 @@ pub const COMMANDS: &[Command] = &[
         run: rd::run,
     },
     Command {
+        name: "plugins",
+        aliases: &[],
+        summary: "the log decoders, and which of their logs this dump holds: plugins [--json]",
+        help: clap_help::<plugins::Args>,
+        run: plugins::run,
+    },
+    Command {
         name: "set",
         aliases: &[],
         summary: "session settings: set scroll on|off",
@@ -205,7 +214,6 @@ pub fn execute(
     let Some((name, args)) = words.split_first() else {
         bail!("no command before the redirection");
     };
-    let cmd = command(name).ok_or_else(|| anyhow!("{name}: no such command (try help)"))?;
     let mut cx = Context {
         session,
         settings,
@@ -215,9 +223,18 @@ pub fn execute(
         word: name,
         raw: after_word(text),
     };
+    let Some(cmd) = command(name) else {
+        // A decoder's log with no command of its own is printed by the one for every log.
+        let decoder = crate::plugins::by_command(name)
+            .ok_or_else(|| anyhow!("{name}: no such command (try help)"))?;
+        return match events::run(&mut cx, decoder, args).or_else(|e| help_as_output(e, cx.out)) {
+            Ok(flow) => Ok(flow),
+            Err(e) => explain(decoder.command(), e),
+        };
+    };
     match (cmd.run)(&mut cx, args).or_else(|e| help_as_output(e, cx.out)) {
         Ok(flow) => Ok(flow),
-        Err(e) => explain(cmd, e),
+        Err(e) => explain(cmd.name, e),
     }
 }
 
@@ -247,14 +264,14 @@ fn help_as_output(e: anyhow::Error, out: &mut dyn Write) -> Result<Flow> {
 
 /// A command's error as the user sees it: clap's multi-line errors become their first line; a
 /// reader that left early is no failure.
-fn explain(cmd: &Command, e: anyhow::Error) -> Result<Flow> {
+fn explain(name: &str, e: anyhow::Error) -> Result<Flow> {
     if is_broken_pipe(&e) {
         return Ok(Flow::Continue);
     }
     if let Some(clap) = e.downcast_ref::<clap::Error>() {
-        bail!("{}: {} (help {})", cmd.name, clap_line(clap), cmd.name);
+        bail!("{name}: {} (help {name})", clap_line(clap));
     }
-    Err(anyhow!("{}: {}", cmd.name, report(e.as_ref())))
+    Err(anyhow!("{name}: {}", report(e.as_ref())))
 }
 
 /// clap's error on one line: what is wrong, with what it names (the missing argument, the

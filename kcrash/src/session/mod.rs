@@ -18,6 +18,8 @@ use crate::klog::layout::{KLogLayout, LayoutError};
 use crate::klog::Klog;
 use crate::linux::{self, Linux};
 use crate::memory::{Memory, Unreadable};
+use crate::plugins::DECODERS;
+use kcrash_plugin::{Log, Missing};
 
 pub use files::{is_gzip, open_dump, parse_phys_address, sort_files, split_raw, Files};
 pub use process::{FileBacked, FileRange, Verdict};
@@ -39,6 +41,8 @@ pub struct Session<'d> {
     /// module swaps in a new set while commands may hold the old one, hence the lock and Arc.
     images: RwLock<Arc<Images>>,
     klog: OnceLock<Klog>,
+    /// The log each of [`crate::plugins::DECODERS`] found, once found.
+    logs: Vec<OnceLock<Box<dyn Log>>>,
     /// The translations a KLog descriptor found by scanning implies, added to the dump's own.
     klog_space: OnceLock<AddressSpace<'d>>,
 }
@@ -83,6 +87,7 @@ impl<'d> Session<'d> {
             linux: None,
             images: RwLock::default(),
             klog: OnceLock::new(),
+            logs: DECODERS.iter().map(|_| OnceLock::new()).collect(),
             klog_space: OnceLock::new(),
         };
         if let Some(end) = dump.gzip_stopped_at() {
@@ -320,6 +325,28 @@ impl<'d> Session<'d> {
             klog.notes = found.notes;
             klog
         }))
+    }
+
+    /// The log decoder `index` of [`DECODERS`] finds, found on first use. A log that is not
+    /// found is looked for again next time: loading a module may bring its symbols.
+    pub fn log(&self, index: usize) -> std::result::Result<&dyn Log, Missing> {
+        let Some(cell) = self.logs.get(index) else {
+            return Err(Missing::Absent(format!("no decoder {index}")));
+        };
+        if let Some(log) = cell.get() {
+            return Ok(&**log);
+        }
+        let found = DECODERS[index].find(self)?;
+        if let Some((space, _)) = found.translations {
+            // Set once, before any reader of the log exists; the log's notes say what it is.
+            let _ = self.klog_space.set(space);
+        }
+        Ok(&**cell.get_or_init(|| found.log))
+    }
+
+    /// The dump's own translations, without those a log's finding added.
+    pub fn base_space(&self) -> &AddressSpace<'d> {
+        &self.space
     }
 
     fn find_klog(&self) -> Result<FoundLayout<'d>> {

@@ -11,6 +11,7 @@ use rustyline::{Context, Helper};
 
 use crate::commands::COMMANDS;
 use crate::paint::Paint;
+use crate::plugins::DECODERS;
 use crate::session::Session;
 use crate::symbolize::display_name;
 
@@ -29,8 +30,10 @@ impl Completion {
         let mut commands: Vec<&'static str> = COMMANDS
             .iter()
             .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+            .chain(DECODERS.iter().map(|d| d.command()))
             .collect();
         commands.sort_unstable();
+        commands.dedup();
         let subsystems = session.klog().map(|k| k.names()).unwrap_or_default();
         let mut symbols: Vec<String> = Vec::new();
         if let Some(image) = &session.image {

@@ -31,6 +31,15 @@ impl Clock {
         }
     }
 
+    /// Why times are shown in ticks, when they are.
+    pub fn unknown_because(&self) -> Option<String> {
+        match self {
+            Clock::Hz(0) => Some("the clock rate is 0".into()),
+            Clock::Hz(_) => None,
+            Clock::Unknown(why) => Some(why.clone()),
+        }
+    }
+
     /// `ticks` in nanoseconds, when the rate is known (saturating: a hostile count cannot wrap).
     pub fn nanos(&self, ticks: u64) -> Option<u64> {
         let hz = self.hz()?;
