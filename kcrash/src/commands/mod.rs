@@ -188,6 +188,11 @@ pub const COMMANDS: &[Command] = &[
     },
 ];
 
+/// `help CMD` for a decoder's command.
+pub fn decoder_help(decoder: &dyn kcrash_plugin::Decoder) -> String {
+    events::help(decoder)
+}
+
 /// Finds a command by name or alias; `p/x` and `print/x` are print with a format letter.
 pub fn command(name: &str) -> Option<&'static Command> {
     let name = match name.split_once('/') {
