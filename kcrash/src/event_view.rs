@@ -18,9 +18,12 @@ pub struct EventView<'a> {
     ring: &'a str,
     ring_index: usize,
     processor: Option<u32>,
-    ticks: Dec,
-    /// Seconds since the clock's zero, when the log's clock rate is known.
+    /// The event's own time stamp; null when it is lost (a torn record).
+    ticks: Option<Dec>,
+    /// Seconds since the clock's zero, when the log's clock rate and the time stamp are known.
     seconds: Option<f64>,
+    /// Where the event sorts: its time stamp, or the one of the event before it in its ring.
+    placed_at: Dec,
     seq: Dec,
     name: &'a str,
     fields: Vec<FieldView>,
@@ -28,6 +31,9 @@ pub struct EventView<'a> {
     damage: Vec<DamageView>,
     #[serde(skip)]
     clock: &'a Clock,
+    /// Text lines name the log (the timeline's lines, where several are merged).
+    #[serde(skip)]
+    show_log: bool,
 }
 
 #[derive(Serialize)]
@@ -63,7 +69,7 @@ struct DamageView {
 }
 
 impl<'a> EventView<'a> {
-    pub fn new(log: &'a dyn Log, event: &'a Event) -> EventView<'a> {
+    pub fn new(log: &'a dyn Log, event: &'a Event, show_log: bool) -> EventView<'a> {
         let ring = log.rings().get(event.ring).map_or("?", |r| r.name.as_str());
         let clock = log.clock();
         EventView {
@@ -71,8 +77,12 @@ impl<'a> EventView<'a> {
             ring,
             ring_index: event.ring,
             processor: event.processor,
-            ticks: Dec(event.ticks.into()),
-            seconds: clock.hz().map(|hz| event.ticks as f64 / hz as f64),
+            ticks: event.own_time.then(|| Dec(event.ticks.into())),
+            seconds: clock
+                .hz()
+                .filter(|_| event.own_time)
+                .map(|hz| event.ticks as f64 / hz as f64),
+            placed_at: Dec(event.ticks.into()),
             seq: Dec(event.seq.into()),
             name: &event.name,
             fields: event
@@ -86,6 +96,7 @@ impl<'a> EventView<'a> {
             message: event.message.as_deref().map(escaped),
             damage: event.damage.iter().map(DamageView::of).collect(),
             clock,
+            show_log,
         }
     }
 
@@ -171,17 +182,28 @@ impl Report for EventView<'_> {
         let time = TimeText {
             hz: self.clock.hz(),
         }
-        .show(self.ticks.0 as u64);
+        .show(self.placed_at.0 as u64);
+        // A lost time stamp shows where the event sits, marked.
+        let time = if self.ticks.is_some() {
+            time
+        } else {
+            format!("{}~", time.trim_end())
+        };
         let cpu = self
             .processor
             .map_or_else(|| "cpu?".to_string(), |p| format!("cpu{p}"));
         let mut body = Vec::new();
         self.write_body(&mut body);
         let body = String::from_utf8_lossy(&body);
-        if self.damage.is_empty() {
-            writeln!(out, "{time} {cpu:<5} {body}")
+        let log = if self.show_log {
+            format!("{:<8} ", self.log)
         } else {
-            writeln!(out, "{time} {cpu:<5} {}", paint.bad(body))
+            String::new()
+        };
+        if self.damage.is_empty() {
+            writeln!(out, "{time} {log}{cpu:<5} {body}")
+        } else {
+            writeln!(out, "{time} {log}{cpu:<5} {}", paint.bad(body))
         }
     }
 }

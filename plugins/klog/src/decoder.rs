@@ -129,6 +129,7 @@ impl Log for Klog {
 fn event(printer: &mut Printer<'_>, rec: &Record) -> Event {
     let name = render::subsystem_name_of(&printer.names, rec).into_owned();
     let mut e = Event::new(rec.sort_clock, rec.seq, rec.ring, name);
+    e.own_time = !rec.damage.any();
     if let Some(u) = &rec.unreadable {
         e.damage.push(Damage::Unreadable {
             addr: u.addr,
@@ -136,8 +137,6 @@ fn event(printer: &mut Printer<'_>, rec: &Record) -> Event {
         });
         return e;
     }
-    let (processor, domain) = split_proc_dom(rec.proc_dom());
-    e.processor = Some(processor);
     if rec.damage.torn {
         e.damage.push(Damage::Torn);
     }
@@ -153,6 +152,8 @@ fn event(printer: &mut Printer<'_>, rec: &Record) -> Event {
     if rec.damage.no_message() {
         return e;
     }
+    let (processor, domain) = split_proc_dom(rec.proc_dom());
+    e.processor = Some(processor);
     e = e
         .field("chore", Value::Hex(rec.id()))
         .field("domain", Value::Unsigned(domain.into()));
