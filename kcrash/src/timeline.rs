@@ -175,8 +175,7 @@ impl Filter {
 
     /// Whether a ring can hold events the filter keeps: one of another processor cannot.
     fn reads(&self, processor: Option<u32>) -> bool {
-        self.cpu
-            .is_none_or(|c| processor.is_none_or(|p| p == c))
+        self.cpu.is_none_or(|c| processor.is_none_or(|p| p == c))
     }
 
     fn keeps(&self, time: u64, event: &Event, view: &EventView<'_>, line: &mut Vec<u8>) -> bool {

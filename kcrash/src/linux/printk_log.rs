@@ -51,10 +51,11 @@ impl Decoder for PrintkDecoder {
         // Levels need DWARF: with it they are read, without it they are unknown.
         let image = images.first().map(|i| &**i);
         let levels = image.is_some_and(|i| i.debug_path().is_some());
-        let ring = printk::find(info.as_ref(), image, cx.memory(), levels).map_err(|e| match e {
-            crate::error::Error::Missing(why) => Missing::Absent(why),
-            other => Missing::Refused(other.to_string()),
-        })?;
+        let ring =
+            printk::find(info.as_ref(), image, cx.memory(), levels).map_err(|e| match e {
+                crate::error::Error::Missing(why) => Missing::Absent(why),
+                other => Missing::Refused(other.to_string()),
+            })?;
         let records: Vec<Record> = ring.records().collect();
         Ok(Found {
             log: Box::new(PrintkLog::new(&ring, records)),
