@@ -14,7 +14,6 @@ use super::{Context, Flow};
 use crate::error::one_line;
 use crate::klog::descriptor::LayoutSource;
 use crate::klog::live::Snapshot;
-use crate::klog::pipeline::render_stream;
 use crate::klog::render::{Clock, Printer, Style};
 use crate::klog::ring::{Order, Record, Ring};
 use crate::klog::salvage::{self, Salvage};
@@ -23,6 +22,7 @@ use crate::memory::Memory;
 use crate::paint::Paint;
 use crate::report::{self, Dec, Hex, Report};
 use crate::session::Session;
+use kcrash_plugin::pipeline::render_stream;
 
 /// Print the kernel event log (KLog rings) as it was at the crash.
 ///
@@ -727,7 +727,7 @@ impl Report for Summary {
 
 /// `klog -s`: one row per ring.
 fn summary(
-    mem: &dyn Memory,
+    mem: &(dyn Memory + Sync),
     klog: &Klog,
     clock: Clock,
     json: bool,

@@ -117,7 +117,7 @@ impl Log for PrintkLog {
         _mem: &'a (dyn Memory + Sync),
         ring: usize,
         order: Order,
-    ) -> Box<dyn Iterator<Item = Event> + 'a> {
+    ) -> Box<dyn Iterator<Item = Event<'a>> + Send + 'a> {
         let records = self.records.get(..).filter(|_| ring == 0).unwrap_or(&[]);
         match order {
             Order::OldestFirst => Box::new(records.iter().map(event)),
@@ -132,7 +132,7 @@ impl Log for PrintkLog {
 
 /// A record as an event named by its level (`printk` when the level is not known: it needs
 /// DWARF).
-fn event(r: &Record) -> Event {
+fn event(r: &Record) -> Event<'_> {
     let name = r
         .level
         .and_then(|l| LEVELS.get(usize::from(l)))
@@ -142,7 +142,7 @@ fn event(r: &Record) -> Event {
     if r.caller_id & CALLER_IS_CPU != 0 {
         e.processor = Some(r.caller_id & !CALLER_IS_CPU);
     } else {
-        e = e.field("task", Value::Unsigned(r.caller_id.into()));
+        e.field("task", Value::Unsigned(r.caller_id.into()));
     }
     e.message = Some(r.text.clone());
     e
