@@ -313,6 +313,23 @@ fn merge(mut lanes: Vec<Lane<'_, '_>>, limit: u64, out: &mut dyn Write) -> io::R
     Ok(shown)
 }
 
+/// A time given on the command line (`--since`, `--until`) in ticks: seconds times the clock rate
+/// when it is known, else ticks as given.
+pub fn ticks_at(t: f64, hz: Option<u64>) -> Result<u64> {
+    if !(t.is_finite() && t >= 0.0) {
+        bail!("time {t} is not a non-negative number");
+    }
+    Ok(match hz {
+        Some(hz) => (t * hz as f64) as u64,
+        None => t as u64,
+    })
+}
+
+/// `-g REGEX`, compiled.
+pub fn grep(re: Option<&str>) -> Result<Option<Regex>> {
+    re.map(Regex::new).transpose().context("--grep")
+}
+
 /// The filters of one invocation.
 struct Filter {
     cpu: Option<u32>,
@@ -329,25 +346,12 @@ impl Filter {
             Some(log) => log.clock().hz(),
             None => Some(1_000_000_000),
         };
-        let time = |t: f64| -> Result<u64> {
-            if !(t.is_finite() && t >= 0.0) {
-                bail!("time {t} is not a non-negative number");
-            }
-            Ok(match hz {
-                Some(hz) => (t * hz as f64) as u64,
-                None => t as u64,
-            })
-        };
+        let time = |t| ticks_at(t, hz);
         Ok(Filter {
             cpu: select.cpu,
             since: select.since.map(time).transpose()?,
             until: select.until.map(time).transpose()?,
-            grep: select
-                .grep
-                .as_deref()
-                .map(Regex::new)
-                .transpose()
-                .context("--grep")?,
+            grep: grep(select.grep.as_deref())?,
         })
     }
 
