@@ -278,7 +278,9 @@ fn show(
         "terse" => Style::Terse,
         other => bail!("{other:?} is neither full nor terse"),
     };
-    let sel = klog.select(&args.subsys)?;
+    let sel = klog
+        .select(&args.subsys)
+        .map_err(crate::error::Error::Usage)?;
     let order = if args.oldest_first {
         Order::OldestFirst
     } else {

@@ -9,8 +9,12 @@ pub type Name = Cow<'static, str>;
 /// One event: when, where, what, and how far it can be believed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
-    /// The time stamp in the log's own clock ticks ([`crate::Clock`] says their rate).
+    /// The time stamp in the log's own clock ticks ([`crate::Clock`] says their rate). For an
+    /// event whose own stamp is lost (`own_time` false), the time of the event before it in its
+    /// ring, so that it sorts where it sits.
     pub ticks: u64,
+    /// Whether `ticks` is the event's own time stamp.
+    pub own_time: bool,
     /// The event's place in its ring (sequence or serial number, slot): orders events of one
     /// ring whose ticks are equal.
     pub seq: u64,
@@ -34,6 +38,7 @@ impl Event {
     pub fn new(ticks: u64, seq: u64, ring: usize, name: impl Into<Name>) -> Event {
         Event {
             ticks,
+            own_time: true,
             seq,
             ring,
             processor: None,

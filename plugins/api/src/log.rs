@@ -92,10 +92,10 @@ pub trait Log: Any + Send + Sync {
     /// ring at once. A refused ring or one out of range yields nothing.
     fn events<'a>(
         &'a self,
-        mem: &'a dyn Memory,
+        mem: &'a (dyn Memory + Sync),
         ring: usize,
         order: Order,
-    ) -> Box<dyn Iterator<Item = Event> + Send + 'a>;
+    ) -> Box<dyn Iterator<Item = Event> + 'a>;
 
     /// The log as [`Any`], for the log's own command, which knows its type.
     fn as_any(&self) -> &dyn Any;

@@ -191,9 +191,9 @@ fn render_serial(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::klog::render::Clock;
-    use crate::klog::ring::Damage;
-    use crate::memory::Runs;
+    use crate::render::Clock;
+    use crate::ring::Damage;
+    use kcrash_plugin::memory::Runs;
 
     fn record(seq: u64) -> Record {
         Record {
