@@ -30,8 +30,11 @@ const MAX_CPUS: u32 = 1024;
 /// Most template text read.
 const MAX_TEMPLATES: u64 = 1 << 20;
 
-/// The decoder kcrash registers.
+/// The decoder of DProbes trace buffers.
 pub struct DProbes;
+
+/// The decoder kcrash registers.
+pub static DECODER: DProbes = DProbes;
 
 impl Decoder for DProbes {
     fn kind(&self) -> &'static str {

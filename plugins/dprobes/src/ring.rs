@@ -67,14 +67,13 @@ impl Ring {
         let (data, size, head, tail) = (word(8), word(16), word(24), word(32));
         let (written, overwritten, lost) = (word(40), word(48), word(56));
         info.capacity = Ok(size);
-        info.written = Ok(written);
         info.lost = Ok(lost);
-        info.overwritten = if overwritten <= written {
-            Ok(overwritten)
+        // Which of the two counts is wrong cannot be told: neither is believed.
+        (info.written, info.overwritten) = if overwritten <= written {
+            (Ok(written), Ok(overwritten))
         } else {
-            Err(format!(
-                "{overwritten} overwritten of {written} written cannot be"
-            ))
+            let why = format!("{overwritten} overwritten of {written} written cannot be");
+            (Err(why.clone()), Err(why))
         };
         if own_cpu != cpu {
             info.refused = Some(format!("the control at {at:#x} says processor {own_cpu}"));

@@ -365,14 +365,21 @@ impl Formatter<'_> {
                 return Ok(());
             };
             let start = self.at;
-            let item = self.take(len)?;
             if token == TOKEN_STRING {
-                // Copied up to and including its NUL: only that much follows the prefix.
-                let text = cut_at_nul(item);
+                // Copied up to and including its NUL: only that much follows the prefix, whose
+                // length is the most that could have.
+                let window = &self.data[start..(start + len).min(self.data.len())];
+                let text = cut_at_nul(window).to_vec();
+                if text.len() == window.len() && window.len() < len {
+                    return Err(format!(
+                        "string at data offset {start:#x} has no NUL before the record ends"
+                    ));
+                }
                 self.at = start + (text.len() + 1).min(len);
-                self.text_field(name, text);
+                self.text_field(name, &text);
                 return Ok(());
             }
+            self.take(len)?;
             self.at = start;
             limit = Some(start + len);
         }

@@ -195,6 +195,9 @@ pub fn plan() -> Vec<Planned> {
     for scenario in SCENARIOS.into_iter().chain([BARE_ONLY_SCENARIO]) {
         add(Kernel::Qemu(KernelBuild::Bare), scenario, false);
     }
+    for scenario in crate::dprobes::SCENARIOS {
+        add(Kernel::Qemu(KernelBuild::Bare), scenario, false);
+    }
     add(Kernel::Qemu(KernelBuild::BareBig), "big", false);
     add(Kernel::Qemu(KernelBuild::BarePercpu), "percpu", false);
     for program in [

@@ -13,6 +13,9 @@ mod acpi;
 mod big;
 mod boot;
 mod chore;
+// The big-rings build has no DProbes scenario; its exception handler still asks.
+#[cfg_attr(feature = "big-rings", allow(dead_code))]
+mod dprobes;
 #[cfg(not(feature = "big-rings"))]
 mod heap;
 mod idt;

@@ -31,6 +31,10 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("smp", smp),
     #[cfg(feature = "per-processor")]
     ("percpu", percpu),
+    ("dprobes-plain", crate::dprobes::plain),
+    ("dprobes-wrap", crate::dprobes::wrap),
+    ("dprobes-faults", crate::dprobes::faults),
+    ("dprobes-damaged", crate::dprobes::damaged),
 ];
 
 /// Chore `c`'s name as text, for the oracle's messages.

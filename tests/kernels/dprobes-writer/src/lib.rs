@@ -203,6 +203,8 @@ enum Item {
     Text(usize, usize),
     /// Bytes of the record's data shown as bytes.
     Bytes(usize, usize),
+    /// Bytes of the record's data shown as double-words in hex, `name[i]` each.
+    Words(usize, usize),
     Fault(Fault),
 }
 
@@ -371,6 +373,21 @@ impl<'a> Probe<'a> {
         self.range(name, len, |buf| reader.read_segmented(selector, offset, buf))
     }
 
+    /// `log mrf` of `words` double-words, which the template formats as an array (`%r`).
+    pub fn log_mrf_words(
+        &mut self,
+        name: &'static str,
+        reader: &impl Reader,
+        addr: u64,
+        words: u16,
+    ) -> &mut Self {
+        self.range(name, 4 * words, |buf| reader.read(addr, buf));
+        if let Some((_, Item::Bytes(at, n))) = self.items[..self.item_count].last().copied() {
+            self.items[self.item_count - 1].1 = Item::Words(at, n);
+        }
+        self
+    }
+
     fn range(
         &mut self,
         name: &'static str,
@@ -533,6 +550,13 @@ impl<'a> Probe<'a> {
                     let _ = write!(out, " field={field}:b:");
                     for b in &self.log[at..at + n] {
                         let _ = write!(out, "{b:02x}");
+                    }
+                    Ok(())
+                }
+                Item::Words(at, n) => {
+                    for (i, w) in self.log[at..at + n].chunks(4).enumerate() {
+                        let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                        let _ = write!(out, " field={field}[{i}]:x:{w:#x}");
                     }
                     Ok(())
                 }
