@@ -197,6 +197,7 @@ pub fn plan() -> Vec<Planned> {
     }
     for scenario in crate::dprobes::SCENARIOS {
         add(Kernel::Qemu(KernelBuild::Bare), scenario, false);
+        add(Kernel::Hosted(Program::Hosted), scenario, false);
     }
     add(Kernel::Qemu(KernelBuild::BareBig), "big", false);
     add(Kernel::Qemu(KernelBuild::BarePercpu), "percpu", false);

@@ -7,8 +7,10 @@ use crate::chore::CHORES;
 use crate::platform;
 use crate::serial::Console;
 use core::arch::{asm, global_asm};
+use core::ffi::CStr;
 use core::sync::atomic::{AtomicU64, Ordering};
-use dprobes_writer::{self as dp, Fault, Header, Probe, Reader};
+use dprobes_writer::probes::{self, Machine};
+use dprobes_writer::{self as dp, Fault, Header, Reader};
 
 /// A virtual address no page table maps (as in scenarios.rs).
 const UNMAPPED: u64 = 0xffff_ffff_c000_1000;
@@ -129,120 +131,66 @@ impl Reader for Probing {
     }
 }
 
-/// Every header item.
-const ALL_ITEMS: u32 = 0x07ff;
+/// The boot processor, whose chores play the processes.
+struct Bare;
 
-/// A probe on the boot processor for `(major, minor)` with the header items `flags` selects,
-/// filled from the processor's real state; `chore` plays the process.
-fn enter(flags: u32, major: u32, minor: u32, chore: usize) -> Probe<'static> {
-    let (cs, ss): (u16, u16);
-    let (rsp, rip): (u64, u64);
-    // SAFETY: reads of segment registers, the stack pointer and the instruction pointer.
-    unsafe {
-        asm!("mov {0:x}, cs", "mov {1:x}, ss", "mov {2}, rsp", "lea {3}, [rip]",
-            out(reg) cs, out(reg) ss, out(reg) rsp, out(reg) rip,
-            options(nomem, nostack, preserves_flags));
+// SAFETY: only the boot processor runs the DProbes scenarios, one probe at a time.
+unsafe impl Machine for Bare {
+    fn cpu(&self) -> usize {
+        0
     }
-    let header = Header {
-        flags: flags | dp::F_MAJOR | dp::F_MINOR,
-        major,
-        minor,
-        cpu: 0,
-        pid: chore as u32 + 1,
-        uid: 1000,
-        cs: cs.into(),
-        eip: rip,
-        ss: ss.into(),
-        esp: rsp,
-        tsc: platform::rdtsc(),
-        name: CHORES[chore].name.to_bytes(),
-    };
-    // SAFETY: only the boot processor logs, one probe at a time.
-    unsafe { Probe::enter(0, header) }
+
+    fn header(&self, task: usize) -> Header<'static> {
+        let (cs, ss): (u16, u16);
+        let (rsp, rip): (u64, u64);
+        // SAFETY: reads of segment registers, the stack pointer and the instruction pointer.
+        unsafe {
+            asm!("mov {0:x}, cs", "mov {1:x}, ss", "mov {2}, rsp", "lea {3}, [rip]",
+                out(reg) cs, out(reg) ss, out(reg) rsp, out(reg) rip,
+                options(nomem, nostack, preserves_flags));
+        }
+        Header {
+            cpu: 0,
+            pid: task as u32 + 1,
+            uid: 1000,
+            cs: cs.into(),
+            eip: rip,
+            ss: ss.into(),
+            esp: rsp,
+            tsc: platform::rdtsc(),
+            name: CHORES[task].name.to_bytes(),
+            ..Header::default()
+        }
+    }
+
+    fn task_name(&self, task: usize) -> &'static CStr {
+        CHORES[task].name
+    }
+
+    fn tasks(&self) -> usize {
+        CHORES.len()
+    }
+
+    fn now(&self) -> u64 {
+        platform::rdtsc()
+    }
+
+    fn console(&self) -> impl core::fmt::Write {
+        Console::lock()
+    }
 }
 
-fn exit(p: Probe, name: &str, msg: core::fmt::Arguments) {
-    let time = platform::rdtsc();
-    p.exit(time, name, msg, &mut Console::lock());
-}
-
+/// KLog started and left empty (so the KLog oracle holds for these dumps too), then the trace.
 fn init(clock_hz: u64) {
+    crate::oracle::klog_init(clock_hz);
     dp::init(1, clock_hz, &mut Console::lock());
-}
-
-/// Paths the `open` probe logs: static strings of the image.
-const PATHS: [&core::ffi::CStr; 4] = [c"/etc/motd", c"/var/log/messages", c"/dev/ttyS0", c""];
-
-/// One round of every probe with successful reads: `i` varies the values and the header items.
-fn round(i: u64) {
-    let flags = [ALL_ITEMS, 0, dp::F_PID | dp::F_TSC, dp::F_NAME | dp::F_CPU][i as usize % 4];
-    let chore = i as usize % CHORES.len();
-    let path = PATHS[i as usize % PATHS.len()];
-    let fd = 3 + i % 5;
-    let mut p = enter(flags, 1, 1, chore);
-    p.log("fd", 4, fd).log_arf("path", &Probing, path.as_ptr() as u64, 64);
-    let text = path.to_str().unwrap_or("?");
-    exit(p, "open", format_args!("fd={fd} path={text}\n"));
-
-    let buf = *b"klog\x00\x01\xfe line";
-    let count = 1 + i % buf.len() as u64;
-    let mut p = enter(flags, 1, 2, chore);
-    p.log("fd", 4, fd)
-        .log("count", 2, count)
-        .log_mrf("buf", &Probing, buf.as_ptr() as u64, count as u16);
-    let data = &buf[..count as usize];
-    exit(p, "read", format_args!("fd={fd} count={count} buf={}\n", dp::Dump(data)));
-
-    let off = -(i as i64) * 4096 + 17;
-    let mut p = enter(flags, 1, 3, chore);
-    p.log("fd", 4, fd).log_signed("off", 8, off).log_char("whence", b"SCE"[i as usize % 3]);
-    let whence = b"SCE"[i as usize % 3] as char;
-    exit(p, "seek", format_args!("fd={fd} off={off} whence={whence}\n"));
-
-    let args = [0x5401u32, i as u32, 0xdead];
-    let words: usize = 1 + i as usize % 3;
-    let mut p = enter(flags, 1, 5, chore);
-    p.log("fd", 4, fd);
-    // `%r(%4x)` over a prefixed array of `words` double-words.
-    p.log_mrf_words("args", &Probing, args.as_ptr() as u64, words as u16);
-    exit(
-        p,
-        "ioctl",
-        format_args!("fd={fd} args={}\n", Words(&args[..words])),
-    );
-
-    let from = CHORES[chore].name;
-    let to = CHORES[(chore + 1) % CHORES.len()].name;
-    let prio = (i % 40) as u8;
-    let mut p = enter(flags | dp::F_CS | dp::F_EIP, 2, 1, chore);
-    p.log_arf("from", &Probing, from.as_ptr() as u64, 16)
-        .log_arf("to", &Probing, to.as_ptr() as u64, 16)
-        .log("prio", 1, prio.into());
-    exit(
-        p,
-        "switch",
-        format_args!(
-            "from={} to={} prio={prio}\n",
-            from.to_str().unwrap_or("?"),
-            to.to_str().unwrap_or("?")
-        ),
-    );
-}
-
-/// `%4x` each, as `%r(%4x)` formats them.
-struct Words<'a>(&'a [u32]);
-
-impl core::fmt::Display for Words<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
-        self.0.iter().try_for_each(|w| write!(f, "{w:08x}"))
-    }
 }
 
 /// A few rounds of every probe: the buffer far from full.
 pub fn plain(clock_hz: u64) -> ! {
     init(clock_hz);
     for i in 0..6 {
-        round(i);
+        probes::round(&Bare, &Probing, i);
     }
     panic!("scenario dprobes-plain: done");
 }
@@ -250,13 +198,9 @@ pub fn plain(clock_hz: u64) -> ! {
 /// Ticks until the 8 KiB buffer has wrapped several times: the oldest records overwritten.
 pub fn wrap(clock_hz: u64) -> ! {
     init(clock_hz);
-    round(0);
-    for n in 0..600u64 {
-        let mut p = enter(dp::F_TSC, 2, 3, n as usize % CHORES.len());
-        p.log("n", 8, n);
-        exit(p, "tick", format_args!("n={n}\n"));
-    }
-    round(1);
+    probes::round(&Bare, &Probing, 0);
+    probes::ticks(&Bare, 600);
+    probes::round(&Bare, &Probing, 1);
     panic!("scenario dprobes-wrap: done");
 }
 
@@ -265,63 +209,28 @@ pub fn wrap(clock_hz: u64) -> ! {
 /// the same reads through good addresses and the kernel's data selector, which succeed.
 pub fn faults(clock_hz: u64) -> ! {
     init(clock_hz);
-    round(0);
+    probes::round(&Bare, &Probing, 0);
+    probes::flat_faults(&Bare, &Probing, UNMAPPED);
     let page = *b"page contents, read through a selector\0";
-    for (n, va) in [(0u64, UNMAPPED), (1, page.as_ptr() as u64), (2, UNMAPPED + 0x7ff)] {
-        let mut p = enter(dp::F_PID, 1, 4, 1);
-        p.log_hex("va", 8, va).log_mrf("data", &Probing, va, 16);
-        let data = if n == 1 { Ok(&page[..16]) } else { Err(va) };
-        match data {
-            Ok(d) => exit(p, "fault", format_args!("va={va:016x} data={}\n", dp::Dump(d))),
-            Err(at) => exit(
-                p,
-                "fault",
-                format_args!("va={va:016x} data=<faulted read (flat address) at {at:#x}>\n"),
-            ),
-        }
-    }
-    let mut p = enter(dp::F_NAME, 1, 1, 2);
-    p.log("fd", 4, 9).log_arf("path", &Probing, UNMAPPED + 0x10, 64);
-    exit(
-        p,
-        "open",
-        format_args!(
-            "fd=9 path=<faulted read (flat address) at {:#x}>\n",
-            UNMAPPED + 0x10
-        ),
-    );
+    let offset = page.as_ptr() as u64;
     for selector in [BAD_SELECTOR, DATA_SELECTOR] {
-        let mut p = enter(dp::F_CS | dp::F_SS, 2, 2, 3);
-        p.log_hex("seg", 2, selector.into()).log_mrs(
-            "data",
-            &Probing,
-            selector,
-            page.as_ptr() as u64,
-            8,
-        );
+        let mut p = probes::enter(&Bare, dp::F_CS | dp::F_SS, 2, 2, 3);
+        p.log_hex("seg", 2, selector.into())
+            .log_mrs("data", &Probing, selector, offset, 8);
         if selector == BAD_SELECTOR {
-            exit(
-                p,
-                "segread",
-                format_args!("seg={selector:04x} data=<bad selector {selector:#x}>\n"),
-            );
+            let msg = format_args!("seg={selector:04x} data=<bad selector {selector:#x}>\n");
+            probes::exit(&Bare, p, "segread", msg);
         } else {
-            exit(
-                p,
-                "segread",
-                format_args!("seg={selector:04x} data={}\n", dp::Dump(&page[..8])),
-            );
+            let msg = format_args!("seg={selector:04x} data={}\n", dp::Dump(&page[..8]));
+            probes::exit(&Bare, p, "segread", msg);
         }
     }
-    let mut p = enter(0, 2, 1, 0);
-    p.log_ars("from", &Probing, BAD_SELECTOR, page.as_ptr() as u64, 16)
-        .log_ars("to", &Probing, DATA_SELECTOR, page.as_ptr() as u64, 8)
+    let mut p = probes::enter(&Bare, 0, 2, 1, 0);
+    p.log_ars("from", &Probing, BAD_SELECTOR, offset, 16)
+        .log_ars("to", &Probing, DATA_SELECTOR, offset, 8)
         .log("prio", 1, 7);
-    exit(
-        p,
-        "switch",
-        format_args!("from=<bad selector {BAD_SELECTOR:#x}> to=page con prio=7\n"),
-    );
+    let msg = format_args!("from=<bad selector {BAD_SELECTOR:#x}> to=page con prio=7\n");
+    probes::exit(&Bare, p, "switch", msg);
     core::hint::black_box(&page);
     panic!("scenario dprobes-faults: done");
 }
@@ -330,8 +239,8 @@ pub fn faults(clock_hz: u64) -> ! {
 /// than `overwritten`. The records themselves are intact.
 pub fn damaged(clock_hz: u64) -> ! {
     init(clock_hz);
-    for n in 0..300u64 {
-        round(n);
+    for n in 0..300 {
+        probes::round(&Bare, &Probing, n);
     }
     let mut console = Console::lock();
     let head = dp::dprobes_trace.buffers[0].head.load(Ordering::Relaxed);

@@ -10,6 +10,8 @@
 //! a `core::fmt::Write` the kernel gives.
 #![no_std]
 
+pub mod probes;
+
 use core::cell::UnsafeCell;
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};

@@ -27,6 +27,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("big", big),
     #[cfg(all(feature = "per-processor", not(feature = "big-rings")))]
     ("percpu", percpu),
+    ("dprobes-plain", crate::dprobes::plain),
+    ("dprobes-wrap", crate::dprobes::wrap),
+    ("dprobes-faults", crate::dprobes::faults),
+    ("dprobes-damaged", crate::dprobes::damaged),
 ];
 
 pub const NAMES: [&str; SCENARIOS.len()] = {
@@ -44,13 +48,13 @@ pub fn find(name: &str) -> Option<Scenario> {
 }
 
 /// Processors (threads) of the multi-processor scenarios.
-const CPUS: u32 = 4;
+pub const CPUS: u32 = 4;
 
 /// The task the main thread runs.
 static BOOT_TASK: Task = Task { cpu: 0 };
 
 /// klog_init, the clock frequency, and the oracle's ring declarations.
-fn start_logging() {
+pub fn start_logging() {
     crate::klog_init();
     KLOG_REGISTRY.set_clock_hz(platform::CLOCK_HZ);
     oracle::announce_rings();
@@ -58,7 +62,7 @@ fn start_logging() {
 
 /// Runs `body` on CPUS threads, each the processor of its own heap-allocated task, pinned to a
 /// CPU of the machine where it can be (processor modulo the CPUs this program may use).
-fn on_every_cpu(body: fn(u32)) {
+pub fn on_every_cpu(body: fn(u32)) {
     std::thread::scope(|s| {
         for cpu in 0..CPUS {
             s.spawn(move || {
