@@ -74,6 +74,7 @@ extern "C" {
 
 /// Returns where to resume when the fault is one a probe's read recovers from; panics otherwise.
 extern "C" fn exception(vector: u64, error: u64, rip: u64, cr2: u64) -> u64 {
+    #[cfg(feature = "dprobes")]
     if let Some(resume) = crate::dprobes::recover(vector, error, rip, cr2) {
         return resume;
     }

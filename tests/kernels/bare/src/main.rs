@@ -13,8 +13,7 @@ mod acpi;
 mod big;
 mod boot;
 mod chore;
-// The big-rings build has no DProbes scenario; its exception handler still asks.
-#[cfg_attr(feature = "big-rings", allow(dead_code))]
+#[cfg(feature = "dprobes")]
 mod dprobes;
 #[cfg(not(feature = "big-rings"))]
 mod heap;

@@ -501,14 +501,23 @@ impl<'a> Probe<'a> {
         write_ring(b, head + total - TRAILER_BYTES, &total.to_le_bytes());
         b.head.store(head + total, Ordering::Release);
         b.written.fetch_add(1, Ordering::Relaxed);
-        self.oracle(head, time, name, msg, out);
+        self.oracle(head, total, time, name, msg, out);
     }
 
-    fn oracle(&self, seq: u64, time: u64, name: &str, msg: fmt::Arguments, out: &mut impl Write) {
+    /// The record's oracle line: where it went (`seq`, the stream position) and how long it is.
+    fn oracle(
+        &self,
+        seq: u64,
+        len: u64,
+        time: u64,
+        name: &str,
+        msg: fmt::Arguments,
+        out: &mut impl Write,
+    ) {
         let h = &self.header;
         let _ = write!(
             out,
-            "DPROBES-EVENT cpu={} seq={seq:#x} ticks={time:#x} name={} field=flags:x:{:#x}",
+            "DPROBES-EVENT cpu={} seq={seq:#x} len={len} ticks={time:#x} name={} field=flags:x:{:#x}",
             self.cpu,
             Escaped(name),
             h.flags

@@ -27,9 +27,13 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("big", big),
     #[cfg(all(feature = "per-processor", not(feature = "big-rings")))]
     ("percpu", percpu),
+    #[cfg(feature = "dprobes")]
     ("dprobes-plain", crate::dprobes::plain),
+    #[cfg(feature = "dprobes")]
     ("dprobes-wrap", crate::dprobes::wrap),
+    #[cfg(feature = "dprobes")]
     ("dprobes-faults", crate::dprobes::faults),
+    #[cfg(feature = "dprobes")]
     ("dprobes-damaged", crate::dprobes::damaged),
 ];
 
