@@ -281,3 +281,142 @@ impl Ring {
         e
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcrash_plugin::Runs;
+
+    const CONTROL: u64 = 0x1000;
+    const DATA: u64 = 0x2000;
+    const ID: u32 = 0x4450;
+
+    /// A buffer of `size` bytes holding `count` records (data: flag word 0, then the record's
+    /// number as one byte), written from stream position 0 as the writer does: the oldest
+    /// dropped until the newest fits. Returns the memory's runs and head and tail.
+    fn buffer(size: u64, count: u64) -> (Vec<u8>, u64, u64) {
+        let mut bytes = vec![0u8; size as usize];
+        let (mut head, mut tail) = (0u64, 0u64);
+        let mut lens = std::collections::VecDeque::new();
+        for n in 0..count {
+            let data = [0, 0, 0, 0, n as u8];
+            let len = record_len(data.len() as u64);
+            while head + len - tail > size {
+                tail += lens.pop_front().unwrap();
+            }
+            let mut rec = Vec::new();
+            rec.extend_from_slice(&ID.to_le_bytes());
+            rec.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            rec.extend_from_slice(&(100 + n).to_le_bytes());
+            rec.extend_from_slice(&data);
+            rec.resize((len - TRAILER) as usize, 0);
+            rec.extend_from_slice(&len.to_le_bytes());
+            for (i, b) in rec.iter().enumerate() {
+                bytes[((head + i as u64) % size) as usize] = *b;
+            }
+            head += len;
+            lens.push_back(len);
+        }
+        (bytes, head, tail)
+    }
+
+    fn control(size: u64, head: u64, tail: u64, written: u64, overwritten: u64) -> Vec<u8> {
+        let mut c = Vec::new();
+        for w in [
+            u64::from(ID) << 32,
+            DATA,
+            size,
+            head,
+            tail,
+            written,
+            overwritten,
+            0,
+        ] {
+            c.extend_from_slice(&w.to_le_bytes());
+        }
+        c
+    }
+
+    fn events(mem: &Runs, order: Order) -> (RingInfo, Vec<Event>) {
+        let (info, ring) = Ring::check(mem, CONTROL, 0);
+        let templates = Templates::default();
+        let events = match ring {
+            Some(r) => r.events(mem, 0, order, &templates).collect(),
+            None => Vec::new(),
+        };
+        (info, events)
+    }
+
+    fn ticks(events: &[Event]) -> Vec<u64> {
+        events.iter().map(|e| e.ticks).collect()
+    }
+
+    #[test]
+    fn a_wrapped_buffer_reads_in_both_orders() {
+        // Records of 40 bytes in 200: five fit, and the twelfth wraps across the end.
+        let (bytes, head, tail) = buffer(200, 12);
+        let mem = Runs(vec![
+            (CONTROL, control(200, head, tail, 12, 7)),
+            (DATA, bytes),
+        ]);
+        let (info, oldest) = events(&mem, Order::OldestFirst);
+        assert_eq!((info.written, info.overwritten), (Ok(12), Ok(7)));
+        assert_eq!(ticks(&oldest), [107, 108, 109, 110, 111]);
+        assert!(oldest.iter().all(|e| e.damage.is_empty()));
+        assert_eq!(oldest[0].seq, tail);
+        let (_, newest) = events(&mem, Order::NewestFirst);
+        assert_eq!(ticks(&newest), [111, 110, 109, 108, 107]);
+    }
+
+    #[test]
+    fn a_bad_tail_is_walked_around_from_head() {
+        let (bytes, head, _) = buffer(200, 12);
+        let mem = Runs(vec![
+            (CONTROL, control(200, head, head + 0x1000, 12, 7)),
+            (DATA, bytes),
+        ]);
+        let (_, oldest) = events(&mem, Order::OldestFirst);
+        assert_eq!(ticks(&oldest), [107, 108, 109, 110, 111]);
+    }
+
+    #[test]
+    fn a_broken_record_is_marked_and_the_rest_read() {
+        let (mut bytes, head, tail) = buffer(200, 12);
+        // The third oldest record's event id.
+        let at = ((tail + 2 * 40) % 200) as usize;
+        bytes[at] ^= 0xff;
+        let mem = Runs(vec![
+            (CONTROL, control(200, head, tail, 12, 7)),
+            (DATA, bytes),
+        ]);
+        let (_, oldest) = events(&mem, Order::OldestFirst);
+        assert_eq!(ticks(&oldest), [107, 108, 110, 111]);
+        assert!(matches!(&oldest[2].damage[..], [Damage::Inconsistent(w)] if w.contains("event id")));
+        let (_, newest) = events(&mem, Order::NewestFirst);
+        assert_eq!(ticks(&newest), [111, 110, 108, 107]);
+    }
+
+    #[test]
+    fn impossible_controls_are_refused_or_unknown() {
+        let (bytes, head, tail) = buffer(200, 3);
+        let cases = [
+            (control(0, head, tail, 3, 0), "size"),
+            (control(200, head + 3, tail + 5, 3, 0), "record boundary"),
+        ];
+        for (c, why) in cases {
+            let mem = Runs(vec![(CONTROL, c), (DATA, bytes.clone())]);
+            let (info, events) = events(&mem, Order::OldestFirst);
+            assert!(info.refused.unwrap().contains(why));
+            assert!(events.is_empty());
+        }
+        let mem = Runs(vec![(CONTROL, control(200, head, tail, 3, 0))]);
+        assert!(events(&mem, Order::OldestFirst).0.refused.unwrap().contains("unreadable"));
+        let mem = Runs(vec![
+            (CONTROL, control(200, head, tail, 1, 5)),
+            (DATA, bytes),
+        ]);
+        let (info, events) = events(&mem, Order::OldestFirst);
+        assert!(info.written.is_err() && info.overwritten.is_err());
+        assert_eq!(events.len(), 3);
+    }
+}
