@@ -32,7 +32,12 @@ fn every_dprobes_dump_reads_as_its_kernel_logged_it() {
         .iter()
         .filter(|e| SCENARIOS.contains(&e.scenario.as_str()) && dir.join(&e.console).exists())
     {
-        let image = dir.join(&manifest.kernel(&entry.kernel).expect("entry's kernel").image);
+        let image = dir.join(
+            &manifest
+                .kernel(&entry.kernel)
+                .expect("entry's kernel")
+                .image,
+        );
         let expected = dprobes::derive_file(&dir.join(&entry.console)).unwrap();
         assert!(expected.events() > 0, "{}: no records", entry.name);
         for dump in &entry.dumps {

@@ -159,7 +159,10 @@ mod tests {
         assert_eq!(d.name, "tick");
         assert_eq!(d.damage, vec![]);
         let names: Vec<&str> = d.fields.iter().map(|f| &*f.name).collect();
-        assert_eq!(names, ["flags", "major", "minor", "pid", "eip", "name", "n"]);
+        assert_eq!(
+            names,
+            ["flags", "major", "minor", "pid", "eip", "name", "n"]
+        );
         assert_eq!(d.fields[4].value, Value::Hex(0xffff_ffff_8000_1234));
         assert_eq!(d.fields[5].value, Value::Text(b"init".to_vec()));
         assert_eq!(d.message.as_deref(), Some(&b"n=7"[..]));

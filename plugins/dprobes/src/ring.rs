@@ -80,7 +80,9 @@ impl Ring {
             return (info, None);
         }
         if size < MIN_RECORD || size > MAX_SIZE || size % 8 != 0 {
-            info.capacity = Err(format!("size {size:#x} is not a multiple of 8 in 32..64 MiB"));
+            info.capacity = Err(format!(
+                "size {size:#x} is not a multiple of 8 in 32..64 MiB"
+            ));
             info.refused = Some(format!("buffer size {size:#x} cannot be"));
             return (info, None);
         }
@@ -227,7 +229,9 @@ impl Ring {
         }
         let gap = (lower < end && (self.tail.is_some() || end - lower >= MIN_RECORD)).then(|| {
             let why = failure.unwrap_or_else(|| "no record fits".into());
-            let at = frames.len().min((frames.len() + back.len()).saturating_sub(1));
+            let at = frames
+                .len()
+                .min((frames.len() + back.len()).saturating_sub(1));
             let damage = Damage::Inconsistent(format!(
                 "stream bytes {lower:#x}..{end:#x} before it hold no record that checks ({why})"
             ));
@@ -391,7 +395,9 @@ mod tests {
         ]);
         let (_, oldest) = events(&mem, Order::OldestFirst);
         assert_eq!(ticks(&oldest), [107, 108, 110, 111]);
-        assert!(matches!(&oldest[2].damage[..], [Damage::Inconsistent(w)] if w.contains("event id")));
+        assert!(
+            matches!(&oldest[2].damage[..], [Damage::Inconsistent(w)] if w.contains("event id"))
+        );
         let (_, newest) = events(&mem, Order::NewestFirst);
         assert_eq!(ticks(&newest), [111, 110, 108, 107]);
     }
@@ -410,7 +416,11 @@ mod tests {
             assert!(events.is_empty());
         }
         let mem = Runs(vec![(CONTROL, control(200, head, tail, 3, 0))]);
-        assert!(events(&mem, Order::OldestFirst).0.refused.unwrap().contains("unreadable"));
+        assert!(events(&mem, Order::OldestFirst)
+            .0
+            .refused
+            .unwrap()
+            .contains("unreadable"));
         let mem = Runs(vec![
             (CONTROL, control(200, head, tail, 1, 5)),
             (DATA, bytes),

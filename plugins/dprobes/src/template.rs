@@ -412,13 +412,14 @@ impl Formatter<'_> {
                 self.out.fields.push(field(name, value));
             }
             b'f' => {
-                let text = match n {
-                    4 => f32::from_le_bytes(self.take(4)?.try_into().unwrap_or_default())
-                        .to_string(),
-                    8 => f64::from_le_bytes(self.take(8)?.try_into().unwrap_or_default())
-                        .to_string(),
-                    _ => return Err(format!("%{n}f needs 4 or 8 bytes")),
-                };
+                let text =
+                    match n {
+                        4 => f32::from_le_bytes(self.take(4)?.try_into().unwrap_or_default())
+                            .to_string(),
+                        8 => f64::from_le_bytes(self.take(8)?.try_into().unwrap_or_default())
+                            .to_string(),
+                        _ => return Err(format!("%{n}f needs 4 or 8 bytes")),
+                    };
                 self.out.message.extend_from_slice(text.as_bytes());
                 self.out.fields.push(field(name, Value::Text(text.into())));
             }
@@ -453,7 +454,9 @@ impl Formatter<'_> {
 
     fn text_field(&mut self, name: &str, text: &[u8]) {
         self.out.message.extend_from_slice(text);
-        self.out.fields.push(field(name, Value::Text(text.to_vec())));
+        self.out
+            .fields
+            .push(field(name, Value::Text(text.to_vec())));
     }
 
     /// `%r`: the group formatted again and again over the prefixed item's bytes.
@@ -629,7 +632,10 @@ mod tests {
         assert_eq!(f.message, b"fd=3 path=/etc/motd");
         assert_eq!(f.damage, vec![]);
         assert_eq!(f.fields[0], field("fd", Value::Unsigned(3)));
-        assert_eq!(f.fields[1], field("path", Value::Text(b"/etc/motd".to_vec())));
+        assert_eq!(
+            f.fields[1],
+            field("path", Value::Text(b"/etc/motd".to_vec()))
+        );
     }
 
     #[test]
@@ -682,12 +688,21 @@ mod tests {
         assert!(matches!(&f.damage[0], Damage::Inconsistent(w) if w.contains("needs 4 bytes")));
         assert_eq!(f.fields.last().unwrap().value, Value::Bytes(vec![2]));
         let f = format(b"a=%1u", &[1, 2]);
-        assert!(matches!(&f.damage[0], Damage::Inconsistent(w) if w.contains("1 bytes of data beyond")));
+        assert!(
+            matches!(&f.damage[0], Damage::Inconsistent(w) if w.contains("1 bytes of data beyond"))
+        );
     }
 
     #[test]
     fn hostile_templates_do_not_loop() {
-        for fmt in [&b"%r(%i0)"[..], b"%r(%r(%r(%r(%r(%1u)))))", b"%q", b"%", b"%r(", b"%8x%9x"] {
+        for fmt in [
+            &b"%r(%i0)"[..],
+            b"%r(%r(%r(%r(%r(%1u)))))",
+            b"%q",
+            b"%",
+            b"%r(",
+            b"%8x%9x",
+        ] {
             let _ = format(fmt, &prefixed(0, &[0; 16]));
         }
     }

@@ -359,7 +359,11 @@ fn compare_event(json: &Json, want: &Event, gap_allowed: bool) -> Result<()> {
         .and_then(Json::as_array)
         .ok_or_else(|| anyhow!("no fields"))?;
     if fields.len() != want.fields.len() {
-        bail!("{} fields, the oracle has {}", fields.len(), want.fields.len());
+        bail!(
+            "{} fields, the oracle has {}",
+            fields.len(),
+            want.fields.len()
+        );
     }
     for (f, (name, val)) in fields.iter().zip(&want.fields) {
         field_matches(f, name, val)?;
@@ -392,7 +396,11 @@ pub fn compare_rings(expected: &Expected, rings: &Json) -> Result<()> {
         .and_then(Json::as_array)
         .ok_or_else(|| anyhow!("no rings"))?;
     if list.len() != expected.buffers.len() {
-        bail!("{} rings, the oracle has {}", list.len(), expected.buffers.len());
+        bail!(
+            "{} rings, the oracle has {}",
+            list.len(),
+            expected.buffers.len()
+        );
     }
     for (ring, b) in list.iter().zip(expected.buffers.values()) {
         let what = format!("ring {}", json_str(ring, "name")?);
@@ -439,7 +447,10 @@ DPROBES-LOST cpu=0 bytes=4096
         let seqs: Vec<u64> = b.events.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [0x30, 0x60]);
         assert_eq!(b.events[0].name, "a b");
-        assert_eq!(b.events[0].fields[0], ("p".into(), Val::Text(b"x y".to_vec())));
+        assert_eq!(
+            b.events[0].fields[0],
+            ("p".into(), Val::Text(b"x y".to_vec()))
+        );
         assert_eq!(
             b.events[1].fields,
             [
@@ -467,9 +478,19 @@ DPROBES-LOST cpu=0 bytes=4096
             DPROBES-BUFFER cpu=0 addr=0x100 data=0x200 size=128\n\
             DPROBES-EVENT cpu=0 seq=0x0 len=48 ticks=0x5 name=tick field=n:u:7 msg=n=7\\n\n";
         let e = derive(console).unwrap();
-        let good = event_json(0, 5, serde_json::json!([{"name": "n", "type": "unsigned", "value": "7"}]), "n=7");
+        let good = event_json(
+            0,
+            5,
+            serde_json::json!([{"name": "n", "type": "unsigned", "value": "7"}]),
+            "n=7",
+        );
         assert_eq!(compare_events(&e, &[good]).unwrap(), 1);
-        let wrong = event_json(0, 5, serde_json::json!([{"name": "n", "type": "unsigned", "value": "8"}]), "n=7");
+        let wrong = event_json(
+            0,
+            5,
+            serde_json::json!([{"name": "n", "type": "unsigned", "value": "8"}]),
+            "n=7",
+        );
         assert!(compare_events(&e, &[wrong]).is_err());
         assert!(compare_events(&e, &[]).is_err());
     }

@@ -93,11 +93,9 @@ impl Probing {
     fn fault(result: u64, selector: Option<u16>) -> Fault {
         let detail = FAULT_DETAIL.load(Ordering::Relaxed);
         match (result & !FAULTED, selector) {
-            (GENERAL_PROTECTION, Some(sel)) => Fault::Selector(if detail != 0 {
-                detail as u16
-            } else {
-                sel
-            }),
+            (GENERAL_PROTECTION, Some(sel)) => {
+                Fault::Selector(if detail != 0 { detail as u16 } else { sel })
+            }
             _ => Fault::Flat(detail),
         }
     }

@@ -107,12 +107,14 @@ impl<const N: usize> Bytes<N> {
 }
 
 /// The trace buffers' bytes.
-static DATA: [Bytes<BUFFER_BYTES>; MAX_CPUS] = [Bytes::new(), Bytes::new(), Bytes::new(), Bytes::new()];
+static DATA: [Bytes<BUFFER_BYTES>; MAX_CPUS] =
+    [Bytes::new(), Bytes::new(), Bytes::new(), Bytes::new()];
 
 /// The probes' formatting templates, in the image beside the trace.
 #[no_mangle]
 pub static dprobes_templates: [u8; TEMPLATES.len()] = *TEMPLATES;
-const TEMPLATES: &[u8; include_bytes!("../templates.dpt").len()] = include_bytes!("../templates.dpt");
+const TEMPLATES: &[u8; include_bytes!("../templates.dpt").len()] =
+    include_bytes!("../templates.dpt");
 
 const fn buffer(cpu: usize) -> Buffer {
     Buffer {
@@ -148,7 +150,9 @@ static LOG_BUFFERS: [Bytes<LOG_BUFFER_BYTES>; MAX_CPUS] =
 /// configuration lines.
 pub fn init(cpus: u32, tsc_hz: u64, out: &mut impl Write) {
     let trace = &dprobes_trace;
-    trace.cpus.store(cpus.min(MAX_CPUS as u32), Ordering::Relaxed);
+    trace
+        .cpus
+        .store(cpus.min(MAX_CPUS as u32), Ordering::Relaxed);
     trace.tsc_hz.store(tsc_hz, Ordering::Relaxed);
     let _ = writeln!(out, "DPROBES-CONFIG cpus={cpus} tsc_hz={tsc_hz}");
     for b in &trace.buffers[..cpus as usize] {
@@ -298,7 +302,11 @@ impl<'a> Probe<'a> {
     /// `value`, shown as unsigned.
     pub fn log(&mut self, name: &'static str, width: usize, value: u64) -> &mut Self {
         self.put(&value.to_le_bytes()[..width]);
-        let mask = if width >= 8 { u64::MAX } else { (1 << (8 * width)) - 1 };
+        let mask = if width >= 8 {
+            u64::MAX
+        } else {
+            (1 << (8 * width)) - 1
+        };
         self.note(name, Item::Unsigned(value & mask));
         self
     }
@@ -314,7 +322,11 @@ impl<'a> Probe<'a> {
     /// The same, shown in hex.
     pub fn log_hex(&mut self, name: &'static str, width: usize, value: u64) -> &mut Self {
         self.put(&value.to_le_bytes()[..width]);
-        let mask = if width >= 8 { u64::MAX } else { (1 << (8 * width)) - 1 };
+        let mask = if width >= 8 {
+            u64::MAX
+        } else {
+            (1 << (8 * width)) - 1
+        };
         self.note(name, Item::Hex(value & mask));
         self
     }
@@ -372,7 +384,9 @@ impl<'a> Probe<'a> {
         offset: u64,
         len: u16,
     ) -> &mut Self {
-        self.range(name, len, |buf| reader.read_segmented(selector, offset, buf))
+        self.range(name, len, |buf| {
+            reader.read_segmented(selector, offset, buf)
+        })
     }
 
     /// `log mrf` of `words` double-words, which the template formats as an array (`%r`).
@@ -624,7 +638,11 @@ impl fmt::Display for Dump<'_> {
             }
             f.write_str(" *")?;
             for &b in line {
-                f.write_char(if (0x20..0x7f).contains(&b) { b as char } else { '.' })?;
+                f.write_char(if (0x20..0x7f).contains(&b) {
+                    b as char
+                } else {
+                    '.'
+                })?;
             }
             f.write_char('*')?;
         }
@@ -699,5 +717,8 @@ pub fn scribble(cpu: usize, field: Control, value: u64, out: &mut impl Write) {
         Control::Written => (&b.written, "written"),
     };
     target.store(value, Ordering::Relaxed);
-    let _ = writeln!(out, "DPROBES-DAMAGE cpu={cpu} field={name} value={value:#x}");
+    let _ = writeln!(
+        out,
+        "DPROBES-DAMAGE cpu={cpu} field={name} value={value:#x}"
+    );
 }

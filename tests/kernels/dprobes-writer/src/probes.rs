@@ -5,7 +5,9 @@
 use core::ffi::CStr;
 use core::fmt::{self, Write};
 
-use crate::{Dump, Header, Probe, Reader, F_CPU, F_CS, F_EIP, F_MAJOR, F_MINOR, F_NAME, F_PID, F_TSC};
+use crate::{
+    Dump, Header, Probe, Reader, F_CPU, F_CS, F_EIP, F_MAJOR, F_MINOR, F_NAME, F_PID, F_TSC,
+};
 
 /// Every header item.
 pub const ALL_ITEMS: u32 = 0x07ff;
@@ -58,7 +60,8 @@ pub fn round(m: &impl Machine, r: &impl Reader, i: u64) {
     let path = PATHS[i as usize % PATHS.len()];
     let fd = 3 + i % 5;
     let mut p = enter(m, flags, 1, 1, task);
-    p.log("fd", 4, fd).log_arf("path", r, path.as_ptr() as u64, 64);
+    p.log("fd", 4, fd)
+        .log_arf("path", r, path.as_ptr() as u64, 64);
     let text = path.to_str().unwrap_or("?");
     exit(m, p, "open", format_args!("fd={fd} path={text}\n"));
 
@@ -69,7 +72,12 @@ pub fn round(m: &impl Machine, r: &impl Reader, i: u64) {
         .log("count", 2, count)
         .log_mrf("buf", r, buf.as_ptr() as u64, count as u16);
     let data = &buf[..count as usize];
-    exit(m, p, "read", format_args!("fd={fd} count={count} buf={}\n", Dump(data)));
+    exit(
+        m,
+        p,
+        "read",
+        format_args!("fd={fd} count={count} buf={}\n", Dump(data)),
+    );
 
     let off = -(i as i64) * 4096 + 17;
     let whence = b"SCE"[i as usize % 3];
@@ -78,14 +86,24 @@ pub fn round(m: &impl Machine, r: &impl Reader, i: u64) {
         .log_signed("off", 8, off)
         .log_char("whence", whence);
     let whence = whence as char;
-    exit(m, p, "seek", format_args!("fd={fd} off={off} whence={whence}\n"));
+    exit(
+        m,
+        p,
+        "seek",
+        format_args!("fd={fd} off={off} whence={whence}\n"),
+    );
 
     let args = [0x5401u32, i as u32, 0xdead];
     let words = 1 + i as usize % 3;
     let mut p = enter(m, flags, 1, 5, task);
     p.log("fd", 4, fd)
         .log_mrf_words("args", r, args.as_ptr() as u64, words as u16);
-    exit(m, p, "ioctl", format_args!("fd={fd} args={}\n", Words(&args[..words])));
+    exit(
+        m,
+        p,
+        "ioctl",
+        format_args!("fd={fd} args={}\n", Words(&args[..words])),
+    );
 
     let from = m.task_name(task);
     let to = m.task_name((task + 1) % m.tasks());
@@ -95,7 +113,12 @@ pub fn round(m: &impl Machine, r: &impl Reader, i: u64) {
         .log_arf("to", r, to.as_ptr() as u64, 16)
         .log("prio", 1, prio);
     let (from, to) = (from.to_str().unwrap_or("?"), to.to_str().unwrap_or("?"));
-    exit(m, p, "switch", format_args!("from={from} to={to} prio={prio}\n"));
+    exit(
+        m,
+        p,
+        "switch",
+        format_args!("from={from} to={to} prio={prio}\n"),
+    );
 }
 
 /// `count` small `tick` records.

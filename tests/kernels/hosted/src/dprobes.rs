@@ -188,9 +188,7 @@ pub fn damaged(crash: Crash) -> ! {
         }
     });
     let mut out = Stdout(std::io::stdout().lock());
-    let head = dp::dprobes_trace.buffers[2]
-        .head
-        .load(Ordering::Relaxed);
+    let head = dp::dprobes_trace.buffers[2].head.load(Ordering::Relaxed);
     dp::scribble(2, dp::Control::Tail, head + 0x10_0000, &mut out);
     dp::scribble(3, dp::Control::Written, 3, &mut out);
     drop(out);
