@@ -79,7 +79,7 @@ impl Ring {
             info.refused = Some(format!("the control at {at:#x} says processor {own_cpu}"));
             return (info, None);
         }
-        if size < MIN_RECORD || size > MAX_SIZE || size % 8 != 0 {
+        if !(MIN_RECORD..=MAX_SIZE).contains(&size) || size % 8 != 0 {
             info.capacity = Err(format!(
                 "size {size:#x} is not a multiple of 8 in 32..64 MiB"
             ));

@@ -107,8 +107,11 @@ impl Expected {
     }
 }
 
-/// A line's `key=value` words in order, and its `msg=` (the rest of the line), if any.
-fn words(rest: &str) -> Result<(Vec<(&str, &str)>, Option<String>)> {
+/// A line's `key=value` words, in order.
+type Words<'a> = Vec<(&'a str, &'a str)>;
+
+/// A line's words, and its `msg=` (the rest of the line), if any.
+fn words(rest: &str) -> Result<(Words<'_>, Option<String>)> {
     let mut out = Vec::new();
     let mut rest = rest;
     while !rest.is_empty() {

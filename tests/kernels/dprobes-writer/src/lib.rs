@@ -602,7 +602,7 @@ impl<'a> Probe<'a> {
 /// A record's bytes in the trace buffer for `data` bytes of flags, header and log buffer:
 /// frame, data padded to 8 bytes, length word.
 pub const fn record_len(data: u64) -> u64 {
-    FRAME_BYTES + (data + 7) / 8 * 8 + TRAILER_BYTES
+    FRAME_BYTES + data.div_ceil(8) * 8 + TRAILER_BYTES
 }
 
 fn write_ring(b: &Buffer, pos: u64, bytes: &[u8]) {
