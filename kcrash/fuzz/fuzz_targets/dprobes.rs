@@ -3,6 +3,8 @@
 //! from the input when they point into it and unreadable otherwise. The trace is checked, every
 //! buffer's records are read in both orders and every field and message made. A panic, a walk
 //! without end, or more events than a buffer can hold, is a bug.
+//!
+//! Seeds: `seeds dprobes` moves each DProbes corpus dump's trace, first buffer and templates here.
 
 #![no_main]
 
