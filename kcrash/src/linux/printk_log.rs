@@ -17,7 +17,7 @@ pub static DECODER: PrintkDecoder = PrintkDecoder;
 /// The caller id's top bit: the rest is a CPU number, not a task id.
 const CALLER_IS_CPU: u32 = 0x8000_0000;
 
-/// Linux's levels, by number (`KERN_EMERG` is 0).
+/// Linux's levels by number, as the kernel names them.
 const LEVELS: [&str; 8] = [
     "KERN_EMERG",
     "KERN_ALERT",
@@ -117,7 +117,7 @@ impl Log for PrintkLog {
         _mem: &'a (dyn Memory + Sync),
         ring: usize,
         order: Order,
-    ) -> Box<dyn Iterator<Item = Event> + 'a> {
+    ) -> Box<dyn Iterator<Item = Event<'a>> + Send + 'a> {
         let records = self.records.get(..).filter(|_| ring == 0).unwrap_or(&[]);
         match order {
             Order::OldestFirst => Box::new(records.iter().map(event)),
@@ -130,21 +130,19 @@ impl Log for PrintkLog {
     }
 }
 
-fn event(r: &Record) -> Event {
-    let mut e = Event::new(r.ts_nsec, r.seq, 0, "printk");
+/// A record as an event named by its level (`printk` when the level is not known: it needs
+/// DWARF).
+fn event(r: &Record) -> Event<'_> {
+    let name = r
+        .level
+        .and_then(|l| LEVELS.get(usize::from(l)))
+        .copied()
+        .unwrap_or("printk");
+    let mut e = Event::new(r.ts_nsec, r.seq, 0, name);
     if r.caller_id & CALLER_IS_CPU != 0 {
         e.processor = Some(r.caller_id & !CALLER_IS_CPU);
     } else {
-        e = e.field("task", Value::Unsigned(r.caller_id.into()));
-    }
-    if let Some(level) = r.level {
-        e = e.field(
-            "level",
-            Value::Enum {
-                value: level.into(),
-                name: LEVELS.get(usize::from(level)).map(|&n| n.into()),
-            },
-        );
+        e.field("task", Value::Unsigned(r.caller_id.into()));
     }
     e.message = Some(r.text.clone());
     e
