@@ -170,7 +170,7 @@ impl Log for DpLog {
         mem: &'a (dyn Memory + Sync),
         ring: usize,
         order: Order,
-    ) -> Box<dyn Iterator<Item = Event> + 'a> {
+    ) -> Box<dyn Iterator<Item = Event<'a>> + Send + 'a> {
         match self.walks.get(ring) {
             Some(Some(walk)) => walk.events(mem, ring, order, &self.templates),
             _ => Box::new(std::iter::empty()),

@@ -35,7 +35,7 @@ enum Kind {
 /// A record decoded: its name, fields, message and what is wrong with it.
 pub struct Decoded {
     pub name: String,
-    pub fields: Vec<Field>,
+    pub fields: Vec<Field<'static>>,
     pub message: Option<Vec<u8>>,
     pub damage: Vec<Damage>,
 }
@@ -129,7 +129,7 @@ pub fn decode(bytes: &[u8], templates: &Templates) -> Decoded {
     d
 }
 
-fn field(name: &'static str, value: Value) -> Field {
+fn field(name: &'static str, value: Value<'static>) -> Field<'static> {
     Field {
         name: name.into(),
         value,

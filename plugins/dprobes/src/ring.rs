@@ -248,7 +248,7 @@ impl Ring {
         ring: usize,
         order: Order,
         templates: &'a Templates,
-    ) -> Box<dyn Iterator<Item = Event> + 'a> {
+    ) -> Box<dyn Iterator<Item = Event<'a>> + Send + 'a> {
         let (frames, gap) = self.index(mem);
         let n = frames.len();
         let mut gap = gap;
@@ -266,7 +266,13 @@ impl Ring {
         Box::new(iter)
     }
 
-    fn event(&self, mem: &dyn Memory, f: &Frame, ring: usize, templates: &Templates) -> Event {
+    fn event(
+        &self,
+        mem: &dyn Memory,
+        f: &Frame,
+        ring: usize,
+        templates: &Templates,
+    ) -> Event<'static> {
         let mut e = Event::new(f.time, f.pos, ring, "DProbes");
         e.processor = Some(self.cpu);
         let mut bytes = vec![0u8; f.size as usize];
@@ -341,17 +347,31 @@ mod tests {
         c
     }
 
-    fn events(mem: &Runs, order: Order) -> (RingInfo, Vec<Event>) {
+    /// What the tests look at of an event.
+    struct Seen {
+        ticks: u64,
+        seq: u64,
+        damage: Vec<Damage>,
+    }
+
+    fn events(mem: &Runs, order: Order) -> (RingInfo, Vec<Seen>) {
         let (info, ring) = Ring::check(mem, CONTROL, 0);
         let templates = Templates::default();
-        let events = match ring {
-            Some(r) => r.events(mem, 0, order, &templates).collect(),
+        let events = match &ring {
+            Some(r) => r
+                .events(mem, 0, order, &templates)
+                .map(|e| Seen {
+                    ticks: e.ticks,
+                    seq: e.seq,
+                    damage: e.damage,
+                })
+                .collect(),
             None => Vec::new(),
         };
         (info, events)
     }
 
-    fn ticks(events: &[Event]) -> Vec<u64> {
+    fn ticks(events: &[Seen]) -> Vec<u64> {
         events.iter().map(|e| e.ticks).collect()
     }
 

@@ -186,7 +186,7 @@ const MAX_DEPTH: usize = 4;
 #[derive(Debug, Default, PartialEq)]
 pub struct Formatted {
     pub message: Vec<u8>,
-    pub fields: Vec<Field>,
+    pub fields: Vec<Field<'static>>,
     pub damage: Vec<Damage>,
 }
 
@@ -221,7 +221,7 @@ pub fn format(fmt: &[u8], data: &[u8]) -> Formatted {
     f.out
 }
 
-fn field(name: impl Into<String>, value: Value) -> Field {
+fn field(name: impl Into<String>, value: Value<'static>) -> Field<'static> {
     Field {
         name: name.into().into(),
         value,
