@@ -53,16 +53,18 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 9] = [
+    pub const ALL: [Kernel; 11] = [
         Kernel::Qemu(KernelBuild::Bare),
         Kernel::Qemu(KernelBuild::BareBig),
         Kernel::Qemu(KernelBuild::BarePercpu),
+        Kernel::Qemu(KernelBuild::BareDprobes),
         Kernel::Hosted(Program::Hosted),
         Kernel::Hosted(Program::HostedC),
         Kernel::Hosted(Program::HostedPercpu),
         Kernel::Hosted(Program::HostedCPercpu),
         Kernel::Hosted(Program::HostedBig),
         Kernel::Hosted(Program::HostedBigPercpu),
+        Kernel::Hosted(Program::HostedDprobes),
     ];
 
     pub fn name(self) -> &'static str {
@@ -195,6 +197,9 @@ pub fn plan() -> Vec<Planned> {
     for scenario in SCENARIOS.into_iter().chain([BARE_ONLY_SCENARIO]) {
         add(Kernel::Qemu(KernelBuild::Bare), scenario, false);
     }
+    for scenario in crate::dprobes::SCENARIOS {
+        add(Kernel::Qemu(KernelBuild::BareDprobes), scenario, false);
+    }
     add(Kernel::Qemu(KernelBuild::BareBig), "big", false);
     add(Kernel::Qemu(KernelBuild::BarePercpu), "percpu", false);
     for program in [
@@ -204,6 +209,7 @@ pub fn plan() -> Vec<Planned> {
         Program::HostedCPercpu,
         Program::HostedBig,
         Program::HostedBigPercpu,
+        Program::HostedDprobes,
     ] {
         for &scenario in program.scenarios() {
             add(Kernel::Hosted(program), scenario, false);
@@ -418,6 +424,9 @@ fn entry_table(planned: &Planned, dumps: Vec<Dump>) -> Entry {
 /// Big rings get the tables and only their newest records: 4 Mi lines of text would be the
 /// whole run.
 pub fn checks(entry: &str, committed: bool) -> Vec<Check> {
+    if let Some(dprobes) = crate::dprobes::checks(entry) {
+        return dprobes;
+    }
     let all: &[(&str, &str, Compare)] = if committed {
         &[
             ("klog -s", "klog-s.txt", Compare::Text),
@@ -585,6 +594,9 @@ fn check_entry(
     let image = dir.join(&kernel.image);
     expect_magic(&image, &kernel.magic)?;
     let derived = derive_file(&dir.join(&entry.console))?;
+    if crate::dprobes::SCENARIOS.contains(&entry.scenario.as_str()) {
+        crate::dprobes::derive_file(&dir.join(&entry.console))?;
+    }
     let expected_path = dir.join(&entry.expected);
     let text = std::fs::read_to_string(&expected_path)
         .with_context(|| format!("reading {}", expected_path.display()))?;

@@ -14,6 +14,8 @@ pub enum KernelBuild {
     BareBig,
     /// The bare kernel with a ring set per processor, run on two processors.
     BarePercpu,
+    /// The bare kernel with the DProbes scenarios (feature dprobes).
+    BareDprobes,
 }
 
 impl KernelBuild {
@@ -23,6 +25,7 @@ impl KernelBuild {
             KernelBuild::Bare => "bare",
             KernelBuild::BareBig => "bare-big",
             KernelBuild::BarePercpu => "bare-percpu",
+            KernelBuild::BareDprobes => "dprobes",
         }
     }
 
@@ -30,7 +33,7 @@ impl KernelBuild {
     pub fn cpus(self) -> u32 {
         match self {
             KernelBuild::BarePercpu => 2,
-            KernelBuild::Bare | KernelBuild::BareBig => 1,
+            KernelBuild::Bare | KernelBuild::BareBig | KernelBuild::BareDprobes => 1,
         }
     }
 
@@ -40,13 +43,14 @@ impl KernelBuild {
             KernelBuild::Bare => &[],
             KernelBuild::BareBig => &["--features", "big-rings"],
             KernelBuild::BarePercpu => &["--features", "per-processor"],
+            KernelBuild::BareDprobes => &["--features", "dprobes"],
         }
     }
 
     /// Guest RAM for this kernel, in MiB: the big rings alone take 256 MiB.
     pub fn memory_mib(self) -> u32 {
         match self {
-            KernelBuild::Bare | KernelBuild::BarePercpu => 32,
+            KernelBuild::Bare | KernelBuild::BarePercpu | KernelBuild::BareDprobes => 32,
             KernelBuild::BareBig => 384,
         }
     }

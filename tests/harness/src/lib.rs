@@ -8,6 +8,7 @@ use std::process::Command;
 pub mod capture;
 pub mod coredump;
 pub mod corpus;
+pub mod dprobes;
 pub mod dump;
 pub mod expected;
 pub mod gdbcheck;

@@ -28,9 +28,9 @@ enum Command {
         /// Also the big-ring benchmark dumps (not committed; ~650 MiB of RAM and disk).
         #[arg(long)]
         big: bool,
-        /// Only these kernels: bare, bare-big, bare-percpu, hosted, hosted-c, hosted-percpu,
-        /// hosted-c-percpu, hosted-big. Entries not run keep their files (their expected.json is
-        /// derived again from their console log).
+        /// Only these kernels: bare, bare-big, bare-percpu, dprobes, hosted, hosted-c,
+        /// hosted-percpu, hosted-c-percpu, hosted-big, hosted-dprobes. Entries not run keep their
+        /// files (their expected.json is derived again from their console log).
         #[arg(long = "kernel")]
         kernels: Vec<String>,
         /// Only these scenarios.

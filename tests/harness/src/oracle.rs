@@ -88,7 +88,7 @@ impl Line {
 }
 
 /// Reverses `str::escape_debug` (the escapes it emits: \t \r \n \\ \' \" \0 \u{..}).
-fn unescape(text: &str) -> Result<String> {
+pub fn unescape(text: &str) -> Result<String> {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {

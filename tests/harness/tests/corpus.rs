@@ -209,7 +209,7 @@ fn committed_corpus_matches_its_manifest_and_oracle() {
     );
     let hosted = committed
         .iter()
-        .filter(|e| !e.kernel.starts_with("bare"))
+        .filter(|e| matches!(Kernel::from_name(&e.kernel), Some(Kernel::Hosted(_))))
         .count();
     assert_eq!(
         checked.cores, hosted,

@@ -1,5 +1,5 @@
 //! Writes seed inputs made from real dumps and images: `seeds OUT` fills OUT/klog, OUT/printf,
-//! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux and OUT/shell_line, from the corpus,
+//! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line and OUT/dprobes, from the corpus,
 //! the gcc fixtures and the small text files under kcrash/fuzz/seeds. Run by `.ci/fuzz` before
 //! fuzzing; nothing it writes is committed.
 
@@ -36,6 +36,54 @@ fn main() {
     descriptors(&out.join("descriptor"), &out.join("scan"));
     lines("kcrash/fuzz/seeds/expr/lines", &out.join("expr_parse"));
     lines("kcrash/fuzz/seeds/shell/lines", &out.join("shell_line"));
+    dprobes(&out.join("dprobes"));
+}
+
+/// Each DProbes corpus dump's trace, its first buffer's control and bytes and its templates,
+/// moved to where the `dprobes` target reads them: the trace at 0x10000, then the rest.
+fn dprobes(dir: &Path) {
+    const BASE: u64 = 0x10000;
+    for (kernel, image, dump) in [
+        ("dprobes", "vmlinux", "vmcore.kdump"),
+        ("hosted-dprobes", "hosted-dprobes", "core.gz"),
+    ] {
+        let root = repo().join("corpus").join(kernel);
+        for scenario in ["dprobes-plain", "dprobes-faults", "dprobes-damaged"] {
+            let Ok(dump) = dumpfmt::Dump::open(&root.join(scenario).join(dump)) else {
+                continue;
+            };
+            let Ok(session) = Session::open(&dump, Some(root.join(image))) else {
+                continue;
+            };
+            let Some(trace) = kcrash_plugin::Context::symbol(&session, "dprobes_trace") else {
+                continue;
+            };
+            let read = |addr: u64, len: u64| {
+                let mut b = vec![0u8; len as usize];
+                session.read(addr, &mut b).ok().map(|()| b)
+            };
+            let Some(mut bytes) = read(trace.address, 40 + 64) else {
+                continue;
+            };
+            let word = |b: &[u8], at: usize| {
+                u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
+            };
+            let (templates, templates_len) = (word(&bytes, 24), word(&bytes, 32));
+            let (data, size) = (word(&bytes, 48), word(&bytes, 56));
+            let (Some(t), Some(d)) = (read(templates, templates_len), read(data, size)) else {
+                continue;
+            };
+            // One buffer in use; the templates and the data right after the control.
+            bytes[12..16].copy_from_slice(&1u32.to_le_bytes());
+            let t_at = BASE + bytes.len() as u64;
+            let d_at = t_at + t.len() as u64;
+            bytes[24..32].copy_from_slice(&t_at.to_le_bytes());
+            bytes[48..56].copy_from_slice(&d_at.to_le_bytes());
+            bytes.extend_from_slice(&t);
+            bytes.extend_from_slice(&d);
+            write(dir, &format!("{kernel}-{scenario}"), &bytes);
+        }
+    }
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) {

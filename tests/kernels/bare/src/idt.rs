@@ -1,5 +1,6 @@
 //! CPU exceptions become panics: without an IDT a fault would triple-fault and QEMU (with
-//! `-no-reboot`) would exit, leaving no dump and no word on the console.
+//! `-no-reboot`) would exit, leaving no dump and no word on the console. The one exception is a
+//! DProbes probe's read of memory (dprobes.rs), which the handler resumes after.
 
 use core::arch::{asm, global_asm};
 use core::cell::UnsafeCell;
@@ -32,13 +33,21 @@ exception_stub_\vector:
     .noaltmacro
 
 exception_common:
-    mov (%rsp), %rdi                /* vector */
-    mov 8(%rsp), %rsi               /* error code */
-    mov 16(%rsp), %rdx              /* rip of the faulting instruction */
+    push %rbx
+    mov 8(%rsp), %rdi               /* vector */
+    mov 16(%rsp), %rsi              /* error code */
+    mov 24(%rsp), %rdx              /* rip of the faulting instruction */
     mov %cr2, %rcx
+    mov %rsp, %rbx
     and $-16, %rsp
     call {handler}
-    ud2
+    /* A recoverable fault (a probe's read): resume at the rip returned, the vector in %rax. */
+    mov %rbx, %rsp
+    mov %rax, 24(%rsp)
+    mov 8(%rsp), %rax
+    pop %rbx
+    add $16, %rsp                   /* vector, error code */
+    iretq
 
     .section .rodata.exception_stubs, "a"
     .p2align 3
@@ -63,7 +72,12 @@ extern "C" {
     static exception_stubs: [u64; 32];
 }
 
-extern "C" fn exception(vector: u64, error: u64, rip: u64, cr2: u64) -> ! {
+/// Returns where to resume when the fault is one a probe's read recovers from; panics otherwise.
+extern "C" fn exception(vector: u64, error: u64, rip: u64, cr2: u64) -> u64 {
+    #[cfg(feature = "dprobes")]
+    if let Some(resume) = crate::dprobes::recover(vector, error, rip, cr2) {
+        return resume;
+    }
     panic!("CPU exception {vector} error {error:#x} at rip {rip:#x} cr2 {cr2:#x}");
 }
 

@@ -13,6 +13,8 @@ mod acpi;
 mod big;
 mod boot;
 mod chore;
+#[cfg(feature = "dprobes")]
+mod dprobes;
 #[cfg(not(feature = "big-rings"))]
 mod heap;
 mod idt;

@@ -31,6 +31,14 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("smp", smp),
     #[cfg(feature = "per-processor")]
     ("percpu", percpu),
+    #[cfg(feature = "dprobes")]
+    ("dprobes-plain", crate::dprobes::plain),
+    #[cfg(feature = "dprobes")]
+    ("dprobes-wrap", crate::dprobes::wrap),
+    #[cfg(feature = "dprobes")]
+    ("dprobes-faults", crate::dprobes::faults),
+    #[cfg(feature = "dprobes")]
+    ("dprobes-damaged", crate::dprobes::damaged),
 ];
 
 /// Chore `c`'s name as text, for the oracle's messages.

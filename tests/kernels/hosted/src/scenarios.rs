@@ -27,6 +27,14 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("big", big),
     #[cfg(all(feature = "per-processor", not(feature = "big-rings")))]
     ("percpu", percpu),
+    #[cfg(feature = "dprobes")]
+    ("dprobes-plain", crate::dprobes::plain),
+    #[cfg(feature = "dprobes")]
+    ("dprobes-wrap", crate::dprobes::wrap),
+    #[cfg(feature = "dprobes")]
+    ("dprobes-faults", crate::dprobes::faults),
+    #[cfg(feature = "dprobes")]
+    ("dprobes-damaged", crate::dprobes::damaged),
 ];
 
 pub const NAMES: [&str; SCENARIOS.len()] = {
@@ -44,13 +52,13 @@ pub fn find(name: &str) -> Option<Scenario> {
 }
 
 /// Processors (threads) of the multi-processor scenarios.
-const CPUS: u32 = 4;
+pub const CPUS: u32 = 4;
 
 /// The task the main thread runs.
 static BOOT_TASK: Task = Task { cpu: 0 };
 
 /// klog_init, the clock frequency, and the oracle's ring declarations.
-fn start_logging() {
+pub fn start_logging() {
     crate::klog_init();
     KLOG_REGISTRY.set_clock_hz(platform::CLOCK_HZ);
     oracle::announce_rings();
@@ -58,7 +66,7 @@ fn start_logging() {
 
 /// Runs `body` on CPUS threads, each the processor of its own heap-allocated task, pinned to a
 /// CPU of the machine where it can be (processor modulo the CPUs this program may use).
-fn on_every_cpu(body: fn(u32)) {
+pub fn on_every_cpu(body: fn(u32)) {
     std::thread::scope(|s| {
         for cpu in 0..CPUS {
             s.spawn(move || {
