@@ -11,7 +11,7 @@ use symbols::Image;
 use crate::session::Session;
 
 /// Every decoder, in the order `plugins` lists them.
-pub static DECODERS: &[&dyn Decoder] = &[];
+pub static DECODERS: &[&dyn Decoder] = &[&kcrash_qnx::Qnx];
 
 /// The decoder whose command is `name`.
 pub fn by_command(name: &str) -> Option<&'static dyn Decoder> {
