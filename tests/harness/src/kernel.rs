@@ -14,6 +14,9 @@ pub enum KernelBuild {
     BareBig,
     /// The bare kernel with a ring set per processor, run on two processors.
     BarePercpu,
+    /// The bare kernel as built for the corpus, for the QNX trace ring's scenarios: their
+    /// entries keep an image of their own.
+    BareQnx,
 }
 
 impl KernelBuild {
@@ -23,6 +26,7 @@ impl KernelBuild {
             KernelBuild::Bare => "bare",
             KernelBuild::BareBig => "bare-big",
             KernelBuild::BarePercpu => "bare-percpu",
+            KernelBuild::BareQnx => "bare-qnx",
         }
     }
 
@@ -30,14 +34,14 @@ impl KernelBuild {
     pub fn cpus(self) -> u32 {
         match self {
             KernelBuild::BarePercpu => 2,
-            KernelBuild::Bare | KernelBuild::BareBig => 1,
+            KernelBuild::Bare | KernelBuild::BareBig | KernelBuild::BareQnx => 1,
         }
     }
 
     /// Cargo's feature arguments for this build.
     fn features(self) -> &'static [&'static str] {
         match self {
-            KernelBuild::Bare => &[],
+            KernelBuild::Bare | KernelBuild::BareQnx => &[],
             KernelBuild::BareBig => &["--features", "big-rings"],
             KernelBuild::BarePercpu => &["--features", "per-processor"],
         }
@@ -46,7 +50,7 @@ impl KernelBuild {
     /// Guest RAM for this kernel, in MiB: the big rings alone take 256 MiB.
     pub fn memory_mib(self) -> u32 {
         match self {
-            KernelBuild::Bare | KernelBuild::BarePercpu => 32,
+            KernelBuild::Bare | KernelBuild::BarePercpu | KernelBuild::BareQnx => 32,
             KernelBuild::BareBig => 384,
         }
     }

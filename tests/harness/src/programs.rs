@@ -36,16 +36,20 @@ pub enum Program {
     /// The big rings split among four processors' sets (features big-rings and per-processor),
     /// for the reader's benchmarks.
     HostedBigPercpu,
+    /// tests/kernels/hosted as built for the corpus, for the QNX trace ring's scenarios: their
+    /// entries keep an image of their own.
+    HostedQnx,
 }
 
 impl Program {
-    pub const ALL: [Program; 6] = [
+    pub const ALL: [Program; 7] = [
         Program::Hosted,
         Program::HostedBig,
         Program::HostedC,
         Program::HostedPercpu,
         Program::HostedCPercpu,
         Program::HostedBigPercpu,
+        Program::HostedQnx,
     ];
 
     /// Name in the corpus layout and manifest.
@@ -57,6 +61,7 @@ impl Program {
             Program::HostedPercpu => "hosted-percpu",
             Program::HostedCPercpu => "hosted-c-percpu",
             Program::HostedBigPercpu => "hosted-big-percpu",
+            Program::HostedQnx => "hosted-qnx",
         }
     }
 
@@ -70,6 +75,7 @@ impl Program {
             Program::HostedBig | Program::HostedBigPercpu => &["big"],
             // Shared-ring scenarios that run unchanged on per-processor rings, and its own.
             Program::HostedPercpu | Program::HostedCPercpu => &["rings", "wrap", "percpu"],
+            Program::HostedQnx => &qnx_writer::scenarios::NAMES,
         }
     }
 
@@ -86,14 +92,15 @@ impl Program {
             Program::Hosted
             | Program::HostedBig
             | Program::HostedPercpu
-            | Program::HostedBigPercpu => &[],
+            | Program::HostedBigPercpu
+            | Program::HostedQnx => &[],
         }
     }
 
     /// Cargo features of a Rust build; `None` for the C ones.
     fn cargo_features(self) -> Option<&'static str> {
         match self {
-            Program::Hosted => Some(""),
+            Program::Hosted | Program::HostedQnx => Some(""),
             Program::HostedBig => Some("big-rings"),
             Program::HostedPercpu => Some("per-processor"),
             Program::HostedBigPercpu => Some("big-rings,per-processor"),

@@ -5,6 +5,7 @@
 
 mod oracle;
 mod platform;
+mod qnx;
 mod scenarios;
 
 use platform::HostPlatform;
@@ -60,10 +61,15 @@ fn main() {
         [name, flag] if flag == "--stop" => (name.as_str(), true),
         _ => usage(),
     };
+    raise_core_limit();
+    if let Some(message) = qnx::run(name) {
+        // Not through the KLog oracle, which holds its lines until the rings are announced.
+        println!("KCRASH-PANIC {name}: {message}");
+        crash(stop)
+    }
     let Some(scenario) = scenarios::find(name) else {
         usage()
     };
-    raise_core_limit();
     scenario(Crash {
         scenario: name,
         stop,

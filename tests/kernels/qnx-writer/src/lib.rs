@@ -13,6 +13,7 @@
 
 pub mod codes;
 mod ring;
+pub mod scenarios;
 
 pub use codes::{Simple, Wide};
 pub use ring::{

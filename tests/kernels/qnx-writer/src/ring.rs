@@ -303,6 +303,14 @@ impl Tracer<'_> {
         ));
     }
 
+    /// Traceevents written since [`Tracer::init`].
+    pub fn written(&self) -> u64 {
+        let _lock = Locked::take();
+        let buf = current();
+        u64::from(buf.h.seq_buff_num.load(Ordering::Relaxed)) * ELEMENTS as u64
+            + u64::from(buf.h.num_events.load(Ordering::Relaxed))
+    }
+
     /// The address of ring buffer `index`.
     pub fn buffer(&self, index: usize) -> u64 {
         _trace_buffers[index % BUFFERS].ptr() as u64
