@@ -136,13 +136,23 @@ fn plain(t: &Tracer<'_>, _: &Env) -> &'static str {
     "done"
 }
 
-/// The ring reused: more than three times its traceevents, with combine events among them so
-/// that the oldest buffer may start with the parts of one whose begin was overwritten.
+/// The ring reused: more than three times its traceevents, with combine events among them,
+/// ended when the oldest buffer left starts with the last parts of a combine event whose begin
+/// part was overwritten (within 48 buffers; most fills cross one).
 fn wrap(t: &Tracer<'_>, _: &Env) -> &'static str {
-    let total = (3 * BUFFERS * ELEMENTS) as u32;
+    const MOST: usize = 48;
+    let elements = ELEMENTS as u64;
+    // By seq_buff_num: whether the buffer starts in the middle of a combine event.
+    let mut straddled = [false; MOST];
     let mut i = 0;
     let mut name = *b"proc-000";
-    while t.written() < u64::from(total) {
+    loop {
+        let written = t.written();
+        let oldest = (written.saturating_sub(1) / elements + 1).saturating_sub(BUFFERS as u64);
+        let enough = written >= 3 * (BUFFERS * ELEMENTS) as u64;
+        if (enough && straddled[oldest as usize]) || written >= ((MOST - 1) * ELEMENTS) as u64 {
+            break;
+        }
         round(t, i % 4, i);
         name[5..].copy_from_slice(&three_digits(i));
         let mut c = t.begin(
@@ -153,9 +163,14 @@ fn wrap(t: &Tracer<'_>, _: &Env) -> &'static str {
                 name: &name,
             },
         );
+        let begun = (t.written() - 1) / elements;
         t.simple(2, Simple::ThRunning { pid: 102, tid: i });
         while !c.step(t) {
             t.simple(3, Simple::ThReady { pid: 103, tid: i });
+        }
+        let ended = (t.written() - 1) / elements;
+        if ended > begun {
+            straddled[ended as usize] = true;
         }
         i += 1;
     }
