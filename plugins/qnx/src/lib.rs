@@ -342,4 +342,52 @@ mod tests {
             .contains("baseaddr"));
         assert!(TraceLog::find(&Runs(Vec::new()), SYSPAGE).is_err());
     }
+
+    #[test]
+    fn unreadable_traceevents_are_one_event_a_run() {
+        let mut mem = memory(&[full(0, 0)], &[]);
+        mem.0[1].1.truncate(ring::HEADER_BYTES as usize + 2 * 16);
+        let log = TraceLog::find(&mem, SYSPAGE).unwrap();
+        let got = events(&log, &mem, Order::OldestFirst);
+        assert_eq!(got.len(), 3);
+        assert!(
+            matches!(&got[2].damage[0], Damage::Unreadable { reason, .. }
+            if reason.contains("and the 5 traceevents after it"))
+        );
+    }
+
+    #[test]
+    fn many_open_combine_events_cost_one_pass() {
+        // 4096 begin parts of distinct time stamps, no end: each incomplete, none lost.
+        let elements = 4096u32;
+        let mut sys = Vec::new();
+        sys.extend_from_slice(&BUFS.to_le_bytes());
+        sys.extend_from_slice(&0u64.to_le_bytes());
+        sys.extend_from_slice(&elements.to_le_bytes());
+        sys.extend_from_slice(&0u32.to_le_bytes());
+        let data = BUFS + ring::HEADER_BYTES;
+        let mut b = Vec::new();
+        for w in [BUFS, BUFS] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        for w in [0, elements, 0, 0, 0, 0] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        b.extend_from_slice(&data.to_le_bytes());
+        b.extend_from_slice(&(data + u64::from(elements) * 16).to_le_bytes());
+        b.resize(ring::HEADER_BYTES as usize, 0);
+        for t in 0..elements {
+            ev(1, 0, 4, 7, t, [1, 2])
+                .iter()
+                .for_each(|w| b.extend_from_slice(&w.to_le_bytes()));
+        }
+        let mem = Runs(vec![(SYSPAGE, sys), (BUFS, b)]);
+        let log = TraceLog::find(&mem, SYSPAGE).unwrap();
+        assert!(matches!(log.clock(), Clock::Unknown(_)));
+        let got = events(&log, &mem, Order::NewestFirst);
+        assert_eq!(got.len(), elements as usize);
+        assert!(got
+            .iter()
+            .all(|e| e.damage.iter().any(|d| matches!(d, Damage::Incomplete(_)))));
+    }
 }

@@ -2,14 +2,15 @@
 //! are, combine events reassembled from their parts, strays and damage marked.
 
 use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
 
 use kcrash_plugin::{Count, Damage, Event, Field, Memory, Order, RingInfo, Unreadable, Value};
 
-use crate::codes::{self, Part, Raw};
+use crate::codes::{self, Key, Part, Raw};
 use crate::ring::{Buffer, Ring, Syspage};
 use crate::TraceLog;
 
-/// How far after its begin part a combine event's parts are looked for.
+/// How far after its begin part a combine event's parts may come.
 pub const WINDOW: usize = 4096;
 /// Most parts of one combine event.
 pub const MAX_PARTS: usize = 256;
@@ -105,7 +106,7 @@ pub fn ring_info(syspage: &Syspage, ring: &Ring, spans: &[Span]) -> RingInfo {
     }
 }
 
-/// One traceevent slot of the ring, read.
+/// One traceevent slot of the ring, read, or a run of unreadable ones.
 struct Slot {
     raw: Result<Raw, Unreadable>,
     seq: u64,
@@ -115,11 +116,13 @@ struct Slot {
     ticks: u64,
     /// Whether a CONTROL/TIME event gave the upper half.
     time_known: bool,
+    /// Unreadable slots right after this unreadable one, in the same buffer.
+    more: u64,
 }
 
 /// Every slot of the spans, in order.
 fn read_slots(log: &TraceLog, mem: &dyn Memory) -> Vec<Slot> {
-    let mut slots = Vec::new();
+    let mut slots: Vec<Slot> = Vec::new();
     let mut chunk = Vec::new();
     let mut last_ticks = 0;
     for (span, s) in log.spans.iter().enumerate() {
@@ -136,9 +139,16 @@ fn read_slots(log: &TraceLog, mem: &dyn Memory) -> Vec<Slot> {
             } else {
                 mem.read(addr, &mut b).map(|()| Raw::parse(&b))
             };
-            if let Ok(r) = &raw {
-                msb = r.time_msb().or(msb);
-                last_ticks = (u64::from(msb.unwrap_or(0)) << 32) | u64::from(r.timeoff);
+            match (&raw, slots.last_mut()) {
+                (Err(_), Some(prev)) if i > 0 && prev.raw.is_err() => {
+                    prev.more += 1;
+                    continue;
+                }
+                (Ok(r), _) => {
+                    msb = r.time_msb().or(msb);
+                    last_ticks = (u64::from(msb.unwrap_or(0)) << 32) | u64::from(r.timeoff);
+                }
+                (Err(_), _) => {}
             }
             slots.push(Slot {
                 time_known: raw.is_ok() && msb.is_some(),
@@ -146,6 +156,7 @@ fn read_slots(log: &TraceLog, mem: &dyn Memory) -> Vec<Slot> {
                 seq: u64::from(s.buf.seq_buff_num) * u64::from(log.elements) + i as u64,
                 span,
                 ticks: last_ticks,
+                more: 0,
             });
         }
     }
@@ -155,24 +166,22 @@ fn read_slots(log: &TraceLog, mem: &dyn Memory) -> Vec<Slot> {
 /// The ring's events in `order`.
 pub fn decode(log: &TraceLog, mem: &dyn Memory, order: Order) -> Vec<Event> {
     let slots = read_slots(log, mem);
-    let asm = Assembler { log, slots: &slots };
-    let at = |p: usize| asm.event_at(p);
+    let mut events = Assembler::new(log, &slots).run();
+    // Each event sits at its first slot: a combine event at its begin part, so the stream
+    // stays in time order.
+    events.sort_by_key(|(p, _)| *p);
+    let events = events.into_iter().map(|(_, e)| e);
     match order {
-        Order::OldestFirst => (0..slots.len()).filter_map(at).collect(),
-        Order::NewestFirst => (0..slots.len()).rev().filter_map(at).collect(),
+        Order::OldestFirst => events.collect(),
+        Order::NewestFirst => events.rev().collect(),
     }
 }
 
-struct Assembler<'a> {
-    log: &'a TraceLog,
-    slots: &'a [Slot],
-}
-
-/// Why a combine event's collection stopped.
+/// Why a combine event ended.
 #[derive(Debug, PartialEq, Eq)]
 enum Ending {
     Ended,
-    /// Another begin part with the same key (the slot's sequence number).
+    /// Another begin part with the same key (its sequence number).
     NewBegin(u64),
     /// A buffer missing from the sequence.
     Gap,
@@ -181,67 +190,154 @@ enum Ending {
     TooMany,
 }
 
-struct Collected {
+/// A combine event whose end part has not come yet.
+struct Open {
+    raw: Raw,
     parts: Vec<usize>,
-    ending: Ending,
-    /// A slot between its parts could not be read.
-    unreadable_between: bool,
+    /// Unreadable slots seen before its begin part and by its last part.
+    unreadable_at_begin: u64,
+    unreadable_at_last: u64,
 }
 
-impl Assembler<'_> {
-    fn raw(&self, p: usize) -> Option<Raw> {
-        self.slots[p].raw.as_ref().ok().copied()
+/// One pass over the slots: simple events as they are; each begin part opens a combine event
+/// that later parts with its key join until its end part, another begin with its key, a gap
+/// in the sequence, [`WINDOW`] slots or [`MAX_PARTS`] parts; a part with no open event is a
+/// stray.
+struct Assembler<'a> {
+    log: &'a TraceLog,
+    slots: &'a [Slot],
+    open: HashMap<Key, Open>,
+    /// Begin parts by position, oldest first, for closing those [`WINDOW`] slots behind.
+    begun: VecDeque<(usize, Key)>,
+    unreadable: u64,
+    /// Events and the slot each starts at.
+    out: Vec<(usize, Event)>,
+}
+
+impl<'a> Assembler<'a> {
+    fn new(log: &'a TraceLog, slots: &'a [Slot]) -> Self {
+        Assembler {
+            log,
+            slots,
+            open: HashMap::new(),
+            begun: VecDeque::new(),
+            unreadable: 0,
+            out: Vec::new(),
+        }
     }
 
-    /// Whether slots `p` and `p + 1` are in buffers with a gap in the sequence between them.
-    fn gap_after(&self, p: usize) -> bool {
-        let (a, b) = (&self.slots[p], &self.slots[p + 1]);
+    fn run(mut self) -> Vec<(usize, Event)> {
+        for p in 0..self.slots.len() {
+            if p > 0 && self.gap_before(p) {
+                let keys: Vec<Key> = self.open.keys().copied().collect();
+                for key in keys {
+                    self.close(key, Ending::Gap);
+                }
+            }
+            while let Some(&(b, key)) = self.begun.front() {
+                if p - b <= WINDOW {
+                    break;
+                }
+                self.begun.pop_front();
+                if self.open.get(&key).is_some_and(|o| o.parts[0] == b) {
+                    self.close(key, Ending::Window);
+                }
+            }
+            self.slot(p);
+        }
+        let keys: Vec<Key> = self.open.keys().copied().collect();
+        for key in keys {
+            self.close(key, Ending::RingEnd);
+        }
+        self.out
+    }
+
+    /// Whether slot `p` is the first of a buffer after a gap in the sequence.
+    fn gap_before(&self, p: usize) -> bool {
+        let (a, b) = (&self.slots[p - 1], &self.slots[p]);
         a.span != b.span && self.log.spans[b.span].gap.is_some()
     }
 
-    /// The event slot `p` starts, or None for a part that belongs to a combine event begun
-    /// earlier.
-    fn event_at(&self, p: usize) -> Option<Event> {
+    fn slot(&mut self, p: usize) {
         let slot = &self.slots[p];
         let raw = match &slot.raw {
             Ok(raw) => *raw,
             Err(e) => {
+                self.unreadable += 1;
                 let mut event = Event::new(slot.ticks, slot.seq, 0, "traceevent");
+                let more = match slot.more {
+                    0 => String::new(),
+                    n => format!(" (and the {n} traceevents after it)"),
+                };
                 event.damage.push(Damage::Unreadable {
                     addr: e.addr,
-                    reason: e.reason.clone(),
+                    reason: format!("{}{more}", e.reason),
                 });
-                return Some(event);
+                self.out.push((p, event));
+                return;
             }
         };
+        let key = raw.key();
         match raw.part() {
             Part::Simple => {
                 let mut event = self.base(p, raw);
                 let fields =
                     codes::fields(raw.class(), raw.event(), &raw.payload(), &mut event.damage);
-                Some(with_fields(event, fields, raw))
+                self.out.push((p, with_fields(event, fields, raw)));
             }
-            Part::Begin => Some(self.combine(p, raw)),
-            Part::Continuation | Part::End if self.claimed(p, raw) => None,
+            Part::Begin => {
+                if self.open.contains_key(&key) {
+                    self.close(key, Ending::NewBegin(slot.seq));
+                }
+                self.open.insert(
+                    key,
+                    Open {
+                        raw,
+                        parts: vec![p],
+                        unreadable_at_begin: self.unreadable,
+                        unreadable_at_last: self.unreadable,
+                    },
+                );
+                self.begun.push_back((p, key));
+            }
             part @ (Part::Continuation | Part::End) => {
-                let mut event = self.base(p, raw);
-                event.damage.push(Damage::Incomplete(format!(
-                    "a combine event's {} part whose begin part is not in the ring (overwritten, or in a buffer not read)",
-                    part.describe()
-                )));
-                let fields = vec![
-                    field(
-                        "part",
-                        Value::Enum {
-                            value: (raw.header >> 30).into(),
-                            name: Some(Cow::Borrowed(part.describe())),
-                        },
-                    ),
-                    field("payload", Value::Bytes(raw.payload().to_vec())),
-                ];
-                Some(with_fields(event, fields, raw))
+                let unreadable = self.unreadable;
+                match self.open.get_mut(&key) {
+                    Some(o) if o.parts.len() < MAX_PARTS => {
+                        o.parts.push(p);
+                        o.unreadable_at_last = unreadable;
+                        if part == Part::End {
+                            self.close(key, Ending::Ended);
+                        }
+                    }
+                    Some(_) => {
+                        self.close(key, Ending::TooMany);
+                        self.stray(p, raw, part);
+                    }
+                    None => self.stray(p, raw, part),
+                }
             }
         }
+    }
+
+    /// A continuation or end part that belongs to no begin part in the ring.
+    fn stray(&mut self, p: usize, raw: Raw, part: Part) {
+        let mut event = self.base(p, raw);
+        event.damage.push(Damage::Incomplete(format!(
+            "a combine event's {} part whose begin part is not in the ring (overwritten, or in a buffer not read)",
+            part.describe()
+        )));
+        let fields = vec![
+            field(
+                "part",
+                Value::Enum {
+                    value: (raw.header >> 30).into(),
+                    name: Some(Cow::Borrowed(part.describe())),
+                },
+            ),
+            field("payload", Value::Bytes(raw.payload().to_vec())),
+        ];
+        self.out.push((p, with_fields(event, fields, raw)));
     }
 
     /// An event with what every traceevent gives: time, place, processor, name, and the
@@ -279,25 +375,30 @@ impl Assembler<'_> {
         event
     }
 
-    /// The combine event begun at `b`.
-    fn combine(&self, b: usize, raw: Raw) -> Event {
-        let mut event = self.base(b, raw);
-        let c = self.collect(b, raw);
-        let mut payload = Vec::with_capacity(c.parts.len() * 8);
-        for &p in &c.parts {
-            if let Some(r) = self.raw(p) {
+    /// Ends the open combine event of `key` and gives its event.
+    fn close(&mut self, key: Key, ending: Ending) {
+        let Some(o) = self.open.remove(&key) else {
+            return;
+        };
+        let begin = o.parts[0];
+        let mut event = self.base(begin, o.raw);
+        let mut payload = Vec::with_capacity(o.parts.len() * 8);
+        for &p in &o.parts {
+            if let Ok(r) = &self.slots[p].raw {
                 payload.extend_from_slice(&r.payload());
             }
         }
-        if c.unreadable_between {
+        if o.unreadable_at_last > o.unreadable_at_begin {
             event.damage.push(Damage::Inconsistent(
                 "a traceevent between its parts cannot be read: a part may be missing".into(),
             ));
         }
-        let why = match c.ending {
+        let why = match ending {
             Ending::Ended => {
+                let raw = o.raw;
                 let fields = codes::fields(raw.class(), raw.event(), &payload, &mut event.damage);
-                return with_fields(event, fields, raw);
+                self.out.push((begin, with_fields(event, fields, raw)));
+                return;
             }
             Ending::NewBegin(seq) => format!(
                 "a new begin part of the same processor, class, event and time stamp (seq {seq}) comes before its end part"
@@ -314,78 +415,10 @@ impl Assembler<'_> {
         };
         event.damage.push(Damage::Incomplete(format!(
             "{} part(s) of a combine event: {why}",
-            c.parts.len()
+            o.parts.len()
         )));
-        with_fields(event, vec![field("payload", Value::Bytes(payload))], raw)
-    }
-
-    /// The parts of the combine event begun at `b`: its begin and every later continuation
-    /// or end part with its key, up to its end part, the next begin part with its key, a gap
-    /// in the sequence, or [`WINDOW`] slots.
-    fn collect(&self, b: usize, raw: Raw) -> Collected {
-        let key = raw.key();
-        let mut c = Collected {
-            parts: vec![b],
-            ending: Ending::RingEnd,
-            unreadable_between: false,
-        };
-        let last = self.slots.len().min(b + 1 + WINDOW);
-        for q in b + 1..last {
-            if self.gap_after(q - 1) {
-                c.ending = Ending::Gap;
-                return c;
-            }
-            let Some(r) = self.raw(q) else {
-                c.unreadable_between = true;
-                continue;
-            };
-            if r.key() != key {
-                continue;
-            }
-            match r.part() {
-                Part::Simple => continue,
-                Part::Begin => {
-                    c.ending = Ending::NewBegin(self.slots[q].seq);
-                    return c;
-                }
-                Part::Continuation | Part::End if c.parts.len() == MAX_PARTS => {
-                    c.ending = Ending::TooMany;
-                    return c;
-                }
-                Part::Continuation => c.parts.push(q),
-                Part::End => {
-                    c.parts.push(q);
-                    c.ending = Ending::Ended;
-                    return c;
-                }
-            }
-        }
-        if last < self.slots.len() {
-            c.ending = Ending::Window;
-        }
-        c
-    }
-
-    /// Whether the continuation or end part at `p` belongs to a combine event begun earlier:
-    /// the nearest earlier begin part with its key, if no end part with its key comes
-    /// between, collects it.
-    fn claimed(&self, p: usize, raw: Raw) -> bool {
-        let key = raw.key();
-        for q in (p.saturating_sub(WINDOW)..p).rev() {
-            if self.gap_after(q) {
-                return false;
-            }
-            let Some(r) = self.raw(q) else { continue };
-            if r.key() != key {
-                continue;
-            }
-            match r.part() {
-                Part::Begin => return self.collect(q, r).parts.contains(&p),
-                Part::End => return false,
-                Part::Simple | Part::Continuation => {}
-            }
-        }
-        false
+        let fields = vec![field("payload", Value::Bytes(payload))];
+        self.out.push((begin, with_fields(event, fields, o.raw)));
     }
 }
 
