@@ -467,7 +467,7 @@ pub fn check_entry(dir: &Path, image: &Path, entry: &Entry) -> Result<()> {
     ensure!(!entry.dumps.is_empty(), "no dumps");
     for dump in &entry.dumps {
         check_dump(&dir.join(&dump.path), dump.phys_start, image, &stored)
-            .with_context(|| format!("{}", dump.path))?;
+            .with_context(|| dump.path.clone())?;
     }
     Ok(())
 }
