@@ -573,6 +573,8 @@ pub struct Checked {
     pub against_dump: usize,
     /// Hosted cores whose records were compared with the oracle.
     pub cores: usize,
+    /// QNX entries' dumps read with `tracelog` and compared with the oracle.
+    pub qnx_dumps: usize,
 }
 
 /// Checks a corpus directory against its manifest: each listed image has its magic; for each
@@ -611,7 +613,9 @@ fn check_entry(
     let image = dir.join(&kernel.image);
     expect_magic(&image, &kernel.magic)?;
     if Kernel::from_name(&entry.kernel).is_some_and(qnx::owns) {
-        return qnx::check_entry(dir, &image, entry);
+        qnx::check_entry(dir, &image, entry)?;
+        checked.qnx_dumps += entry.dumps.len();
+        return Ok(());
     }
     let derived = derive_file(&dir.join(&entry.console))?;
     let expected_path = dir.join(&entry.expected);
