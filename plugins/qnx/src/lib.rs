@@ -9,6 +9,7 @@ mod stream;
 
 use kcrash_plugin::{Clock, Context, Decoder, Event, Found, Log, Memory, Missing, Order, RingInfo};
 
+pub use ring::MAX_EVENTS;
 use ring::{Ring, Syspage, SYSPAGE_SYMBOL};
 use stream::Span;
 
