@@ -56,6 +56,12 @@ pub enum Error {
     Damaged(String),
 }
 
+impl From<kcrash_plugin::Missing> for Error {
+    fn from(m: kcrash_plugin::Missing) -> Error {
+        Error::Missing(m.to_string())
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {

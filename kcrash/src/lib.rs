@@ -1,14 +1,15 @@
 //! kcrash: crash-dump inspection for kernel engineers, in the style of crash(8).
 //!
 //! The library holds everything but the binary's command line: the session over a dump and its
-//! image, KLog decoding, the commands and the shell. The binary is a thin front end over it.
+//! image, the decoders' logs (the KLog's first, from `plugins/`), the commands and the shell. The binary is a thin front end over it.
 
 pub mod commands;
 pub mod error;
+pub mod event_view;
 pub use kcrash_plugin::escape;
 pub mod expr;
 pub mod interrupt;
-pub mod klog;
+pub use kcrash_klog as klog;
 pub mod linux;
 pub use kcrash_plugin::memory;
 pub mod paint;
@@ -19,3 +20,4 @@ pub mod report;
 pub mod session;
 pub mod shell;
 pub mod symbolize;
+pub mod timeline;

@@ -1,17 +1,15 @@
-//! The decoders kcrash is built with, and the session as the [`Context`] they find their logs
-//! in. A decoder crate under `plugins/` joins by one line of [`DECODERS`]; its `command()` is
-//! then a session command (`commands::events`), and `plugins` lists it.
+//! The decoders kcrash is built with. A decoder crate under `plugins/` joins by one line of
+//! [`DECODERS`]; its `command()` is then a session command (`commands::events` prints the log
+//! of a decoder with no command of its own), and `plugins` lists it.
 
-use std::sync::Arc;
-
-use dumpfmt::{AddressSpace, Dump};
-use kcrash_plugin::{Context, Decoder, Memory, Symbol};
-use symbols::Image;
-
-use crate::session::Session;
+use kcrash_plugin::Decoder;
 
 /// Every decoder, in the order `plugins` lists them.
-pub static DECODERS: &[&dyn Decoder] = &[&kcrash_qnx::Qnx];
+pub static DECODERS: &[&dyn Decoder] = &[
+    &kcrash_klog::decoder::DECODER,
+    &crate::linux::printk_log::DECODER,
+    &kcrash_qnx::Qnx,
+];
 
 /// The decoder whose command is `name`.
 pub fn by_command(name: &str) -> Option<&'static dyn Decoder> {
@@ -24,31 +22,4 @@ pub fn index_of(decoder: &dyn Decoder) -> usize {
         .iter()
         .position(|d| d.command() == decoder.command())
         .unwrap_or(usize::MAX)
-}
-
-impl<'d> Context<'d> for Session<'d> {
-    fn memory(&self) -> &dyn Memory {
-        self
-    }
-
-    fn symbol(&self, name: &str) -> Option<Symbol> {
-        let images = self.images();
-        let (_, sym) = images.set.symbol(name)?;
-        Some(Symbol {
-            address: sym.address,
-            size: sym.size,
-        })
-    }
-
-    fn images(&self) -> Vec<Arc<Image>> {
-        Session::images(self).set.images().to_vec()
-    }
-
-    fn dump(&self) -> &'d Dump {
-        self.dump
-    }
-
-    fn space(&self) -> &AddressSpace<'d> {
-        self.base_space()
-    }
 }

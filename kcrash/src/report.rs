@@ -13,8 +13,7 @@ use serde::{Serialize, Serializer};
 
 use crate::paint::Paint;
 
-/// The version of the JSON conventions, in every document as `kcrash_json`.
-pub const JSON_VERSION: u32 = 1;
+pub use kcrash_plugin::JSON_VERSION;
 
 /// An address or raw 64-bit word: `"0xffffffff80118040"` in JSON, where a number would lose
 /// digits past 2^53 (jq, JavaScript).

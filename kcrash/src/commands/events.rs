@@ -1,19 +1,15 @@
-//! The command of every decoder under `plugins/` (`klogger`, `tracelog`, `dplog`): the log's
-//! events, every ring merged by time, newest first, with `klog`'s options; `-s` for its rings.
+//! The command of every decoder with no command of its own (`klogger`, `tracelog`, `dplog`):
+//! the log's events, every ring merged by time, newest first, with `klog`'s options; `-s` for
+//! its rings.
 
-use std::io::Write;
-
-use anyhow::{bail, Context as _, Result};
+use anyhow::Result;
 use clap::Parser;
-use kcrash_plugin::{Clock, Damage, Decoder, Event, Log, Merge, Order, RingInfo, Value};
-use regex::bytes::Regex;
-use serde::Serialize;
+use kcrash_plugin::Decoder;
 
 use super::{Context, Flow};
-use crate::escape::escaped;
-use crate::klog::render::Clock as TimeText;
-use crate::paint::Paint;
-use crate::report::{self, Dec, Hex, Report};
+use crate::event_view::Rings;
+use crate::report;
+use crate::timeline::{self, Select};
 
 /// Print a log that one of kcrash's decoders reads, as it was at the crash.
 ///
@@ -25,28 +21,10 @@ use crate::report::{self, Dec, Hex, Report};
     after_help = "Examples:\n  CMD -n 20\n  CMD --cpu 1 --since 2.5\n  CMD -g 'fault|lost'\n  CMD -s\n  CMD --json | jq .name"
 )]
 pub struct Args {
-    /// Show at most N events.
-    #[arg(short = 'n', value_name = "N")]
-    limit: Option<u64>,
-    /// Oldest event first instead of most recent first.
-    #[arg(long)]
-    reverse: bool,
-    /// Only events logged on this processor.
-    #[arg(long, value_name = "N")]
-    cpu: Option<u32>,
-    /// Only events at or after this time: seconds when the clock rate is known, else ticks.
-    #[arg(long, value_name = "TIME")]
-    since: Option<f64>,
-    /// Only events at or before this time (as --since).
-    #[arg(long, value_name = "TIME")]
-    until: Option<f64>,
-    /// Only events whose line (name, fields, message, damage) matches this regular expression.
-    #[arg(short = 'g', long, value_name = "REGEX")]
-    grep: Option<String>,
-    /// One JSON object per event, or with -s a JSON document of the rings.
-    #[arg(long)]
-    json: bool,
-    /// A table of the rings: capacity, written, overwritten and lost events.
+    #[command(flatten)]
+    select: Select,
+    /// A table of the rings: capacity, written, overwritten and lost events (with --json, a
+    /// JSON document).
     #[arg(short = 's', long = "summary")]
     summary: bool,
 }
@@ -64,395 +42,19 @@ pub fn help(decoder: &dyn Decoder) -> String {
 
 pub fn run(cx: &mut Context<'_, '_>, decoder: &dyn Decoder, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(argv)?;
-    let index = crate::plugins::index_of(decoder);
-    let log = cx.session.log(index)?;
+    let log = cx.session.log(crate::plugins::index_of(decoder))?;
     if args.summary {
-        let rings = Rings::new(log);
-        report::document(&rings, args.json, cx.out, cx.paint)?;
-        return Ok(Flow::Continue);
-    }
-    let filter = Filter::new(&args, log.clock())?;
-    if let Some(why) = log.clock().unknown_because() {
-        writeln!(cx.err, "{}: times are in ticks: {why}", decoder.command())?;
-    }
-    let order = if args.reverse {
-        Order::OldestFirst
+        report::document(&Rings::new(log), args.select.json, cx.out, cx.paint)?;
     } else {
-        Order::NewestFirst
-    };
-    let streams = (0..log.rings().len())
-        .filter(|&r| filter.reads(&log.rings()[r]))
-        .map(|r| log.events(cx.session, r, order))
-        .collect();
-    let mut shown = 0u64;
-    let mut line = Vec::new();
-    for event in Merge::new(streams, order) {
-        crate::interrupt::check()?;
-        if shown >= args.limit.unwrap_or(u64::MAX) {
-            break;
-        }
-        let view = EventView::new(log, &event);
-        if !filter.keeps(&event, &view, &mut line) {
-            continue;
-        }
-        report::line(&view, args.json, cx.out, cx.paint)?;
-        shown += 1;
-    }
-    if shown == 0 {
-        writeln!(cx.err, "{}: no event to show", decoder.command())?;
+        timeline::print(
+            &[log],
+            cx.session,
+            &args.select,
+            false,
+            cx.out,
+            cx.err,
+            cx.paint,
+        )?;
     }
     Ok(Flow::Continue)
-}
-
-/// The filters of one invocation.
-struct Filter {
-    cpu: Option<u32>,
-    since: Option<u64>,
-    until: Option<u64>,
-    grep: Option<Regex>,
-}
-
-impl Filter {
-    fn new(args: &Args, clock: &Clock) -> Result<Filter> {
-        let ticks = |t: f64| -> Result<u64> {
-            if !(t.is_finite() && t >= 0.0) {
-                bail!("time {t} is not a non-negative number");
-            }
-            Ok(match clock.hz() {
-                Some(hz) => (t * hz as f64) as u64,
-                None => t as u64,
-            })
-        };
-        Ok(Filter {
-            cpu: args.cpu,
-            since: args.since.map(ticks).transpose()?,
-            until: args.until.map(ticks).transpose()?,
-            grep: args
-                .grep
-                .as_deref()
-                .map(Regex::new)
-                .transpose()
-                .context("--grep")?,
-        })
-    }
-
-    /// Whether a ring can hold events the filter keeps: one of another processor cannot.
-    fn reads(&self, ring: &RingInfo) -> bool {
-        ring.refused.is_none()
-            && self
-                .cpu
-                .is_none_or(|c| ring.processor.is_none_or(|p| p == c))
-    }
-
-    fn keeps(&self, event: &Event, view: &EventView<'_>, line: &mut Vec<u8>) -> bool {
-        if self.cpu.is_some_and(|c| event.processor != Some(c))
-            || self.since.is_some_and(|t| event.ticks < t)
-            || self.until.is_some_and(|t| event.ticks > t)
-        {
-            return false;
-        }
-        let Some(re) = &self.grep else { return true };
-        line.clear();
-        view.write_body(line);
-        re.is_match(line)
-    }
-}
-
-/// One event as text and JSON show it.
-#[derive(Serialize)]
-pub struct EventView<'a> {
-    log: &'static str,
-    ring: &'a str,
-    ring_index: usize,
-    processor: Option<u32>,
-    ticks: Dec,
-    /// Seconds since the clock's zero, when the log's clock rate is known.
-    seconds: Option<f64>,
-    seq: Dec,
-    name: &'a str,
-    fields: Vec<FieldView>,
-    message: Option<String>,
-    damage: Vec<DamageView>,
-    #[serde(skip)]
-    clock: &'a Clock,
-}
-
-#[derive(Serialize)]
-struct FieldView {
-    name: String,
-    #[serde(flatten)]
-    value: ValueView,
-}
-
-/// A field's value: its type, and the value in the JSON conventions' form.
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-enum ValueView {
-    Unsigned { value: Dec },
-    Signed { value: Dec },
-    Hex { value: Hex },
-    Enum { value: Dec, symbol: Option<String> },
-    Text { value: String },
-    Bytes { value: String },
-    Unreadable { addr: Hex, reason: String },
-}
-
-#[derive(Serialize)]
-struct DamageView {
-    kind: &'static str,
-    detail: String,
-    /// Events lost, for `lost-before`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    count: Option<Dec>,
-    /// Where, for `unreadable`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    addr: Option<Hex>,
-}
-
-impl<'a> EventView<'a> {
-    pub fn new(log: &'a dyn Log, event: &'a Event) -> EventView<'a> {
-        let ring = log.rings().get(event.ring).map_or("?", |r| r.name.as_str());
-        let clock = log.clock();
-        EventView {
-            log: log.kind(),
-            ring,
-            ring_index: event.ring,
-            processor: event.processor,
-            ticks: Dec(event.ticks.into()),
-            seconds: clock.hz().map(|hz| event.ticks as f64 / hz as f64),
-            seq: Dec(event.seq.into()),
-            name: &event.name,
-            fields: event
-                .fields
-                .iter()
-                .map(|f| FieldView {
-                    name: escaped(f.name.as_bytes()),
-                    value: ValueView::of(&f.value),
-                })
-                .collect(),
-            message: event.message.as_deref().map(escaped),
-            damage: event.damage.iter().map(DamageView::of).collect(),
-            clock,
-        }
-    }
-
-    /// The line after the time and processor: ring, name, fields, message, damage.
-    fn write_body(&self, out: &mut Vec<u8>) {
-        use std::io::Write as _;
-        let _ = write!(out, "{:<8} {}", self.ring, escaped(self.name.as_bytes()));
-        for f in &self.fields {
-            let _ = write!(out, " {}={}", f.name, f.value.text());
-        }
-        if let Some(m) = &self.message {
-            let _ = write!(out, " \"{m}\"");
-        }
-        for d in &self.damage {
-            let _ = write!(out, " <{}>", d.detail);
-        }
-    }
-}
-
-impl ValueView {
-    fn of(v: &Value) -> ValueView {
-        match v {
-            Value::Unsigned(n) => ValueView::Unsigned {
-                value: Dec((*n).into()),
-            },
-            Value::Signed(n) => ValueView::Signed {
-                value: Dec((*n).into()),
-            },
-            Value::Hex(n) => ValueView::Hex { value: Hex(*n) },
-            Value::Enum { value, name } => ValueView::Enum {
-                value: Dec((*value).into()),
-                symbol: name.as_deref().map(|n| escaped(n.as_bytes())),
-            },
-            Value::Text(t) => ValueView::Text { value: escaped(t) },
-            Value::Bytes(b) => ValueView::Bytes {
-                value: b.iter().map(|b| format!("{b:02x}")).collect(),
-            },
-            Value::Unreadable { addr, reason } => ValueView::Unreadable {
-                addr: Hex(*addr),
-                reason: escaped(reason.as_bytes()),
-            },
-        }
-    }
-
-    /// As gdb would print it: numbers as numbers, enums by name, text quoted, faults in angle
-    /// brackets.
-    fn text(&self) -> String {
-        match self {
-            ValueView::Unsigned { value } | ValueView::Signed { value } => value.0.to_string(),
-            ValueView::Hex { value } => format!("{:#x}", value.0),
-            ValueView::Enum { value, symbol } => match symbol {
-                Some(s) => s.clone(),
-                None => format!("<unknown {}>", value.0),
-            },
-            ValueView::Text { value } => format!("\"{value}\""),
-            ValueView::Bytes { value } => format!("[{value}]"),
-            ValueView::Unreadable { addr, reason } => {
-                format!("<unreadable at {:#x}: {reason}>", addr.0)
-            }
-        }
-    }
-}
-
-impl DamageView {
-    fn of(d: &Damage) -> DamageView {
-        DamageView {
-            kind: d.kind(),
-            detail: escaped(d.describe().as_bytes()),
-            count: match d {
-                Damage::LostBefore(n) => Some(Dec((*n).into())),
-                _ => None,
-            },
-            addr: match d {
-                Damage::Unreadable { addr, .. } => Some(Hex(*addr)),
-                _ => None,
-            },
-        }
-    }
-}
-
-impl Report for EventView<'_> {
-    fn text(&self, out: &mut dyn Write, paint: Paint) -> std::io::Result<()> {
-        let time = TimeText {
-            hz: self.clock.hz(),
-        }
-        .show(self.ticks.0 as u64);
-        let cpu = self
-            .processor
-            .map_or_else(|| "cpu?".to_string(), |p| format!("cpu{p}"));
-        let mut body = Vec::new();
-        self.write_body(&mut body);
-        let body = String::from_utf8_lossy(&body);
-        if self.damage.is_empty() {
-            writeln!(out, "{time} {cpu:<5} {body}")
-        } else {
-            writeln!(out, "{time} {cpu:<5} {}", paint.bad(body))
-        }
-    }
-}
-
-/// `CMD -s`: the log's rings.
-#[derive(Serialize)]
-struct Rings {
-    log: &'static str,
-    /// The clock rate in Hz, or null when it is not known (`clock_unknown` says why).
-    clock_hz: Option<Dec>,
-    clock_unknown: Option<String>,
-    notes: Vec<String>,
-    rings: Vec<RingView>,
-}
-
-#[derive(Serialize)]
-struct RingView {
-    name: String,
-    processor: Option<u32>,
-    addr: Hex,
-    unit: &'static str,
-    capacity: CountView,
-    written: CountView,
-    overwritten: CountView,
-    lost: CountView,
-    /// Why the ring is not read, when it is not.
-    refused: Option<String>,
-}
-
-/// A count, or why it is unknown.
-#[derive(Serialize)]
-#[serde(rename_all = "lowercase")]
-enum CountView {
-    Known(Dec),
-    Unknown(String),
-}
-
-impl CountView {
-    fn of(c: &kcrash_plugin::Count) -> CountView {
-        match c {
-            Ok(n) => CountView::Known(Dec((*n).into())),
-            Err(why) => CountView::Unknown(escaped(why.as_bytes())),
-        }
-    }
-
-    fn text(&self) -> String {
-        match self {
-            CountView::Known(n) => n.0.to_string(),
-            CountView::Unknown(_) => "unknown".into(),
-        }
-    }
-}
-
-impl Rings {
-    fn new(log: &dyn Log) -> Rings {
-        Rings {
-            log: log.kind(),
-            clock_hz: log.clock().hz().map(|hz| Dec(hz.into())),
-            clock_unknown: log.clock().unknown_because(),
-            notes: log.notes().iter().map(|n| escaped(n.as_bytes())).collect(),
-            rings: log
-                .rings()
-                .iter()
-                .map(|r| RingView {
-                    name: escaped(r.name.as_bytes()),
-                    processor: r.processor,
-                    addr: Hex(r.addr),
-                    unit: r.unit,
-                    capacity: CountView::of(&r.capacity),
-                    written: CountView::of(&r.written),
-                    overwritten: CountView::of(&r.overwritten),
-                    lost: CountView::of(&r.lost),
-                    refused: r.refused.as_deref().map(|w| escaped(w.as_bytes())),
-                })
-                .collect(),
-        }
-    }
-}
-
-impl Report for Rings {
-    fn text(&self, out: &mut dyn Write, paint: Paint) -> std::io::Result<()> {
-        writeln!(out, "{}", paint.strong(self.log))?;
-        match (&self.clock_hz, &self.clock_unknown) {
-            (Some(hz), _) => writeln!(out, "clock: {} Hz", hz.0)?,
-            (None, Some(why)) => writeln!(out, "clock: unknown ({why}); times in ticks")?,
-            (None, None) => {}
-        }
-        for n in &self.notes {
-            writeln!(out, "note: {n}")?;
-        }
-        writeln!(
-            out,
-            "{:<12} {:>4} {:>18} {:>12} {:>12} {:>12} {:>10}  STATE",
-            "RING", "CPU", "ADDRESS", "CAPACITY", "WRITTEN", "OVERWRITTEN", "LOST"
-        )?;
-        for r in &self.rings {
-            let cpu = r.processor.map_or_else(|| "-".into(), |p| p.to_string());
-            let state = match &r.refused {
-                Some(why) => paint.bad(format!("REFUSED: {why}")),
-                None => "ok".into(),
-            };
-            writeln!(
-                out,
-                "{:<12} {cpu:>4} {:>18} {:>12} {:>12} {:>12} {:>10}  {state}",
-                r.name,
-                format!("{:#x}", r.addr.0),
-                format!("{} {}", r.capacity.text(), r.unit),
-                r.written.text(),
-                r.overwritten.text(),
-                r.lost.text(),
-            )?;
-        }
-        for r in &self.rings {
-            for (what, c) in [
-                ("capacity", &r.capacity),
-                ("written", &r.written),
-                ("overwritten", &r.overwritten),
-                ("lost", &r.lost),
-            ] {
-                if let CountView::Unknown(why) = c {
-                    writeln!(out, "{}: {what} unknown: {why}", r.name)?;
-                }
-            }
-        }
-        Ok(())
-    }
 }

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Result};
 
-use super::{command, events, Context, Flow, COMMANDS};
+use super::{command, decoder_help, Context, Flow, COMMANDS};
 use crate::plugins::{by_command, DECODERS};
 
 pub const HELP: &str = "\
@@ -39,7 +39,7 @@ pub fn run(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
         }
         [name] => match (command(name), by_command(name)) {
             (Some(c), _) => write!(cx.out, "{}", (c.help)())?,
-            (None, Some(d)) => write!(cx.out, "{}", events::help(d))?,
+            (None, Some(d)) => write!(cx.out, "{}", decoder_help(d))?,
             (None, None) => bail!("{name}: no such command"),
         },
         _ => bail!("help takes at most one command name"),

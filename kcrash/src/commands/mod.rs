@@ -23,6 +23,7 @@ pub mod rd;
 mod set;
 pub mod sym;
 pub mod sys;
+pub mod timeline;
 pub mod types;
 
 use std::io::{self, Write};
@@ -94,6 +95,13 @@ pub const COMMANDS: &[Command] = &[
         summary: "the kernel event log: klog [SUBSYS] [full|terse] [-n N] [--json] [-s]",
         help: clap_help::<klog::Args>,
         run: klog::run,
+    },
+    Command {
+        name: "timeline",
+        aliases: &[],
+        summary: "every log in the dump merged by time: timeline [-n N] [--log LOG] [--json]",
+        help: clap_help::<timeline::Args>,
+        run: timeline::run,
     },
     Command {
         name: "print",
@@ -187,6 +195,11 @@ pub const COMMANDS: &[Command] = &[
         run: |_, _| Ok(Flow::Quit),
     },
 ];
+
+/// `help CMD` for a decoder's command.
+pub fn decoder_help(decoder: &dyn kcrash_plugin::Decoder) -> String {
+    events::help(decoder)
+}
 
 /// Finds a command by name or alias; `p/x` and `print/x` are print with a format letter.
 pub fn command(name: &str) -> Option<&'static Command> {

@@ -1,20 +1,18 @@
 //! A dump opened with its image: the memory kcrash's commands read, the symbols they resolve
 //! against, and the KLog state, found once and kept.
 
+mod context;
 mod files;
 mod process;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
 
-use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::translate::{AddressSpace, LinearMap, Source};
 use dumpfmt::{Dump, MissingReason, VirtReason};
 use symbols::{Image, ImageSet};
 
 use crate::error::{Context, Error, Result};
-use crate::klog::descriptor::{self, Described, LayoutSource};
-use crate::klog::layout::{KLogLayout, LayoutError};
 use crate::klog::Klog;
 use crate::linux::{self, Linux};
 use crate::memory::{Memory, Unreadable};
@@ -40,11 +38,11 @@ pub struct Session<'d> {
     /// their sections' addresses (`mod -s`, `mod -S`, a `.ko` on the command line). Loading a
     /// module swaps in a new set while commands may hold the old one, hence the lock and Arc.
     images: RwLock<Arc<Images>>,
-    klog: OnceLock<Klog>,
     /// The log each of [`crate::plugins::DECODERS`] found, once found.
     logs: Vec<OnceLock<Box<dyn Log>>>,
-    /// The translations a KLog descriptor found by scanning implies, added to the dump's own.
-    klog_space: OnceLock<AddressSpace<'d>>,
+    /// The translations a log's finding implied (a KLog descriptor found by scanning), added
+    /// to the dump's own.
+    log_space: OnceLock<AddressSpace<'d>>,
 }
 
 /// The session's images searched as one (the kernel's names first, as crash and drgn do), with
@@ -86,9 +84,8 @@ impl<'d> Session<'d> {
             notes: Vec::new(),
             linux: None,
             images: RwLock::default(),
-            klog: OnceLock::new(),
             logs: DECODERS.iter().map(|_| OnceLock::new()).collect(),
-            klog_space: OnceLock::new(),
+            log_space: OnceLock::new(),
         };
         if let Some(end) = dump.gzip_stopped_at() {
             s.notes.push(format!(
@@ -306,25 +303,14 @@ impl<'d> Session<'d> {
         Ok(())
     }
 
-    /// The KLog state, found on first use: by the image's DWARF (in the image, or in the first
-    /// loaded module that has `KLogs`); else by the descriptor at its `klogDescriptor` symbol;
-    /// else by scanning the dump's memory for the descriptor. A failure is not kept: loading a
-    /// module may cure it.
+    /// The KLog state, found on first use as every decoder's log is ([`Session::log`]): by the
+    /// image's DWARF, else by the descriptor at its `klogDescriptor` symbol, else by scanning
+    /// the dump's memory for the descriptor.
     pub fn klog(&self) -> Result<&Klog> {
-        if let Some(klog) = self.klog.get() {
-            return Ok(klog);
-        }
-        let found = self.find_klog()?;
-        if let Some(space) = found.space {
-            // Set once, before any reader of the rings exists.
-            let _ = self.klog_space.set(space);
-        }
-        Ok(self.klog.get_or_init(|| {
-            let mut klog = Klog::read(self, found.layout);
-            klog.source = found.source;
-            klog.notes = found.notes;
-            klog
-        }))
+        let log = self.log(crate::plugins::index_of(&kcrash_klog::decoder::DECODER))?;
+        log.as_any()
+            .downcast_ref::<Klog>()
+            .ok_or_else(|| Error::Missing("the KLog decoder gave another log".into()))
     }
 
     /// The log decoder `index` of [`DECODERS`] finds, found on first use. A log that is not
@@ -339,7 +325,7 @@ impl<'d> Session<'d> {
         let found = DECODERS[index].find(self)?;
         if let Some((space, _)) = found.translations {
             // Set once, before any reader of the log exists; the log's notes say what it is.
-            let _ = self.klog_space.set(space);
+            let _ = self.log_space.set(space);
         }
         Ok(&**cell.get_or_init(|| found.log))
     }
@@ -348,276 +334,17 @@ impl<'d> Session<'d> {
     pub fn base_space(&self) -> &AddressSpace<'d> {
         &self.space
     }
-
-    fn find_klog(&self) -> Result<FoundLayout<'d>> {
-        let images = self.images();
-        let all = images.set.images();
-        let image = all
-            .iter()
-            .find(|i| i.symbol("KLogs").is_some() || i.symbol(DESCRIPTOR).is_some());
-        let Some(image) = image else {
-            let mut notes = Vec::new();
-            if let Some(first) = all.first() {
-                notes.push(format!(
-                    "{} has neither KLogs nor {DESCRIPTOR}: the KLog descriptor was looked for \
-                     in the dump's memory",
-                    first.path().display()
-                ));
-            }
-            return self.scan_for_klog(notes);
-        };
-        let mut notes = Vec::new();
-        let described = image.symbol(DESCRIPTOR).map(|sym| {
-            let read = |at, buf: &mut [u8]| self.read(at, buf).map_err(|e| e.to_string());
-            (sym.address, descriptor::read(sym.address, &read))
-        });
-        if image.debug_path().is_some() && image.symbol("KLogs").is_some() {
-            // symbols' errors name the file themselves.
-            let layout = KLogLayout::from_image(image).map_err(|e| match e {
-                LayoutError::Symbols(e) => Error::from(e),
-                other => Error::from(other).context(image.path().display().to_string()),
-            })?;
-            match described {
-                Some((_, Ok(d))) => {
-                    let differ = descriptor::disagreement(&layout, &descriptor::layout(&d));
-                    notes.push(if differ.is_empty() {
-                        "the KLog descriptor agrees with DWARF".into()
-                    } else {
-                        format!(
-                            "the KLog descriptor disagrees with DWARF, which is used: {}",
-                            differ.join("; ")
-                        )
-                    });
-                }
-                Some((_, Err(refused))) => notes.push(format!("{refused}; DWARF is used")),
-                None => {}
-            }
-            return Ok(FoundLayout {
-                layout,
-                source: LayoutSource::Dwarf,
-                notes,
-                space: None,
-            });
-        }
-        match described {
-            Some((addr, Ok(d))) => Ok(FoundLayout {
-                layout: descriptor::layout(&d),
-                source: LayoutSource::Symbol { addr },
-                notes,
-                space: None,
-            }),
-            Some((_, Err(refused))) => Err(Error::Missing(format!(
-                "{} has no DWARF for KLogs, and its {refused}",
-                image.path().display()
-            ))),
-            None => {
-                notes.push(format!(
-                    "{} has no DWARF debug information and no {DESCRIPTOR} symbol: the KLog \
-                     descriptor was looked for in the dump's memory",
-                    image.path().display()
-                ));
-                self.scan_for_klog(notes)
-            }
-        }
-    }
-
-    /// Scans the dump's memory for the descriptor. A kernel dump's candidates are physical: the
-    /// one chosen must be where the dump's own translations put its `self` address, or, when
-    /// they cannot translate it, it gives them — its page-table root, else the linear map that
-    /// puts its `self` address where it was found.
-    fn scan_for_klog(&self, mut notes: Vec<String>) -> Result<FoundLayout<'d>> {
-        let dump = self.dump;
-        if dump.is_live() {
-            return Err(Error::Missing(
-                "no KLogs: give the .ko of the module that holds it (kcrash klogtest.ko), or the \
-                 kernel's vmlinux with DWARF (a running kernel's memory is not scanned)"
-                    .into(),
-            ));
-        }
-        // Process cores, and kernel dumps that give only virtual addresses, are searched by
-        // virtual address: a candidate is then where it says it is, or it is a copy.
-        let process = dump.searched_by_virtual_address();
-        let read = |at, buf: &mut [u8]| {
-            if process {
-                self.read(at, buf).map_err(|e| e.to_string())
-            } else {
-                dump.read_phys(at, buf).map_err(|e| e.to_string())
-            }
-        };
-        let (found, searched) = descriptor::scan(dump, |at| descriptor::read(at, &read));
-        let mut valid = Vec::new();
-        for (at, result) in found {
-            match result {
-                Ok(d) => match self.place(at, &d, process) {
-                    Ok(space) => valid.push((at, d, space)),
-                    Err(why) => notes.push(format!("KLog descriptor at {at:#x}: {why}")),
-                },
-                Err(refused) => notes.push(refused.to_string()),
-            }
-        }
-        let what = if process { "" } else { "physical " };
-        if valid.len() > 1 {
-            let at: Vec<String> = valid
-                .iter()
-                .map(|(a, ..)| format!("{what}{a:#x}"))
-                .collect();
-            return Err(Error::Missing(format!(
-                "{} KLog descriptors in the dump's memory, at {}: kcrash trusts none of them; \
-                 give the image with DWARF",
-                valid.len(),
-                at.join(", ")
-            )));
-        }
-        let Some((at, d, space)) = valid.pop() else {
-            let refused = if notes.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", notes.join("; "))
-            };
-            return Err(Error::Missing(format!(
-                "no usable KLog descriptor in the dump's memory ({} MiB searched{}){refused}; \
-                 give the kernel image with DWARF or its {DESCRIPTOR} symbol",
-                searched.bytes >> 20,
-                if searched.unreadable > 0 {
-                    format!(", {} MiB unreadable", searched.unreadable >> 20)
-                } else {
-                    String::new()
-                }
-            )));
-        };
-        if let Some((_, why)) = &space {
-            notes.push(why.clone());
-        }
-        Ok(FoundLayout {
-            layout: descriptor::layout(&d),
-            source: LayoutSource::Scan {
-                found: at,
-                virtual_addresses: process,
-            },
-            notes,
-            space: space.map(|(s, _)| s),
-        })
-    }
-
-    /// Checks that a descriptor found at `at` is the one its `self` address names, and says what
-    /// translations reading through its addresses needs beyond the dump's own (with a note).
-    fn place(
-        &self,
-        at: u64,
-        d: &Described,
-        process: bool,
-    ) -> std::result::Result<Option<(AddressSpace<'d>, String)>, String> {
-        let this = d.parsed.this;
-        if process {
-            return if this == at {
-                Ok(None)
-            } else {
-                Err(format!("it says it is at {this:#x}: a copy"))
-            };
-        }
-        match self.space.translate(this) {
-            Ok(pa) if pa == at => return Ok(None),
-            Ok(pa) => {
-                return Err(format!(
-                    "it says it is at {this:#x}, which the dump's translations put at physical \
-                     {pa:#x}: a copy"
-                ))
-            }
-            Err(_) => {}
-        }
-        let mut space = AddressSpace::new(self.dump);
-        for source in self.space.sources() {
-            space.push(source.clone());
-        }
-        if let Some(root) = d.parsed.page_table_root {
-            space.push(Source::PageTables {
-                walker: Arc::new(X86_64::new(false)),
-                root,
-            });
-            if space.translate(this).is_ok_and(|pa| pa == at) {
-                return Ok(Some((
-                    space,
-                    format!(
-                        "virtual addresses translated through the page tables at physical \
-                         {root:#x} the KLog descriptor records"
-                    ),
-                )));
-            }
-            return Err(format!(
-                "its page tables at {root:#x} do not map {this:#x} to where it was found"
-            ));
-        }
-        let map = LinearMap {
-            virt_start: this.wrapping_sub(at),
-            len: phys_end(self.dump),
-            phys_start: 0,
-        };
-        space.push(Source::Linear(map));
-        Ok(Some((
-            space,
-            format!(
-                "virtual addresses translated by the one linear map the KLog descriptor implies \
-                 (virtual {this:#x} is physical {at:#x}); memory mapped otherwise (vmalloc, \
-                 modules) is not readable"
-            ),
-        )))
-    }
-}
-
-/// The symbol of the KLog descriptor.
-const DESCRIPTOR: &str = "klogDescriptor";
-
-/// What [`Session::klog`] found.
-struct FoundLayout<'d> {
-    layout: KLogLayout,
-    source: LayoutSource,
-    notes: Vec<String>,
-    /// The dump's translations and the ones the descriptor implies, when it needed any.
-    space: Option<AddressSpace<'d>>,
-}
-
-/// One past the highest physical address the dump holds.
-fn phys_end(dump: &Dump) -> u64 {
-    if let Some(range) = dump.raw_range() {
-        return range.end;
-    }
-    match dump.kdump_header() {
-        Some(h) => h.max_mapnr.saturating_mul(h.block_size),
-        None => dump
-            .segments()
-            .iter()
-            .map(|s| s.paddr.saturating_add(s.memsz))
-            .max()
-            .unwrap_or(0),
-    }
-}
-
-fn unreadable(addr: u64, e: dumpfmt::Error) -> Unreadable {
-    match e {
-        dumpfmt::Error::Virt { addr, reason, .. } => Unreadable {
-            addr,
-            reason: reason.to_string(),
-        },
-        dumpfmt::Error::Phys { addr, reason, .. } => Unreadable {
-            addr,
-            reason: reason.to_string(),
-        },
-        other => Unreadable {
-            addr,
-            reason: other.to_string(),
-        },
-    }
 }
 
 impl Memory for Session<'_> {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Unreadable> {
-        let space = self.klog_space.get().unwrap_or(&self.space);
+        let space = self.log_space.get().unwrap_or(&self.space);
         let err = match space.read_virt(addr, buf) {
             Ok(()) => return Ok(()),
             Err(e) => e,
         };
         if self.file_backed.is_empty() {
-            return Err(unreadable(addr, err));
+            return Err(Unreadable::from_dump(addr, err));
         }
         // Page by page: each from the core if it has it, else, when the core left it out on
         // purpose (past p_filesz, or no segment at all) and did not lose it to truncation, from
@@ -638,7 +365,7 @@ impl Memory for Session<'_> {
                 match left_out.then(|| self.file_backed.read(at, chunk)).flatten() {
                     Some(Ok(())) => {}
                     Some(Err(reason)) => return Err(Unreadable { addr: at, reason }),
-                    None => return Err(unreadable(at, e)),
+                    None => return Err(Unreadable::from_dump(at, e)),
                 }
             }
             done += n;

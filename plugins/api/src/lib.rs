@@ -11,8 +11,13 @@ pub mod event;
 pub mod log;
 pub mod memory;
 pub mod merge;
+pub mod pipeline;
 
 pub use event::{Damage, Event, Field, Name, Value};
 pub use log::{Clock, Context, Count, Decoder, Found, Log, Missing, Order, RingInfo, Symbol};
 pub use memory::{Memory, Runs, Unreadable};
 pub use merge::{Keyed, Merge};
+
+/// The version of kcrash's JSON conventions, the first key (`kcrash_json`) of every document and
+/// line: a decoder that writes JSON itself writes it too.
+pub const JSON_VERSION: u32 = 1;

@@ -9,6 +9,26 @@ pub struct Unreadable {
     pub reason: String,
 }
 
+impl Unreadable {
+    /// Why the dump could not give `addr`, from the dump reader's error.
+    pub fn from_dump(addr: u64, e: dumpfmt::Error) -> Unreadable {
+        match e {
+            dumpfmt::Error::Virt { addr, reason, .. } => Unreadable {
+                addr,
+                reason: reason.to_string(),
+            },
+            dumpfmt::Error::Phys { addr, reason, .. } => Unreadable {
+                addr,
+                reason: reason.to_string(),
+            },
+            other => Unreadable {
+                addr,
+                reason: other.to_string(),
+            },
+        }
+    }
+}
+
 /// Memory of the crashed (or live) system by virtual address.
 pub trait Memory {
     /// Fills `buf` from `addr`, or says which address failed and why.
@@ -48,6 +68,14 @@ pub trait Memory {
             at = at.wrapping_add(want as u64);
         }
         Ok(())
+    }
+}
+
+/// A dump's memory through a set of translations.
+impl Memory for dumpfmt::AddressSpace<'_> {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Unreadable> {
+        self.read_virt(addr, buf)
+            .map_err(|e| Unreadable::from_dump(addr, e))
     }
 }
 

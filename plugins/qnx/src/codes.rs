@@ -230,7 +230,7 @@ fn class_name(class: u32) -> Option<&'static str> {
 }
 
 /// The event's name: `CLASS/EVENT`, `CLASS/unknown` or `unknown`.
-pub fn name(class: u32, event: u32) -> Name {
+pub fn name(class: u32, event: u32) -> Name<'static> {
     match (layout(class, event), class_name(class)) {
         (Some(l), _) => l.name,
         (None, Some(c)) => Cow::Owned(format!("{c}/unknown")),
@@ -239,7 +239,7 @@ pub fn name(class: u32, event: u32) -> Name {
 }
 
 /// The code of an event kcrash has no name for, as fields marked unknown.
-fn unknown_code(class: u32, event: u32, out: &mut Vec<Field>) {
+fn unknown_code(class: u32, event: u32, out: &mut Vec<Field<'static>>) {
     out.push(field(
         "class",
         Value::Enum {
@@ -256,7 +256,7 @@ fn unknown_code(class: u32, event: u32, out: &mut Vec<Field>) {
     ));
 }
 
-fn field(name: &'static str, value: Value) -> Field {
+fn field(name: &'static str, value: Value<'static>) -> Field<'static> {
     Field {
         name: Cow::Borrowed(name),
         value,
@@ -265,7 +265,12 @@ fn field(name: &'static str, value: Value) -> Field {
 
 /// A whole event's fields from its payload (one part's data words, or every part's), and what
 /// is wrong with the payload.
-pub fn fields(class: u32, event: u32, payload: &[u8], damage: &mut Vec<Damage>) -> Vec<Field> {
+pub fn fields(
+    class: u32,
+    event: u32,
+    payload: &[u8],
+    damage: &mut Vec<Damage>,
+) -> Vec<Field<'static>> {
     let mut out = Vec::new();
     let Some(l) = layout(class, event) else {
         unknown_code(class, event, &mut out);

@@ -110,17 +110,17 @@ impl Log for TraceLog {
 
     fn events<'a>(
         &'a self,
-        mem: &'a dyn Memory,
+        mem: &'a (dyn Memory + Sync),
         ring: usize,
         order: Order,
-    ) -> Box<dyn Iterator<Item = Event> + Send + 'a> {
+    ) -> Box<dyn Iterator<Item = Event<'a>> + Send + 'a> {
         if ring != 0 {
             return Box::new(std::iter::empty());
         }
-        // The stream must be Send and `&dyn Memory` is not, so the ring (bounded by
-        // ring::MAX_EVENTS when found) is decoded here, whole.
-        let events = stream::decode(self, mem, order);
-        Box::new(events.into_iter())
+        // A combine event sits at its begin part but is whole only at its end part, after
+        // events that follow it: the ring, bounded by ring::MAX_EVENTS when found, is decoded
+        // in one pass here.
+        Box::new(stream::decode(self, mem, order).into_iter())
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
@@ -189,7 +189,7 @@ mod tests {
         Runs(vec![(SYSPAGE, sys), (BUFS, ring)])
     }
 
-    fn events(log: &TraceLog, mem: &Runs, order: Order) -> Vec<Event> {
+    fn events<'a>(log: &'a TraceLog, mem: &'a Runs, order: Order) -> Vec<Event<'a>> {
         log.events(mem, 0, order).collect()
     }
 

@@ -112,7 +112,7 @@ struct Slot {
     seq: u64,
     span: usize,
     /// The clock reading: the last CONTROL/TIME event's upper half before it in its buffer,
-    /// and its `timeoff`.
+    /// and its `timeoff`; for an unreadable slot, the reading before it.
     ticks: u64,
     /// Whether a CONTROL/TIME event gave the upper half.
     time_known: bool,
@@ -164,7 +164,7 @@ fn read_slots(log: &TraceLog, mem: &dyn Memory) -> Vec<Slot> {
 }
 
 /// The ring's events in `order`.
-pub fn decode(log: &TraceLog, mem: &dyn Memory, order: Order) -> Vec<Event> {
+pub fn decode(log: &TraceLog, mem: &dyn Memory, order: Order) -> Vec<Event<'static>> {
     let slots = read_slots(log, mem);
     let mut events = Assembler::new(log, &slots).run();
     // Each event sits at its first slot: a combine event at its begin part, so the stream
@@ -211,7 +211,7 @@ struct Assembler<'a> {
     begun: VecDeque<(usize, Key)>,
     unreadable: u64,
     /// Events and the slot each starts at.
-    out: Vec<(usize, Event)>,
+    out: Vec<(usize, Event<'static>)>,
 }
 
 impl<'a> Assembler<'a> {
@@ -226,7 +226,7 @@ impl<'a> Assembler<'a> {
         }
     }
 
-    fn run(mut self) -> Vec<(usize, Event)> {
+    fn run(mut self) -> Vec<(usize, Event<'static>)> {
         for p in 0..self.slots.len() {
             if p > 0 && self.gap_before(p) {
                 let keys: Vec<Key> = self.open.keys().copied().collect();
@@ -265,6 +265,7 @@ impl<'a> Assembler<'a> {
             Err(e) => {
                 self.unreadable += 1;
                 let mut event = Event::new(slot.ticks, slot.seq, 0, "traceevent");
+                event.own_time = false;
                 let more = match slot.more {
                     0 => String::new(),
                     n => format!(" (and the {n} traceevents after it)"),
@@ -342,7 +343,7 @@ impl<'a> Assembler<'a> {
 
     /// An event with what every traceevent gives: time, place, processor, name, and the
     /// damage its header or time shows.
-    fn base(&self, p: usize, raw: Raw) -> Event {
+    fn base(&self, p: usize, raw: Raw) -> Event<'static> {
         let slot = &self.slots[p];
         let mut event = Event::new(
             slot.ticks,
@@ -422,7 +423,7 @@ impl<'a> Assembler<'a> {
     }
 }
 
-fn field(name: &'static str, value: Value) -> Field {
+fn field(name: &'static str, value: Value<'static>) -> Field<'static> {
     Field {
         name: Cow::Borrowed(name),
         value,
@@ -430,7 +431,7 @@ fn field(name: &'static str, value: Value) -> Field {
 }
 
 /// `event` with `fields`, and the header's flags when any are set.
-fn with_fields(mut event: Event, fields: Vec<Field>, raw: Raw) -> Event {
+fn with_fields(mut event: Event<'static>, fields: Vec<Field<'static>>, raw: Raw) -> Event<'static> {
     event.fields = fields;
     if raw.flags() != 0 {
         event

@@ -9,7 +9,7 @@ use klog_runtime::REC_WORDS;
 use super::layout::KLogLayout;
 use super::ring::control_block;
 use super::Klog;
-use crate::memory::{Memory, Unreadable};
+use kcrash_plugin::memory::{Memory, Unreadable};
 
 const REC_BYTES: u64 = REC_WORDS * 8;
 /// The least a snapshot may hold (bytes of ring words), whatever KLogBuffer's size.

@@ -1,21 +1,21 @@
 //! The Tera kernel event log rebuilt from memory: every `KLogs` ring, checked, streamed, merged by
-//! clock and printed as the design's klogPrint(subsys, type) does.
+//! clock and printed as the design's klogPrint(subsys, type) does. kcrash's first decoder: see
+//! [`decoder`] for the KLog as one of the session's logs.
 
+pub mod decoder;
 pub mod descriptor;
 pub mod dwarf;
+pub mod find;
 pub mod layout;
 pub mod live;
-pub mod merge;
-pub mod pipeline;
 pub mod render;
 pub mod ring;
 pub mod salvage;
 
-use crate::error::{Error, Result};
-use crate::memory::{Memory, Unreadable};
 use descriptor::LayoutSource;
+use kcrash_plugin::memory::{Memory, Unreadable};
+use kcrash_plugin::Merge;
 use layout::{KLogLayout, Processors};
-use merge::Merge;
 use ring::{Cursor, Order, Ring, Shape};
 
 /// The most KLogs entries kcrash reads (64 MiB of control blocks): a layout from a damaged
@@ -49,6 +49,12 @@ pub struct Klog {
     /// What finding the layout noticed: a descriptor that disagrees with DWARF, descriptors
     /// refused, the translations a scan implied.
     pub notes: Vec<String>,
+    /// Each ring's row of the table every log has.
+    infos: Vec<kcrash_plugin::RingInfo>,
+    /// `clock_rate` as every log gives its clock.
+    clock: kcrash_plugin::Clock,
+    /// Subsystem names by id, which the events borrow.
+    subsystem_names: Vec<String>,
 }
 
 /// What the dump says of the clock's frequency.
@@ -107,16 +113,26 @@ impl Klog {
                 .map(|i| mem.read_uint(a.element(i), a.stride.min(8)))
                 .collect()
         });
-        Klog {
+        let mut klog = Klog {
             layout,
             rings,
             shape,
+            clock: clock_rate.clock(),
             clock_rate,
             level,
             debug_flags,
             source: LayoutSource::Dwarf,
             notes,
-        }
+            infos: Vec::new(),
+            subsystem_names: Vec::new(),
+        };
+        klog.subsystem_names = klog.names();
+        klog.infos = klog
+            .rings
+            .iter()
+            .map(|r| decoder::ring_info(&klog, r))
+            .collect();
+        klog
     }
 
     /// Subsystem names by id (from the first processor's KLogs).
@@ -139,15 +155,16 @@ impl Klog {
     }
 
     /// `0`, a subsystem number, or a subsystem name (case-insensitive, `DBG_` optional).
-    pub fn select(&self, spec: &str) -> Result<Selection> {
+    /// The error says what is wrong with `spec`, for the user.
+    pub fn select(&self, spec: &str) -> Result<Selection, String> {
         if let Ok(n) = spec.parse::<u64>() {
             return match n {
                 0 => Ok(Selection::All),
                 n if n < self.shape.subsystems => Ok(Selection::Subsystem(n as u16)),
-                n => Err(Error::Usage(format!(
+                n => Err(format!(
                     "no subsystem {n}: this kernel has {} (0 means all)",
                     self.shape.subsystems
-                ))),
+                )),
             };
         }
         let want = spec
@@ -159,15 +176,20 @@ impl Klog {
             .position(|n| n.eq_ignore_ascii_case(want))
             .map(|i| Selection::Subsystem(i as u16))
             .ok_or_else(|| {
-                Error::Usage(format!(
+                format!(
                     "no subsystem named {spec:?}; this kernel has {}",
                     self.names().join(", ")
-                ))
+                )
             })
     }
 
     /// The selected records in `order`, streamed from memory.
-    pub fn records<'a>(&'a self, mem: &'a dyn Memory, sel: Selection, order: Order) -> Merge<'a> {
+    pub fn records<'a>(
+        &'a self,
+        mem: &'a (dyn Memory + Sync),
+        sel: Selection,
+        order: Order,
+    ) -> Merge<Cursor<'a>> {
         self.records_from(mem, sel, order, &[], None)
     }
 
@@ -177,12 +199,12 @@ impl Klog {
     /// With one set every ring is read.
     pub fn records_from<'a>(
         &'a self,
-        mem: &'a dyn Memory,
+        mem: &'a (dyn Memory + Sync),
         sel: Selection,
         order: Order,
         from: &[u64],
         cpu: Option<u32>,
-    ) -> Merge<'a> {
+    ) -> Merge<Cursor<'a>> {
         let cursors = self
             .rings
             .iter()
@@ -207,7 +229,7 @@ impl Klog {
     }
 
     /// Per-ring figures for `klog -s`, from one pass over each trusted ring.
-    pub fn summary(&self, mem: &dyn Memory) -> Vec<RingSummary> {
+    pub fn summary(&self, mem: &(dyn Memory + Sync)) -> Vec<RingSummary> {
         self.rings
             .iter()
             .map(|r| {
@@ -321,7 +343,7 @@ fn shape(mem: &dyn Memory, layout: &KLogLayout, notes: &mut Vec<String>) -> Shap
 mod tests {
     use super::layout::{ArrayAt, Field, KLogFields, ScalarAt};
     use super::*;
-    use crate::memory::Runs;
+    use kcrash_plugin::memory::Runs;
 
     fn layout(klogs: u64, debug_flags: u64, processors: Processors) -> KLogLayout {
         let array = |len| ArrayAt {

@@ -8,7 +8,7 @@ use std::ops::ControlFlow;
 use klog_runtime::descriptor::{self, Parsed, HEAD_SIZE_V1};
 
 use super::layout::{ArrayAt, Field, KLogFields, KLogLayout, Processors, ScalarArray, ScalarAt};
-use crate::escape::escaped;
+use kcrash_plugin::escape::escaped;
 
 /// Where kcrash found the KLog's layout.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,9 +11,9 @@ use klog_runtime::{split_proc_dom, Desc};
 
 use super::layout::ArrayAt;
 use super::ring::Record;
-use crate::escape::escape_into;
-use crate::memory::{Memory, Unreadable};
-use crate::report::JSON_VERSION;
+use kcrash_plugin::escape::escape_into;
+use kcrash_plugin::memory::{Memory, Unreadable};
+use kcrash_plugin::JSON_VERSION;
 
 /// Longest format string or `%s` argument read from the dump.
 pub const STRING_MAX: usize = 4096;
@@ -349,7 +349,8 @@ fn is_plain(bytes: &[u8]) -> bool {
 }
 
 /// `v` in decimal, right-aligned to `width` with `pad`.
-fn push_dec_padded(out: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
+/// `v` in decimal, padded on the left to `width` with `pad`.
+pub fn push_dec_padded(out: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
     let mut buf = itoa::Buffer::new();
     let digits = buf.format(v).as_bytes();
     for _ in digits.len()..width {
@@ -359,7 +360,8 @@ fn push_dec_padded(out: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
 }
 
 /// `v` in lower-case hex without a prefix.
-fn push_hex(out: &mut Vec<u8>, v: u64) {
+/// `v` in lower-case hex, without `0x`.
+pub fn push_hex(out: &mut Vec<u8>, v: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut buf = [0u8; 16];
     let mut n = buf.len();
@@ -427,7 +429,7 @@ pub fn subsystem_name(names: &[String], id: u16) -> String {
 
 /// The subsystem a record belongs to: its header's, or its ring's when the header is damaged
 /// (KLogs holds a set of `names.len()` KLogs per processor).
-fn subsystem_name_of<'n>(names: &'n [String], rec: &Record) -> Cow<'n, str> {
+pub fn subsystem_name_of<'n>(names: &'n [String], rec: &Record) -> Cow<'n, str> {
     let id = rec
         .subsystem
         .unwrap_or((rec.ring % names.len().max(1)) as u16);
@@ -642,7 +644,7 @@ fn json_quoted(out: &mut Vec<u8>, text: &[u8]) {
     out.push(b'"');
 }
 
-/// `"0x…"`, as [`crate::report::Hex`] writes a 64-bit word.
+/// `"0x…"`, as kcrash's `report::Hex` writes a 64-bit word.
 fn push_hex_str(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(b"\"0x");
     push_hex(out, v);
@@ -675,8 +677,8 @@ fn push_hex_array(out: &mut Vec<u8>, values: &[u64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::klog::ring::Damage;
-    use crate::memory::Runs;
+    use crate::ring::Damage;
+    use kcrash_plugin::memory::Runs;
 
     fn record(desc_kind: Desc, desc: u64, data: u64) -> Record {
         Record {

@@ -4,8 +4,8 @@
 use klog_runtime::{decode_header, Desc, Header, REC_WORDS};
 
 use super::layout::{Field, KLogLayout};
-use crate::escape::escaped;
-use crate::memory::{Memory, Unreadable};
+use kcrash_plugin::escape::escaped;
+use kcrash_plugin::memory::{Memory, Unreadable};
 
 /// Bytes of a record.
 const REC_BYTES: u64 = REC_WORDS * 8;
@@ -436,6 +436,12 @@ pub struct Record {
     pub sort_clock: u64,
 }
 
+impl kcrash_plugin::Keyed for Record {
+    fn key(&self) -> (u64, u64, usize) {
+        (self.sort_clock, self.seq, self.ring)
+    }
+}
+
 impl Record {
     pub fn header(&self) -> u64 {
         self.words[0]
@@ -457,16 +463,11 @@ impl Record {
     }
 }
 
-/// Which way a cursor walks its ring.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Order {
-    NewestFirst,
-    OldestFirst,
-}
+pub use kcrash_plugin::Order;
 
 /// Streams one trusted ring's records, reading `CHUNK` records at a time.
 pub struct Cursor<'a> {
-    mem: &'a dyn Memory,
+    mem: &'a (dyn Memory + Sync),
     ring: &'a Ring,
     order: Order,
     /// Keep only records whose header names this subsystem (for NONE's ring, which holds every
@@ -487,7 +488,12 @@ pub struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    pub fn new(mem: &'a dyn Memory, ring: &'a Ring, order: Order, only: Option<u16>) -> Self {
+    pub fn new(
+        mem: &'a (dyn Memory + Sync),
+        ring: &'a Ring,
+        order: Order,
+        only: Option<u16>,
+    ) -> Self {
         let hi = if ring.trusted() { ring.written() } else { 0 };
         let lo = if ring.trusted() { ring.first_seq() } else { 0 };
         Cursor {

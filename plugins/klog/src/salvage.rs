@@ -7,7 +7,7 @@ use klog_runtime::{decode_header, Header, REC_WORDS};
 
 use super::ring::{Damage, Order, Record};
 use super::Klog;
-use crate::memory::{Memory, Unreadable};
+use kcrash_plugin::memory::{Memory, Unreadable};
 
 /// The most records a scan of the whole dump collects (64 MiB of them).
 pub const MAX_RECORDS: usize = 1 << 20;
