@@ -8,7 +8,7 @@ use kcrash_plugin::Decoder;
 pub static DECODERS: &[&dyn Decoder] = &[
     &kcrash_klog::decoder::DECODER,
     &crate::linux::printk_log::DECODER,
-    &kcrash_qnx::Qnx,
+    &kcrash_qnx::DECODER,
 ];
 
 /// The decoder whose command is `name`.

@@ -16,6 +16,9 @@ use stream::Span;
 /// The decoder: `tracelog`.
 pub struct Qnx;
 
+/// The decoder kcrash is built with.
+pub static DECODER: Qnx = Qnx;
+
 impl Decoder for Qnx {
     fn kind(&self) -> &'static str {
         "QNX trace"

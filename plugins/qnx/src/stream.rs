@@ -98,7 +98,7 @@ pub fn ring_info(syspage: &Syspage, ring: &Ring, spans: &[Span]) -> RingInfo {
         processor: None,
         addr: syspage.head,
         capacity,
-        unit: "traceevents",
+        unit: "records",
         overwritten: written.clone().map(|w| w.saturating_sub(held)),
         written,
         lost: Err("the trace buffers keep no count of events dropped".into()),
