@@ -9,6 +9,7 @@ pub static DECODERS: &[&dyn Decoder] = &[
     &kcrash_klog::decoder::DECODER,
     &crate::linux::printk_log::DECODER,
     &kcrash_dprobes::DECODER,
+    &kcrash_qnx::DECODER,
 ];
 
 /// The decoder whose command is `name`.

@@ -44,6 +44,8 @@ fn entries() -> Vec<(String, PathBuf, Vec<PathBuf>, Expected)> {
         .entries
         .iter()
         .filter(|e| dir.join(&e.expected).exists())
+        // Entries of other logs (the QNX trace ring's) have expected results of their own.
+        .filter(|e| e.checks.iter().any(|c| c.command.starts_with("klog")))
         .map(|e| {
             let kernel = manifest
                 .kernels

@@ -153,6 +153,20 @@ fn corpus_outputs_match_their_schemas() {
     }
 }
 
+#[test]
+fn qnx_trace_outputs_match_their_schemas() {
+    for (dump, image) in [
+        ("bare-qnx/qnx-wrap/vmcore-paging.elf.gz", "bare-qnx/vmlinux"),
+        ("hosted-qnx/qnx-unfinished/core.gz", "hosted-qnx/hosted-qnx"),
+        ("hosted-qnx/qnx-cycle/core.gz", "hosted-qnx/hosted-qnx"),
+    ] {
+        let files = [corpus::file(dump), corpus::file(image)];
+        check(&files, "tracelog --json", "event", Shape::Lines);
+        check(&files, "tracelog -s --json", "rings", Shape::Document);
+        check(&files, "timeline --json", "event", Shape::Lines);
+    }
+}
+
 /// A JSON address is a string that gives back exactly the address the text shows, through jq
 /// as a user would pipe it (jq reads JSON numbers as doubles: an address there lost digits).
 #[test]

@@ -11,6 +11,7 @@ use crate::kernel::{self, KernelBuild};
 use crate::oracle;
 use crate::programs::{Program, SCENARIOS};
 use crate::qemu::{self, Boot};
+use crate::qnx;
 use crate::{repo_root, tools};
 use anyhow::{anyhow, bail, Context, Result};
 use kcrash::regress::manifest::{self, Check, Compare, Dump, Entry, Manifest, Replace};
@@ -53,7 +54,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 11] = [
+    pub const ALL: [Kernel; 13] = [
         Kernel::Qemu(KernelBuild::Bare),
         Kernel::Qemu(KernelBuild::BareBig),
         Kernel::Qemu(KernelBuild::BarePercpu),
@@ -65,6 +66,8 @@ impl Kernel {
         Kernel::Hosted(Program::HostedBig),
         Kernel::Hosted(Program::HostedBigPercpu),
         Kernel::Hosted(Program::HostedDprobes),
+        Kernel::Qemu(KernelBuild::BareQnx),
+        Kernel::Hosted(Program::HostedQnx),
     ];
 
     pub fn name(self) -> &'static str {
@@ -170,6 +173,8 @@ impl Planned {
     /// gdb checks its digests in.
     pub fn formats(&self) -> &'static [DumpFormat] {
         match self.kernel {
+            // A QNX ring reads the same from every format: one dump is enough.
+            Kernel::Qemu(KernelBuild::BareQnx) => &[DumpFormat::ElfPaging],
             Kernel::Qemu(_) if self.committed() && RAW_SCENARIOS.contains(&self.scenario) => {
                 &DumpFormat::ALL
             }
@@ -218,6 +223,7 @@ pub fn plan() -> Vec<Planned> {
             }
         }
     }
+    plan.extend(crate::qnx::plan());
     plan
 }
 
@@ -306,7 +312,11 @@ pub fn generate(options: &Generate) -> Result<Manifest> {
         if !console.exists() {
             continue;
         }
-        write_expected(&options.out.join(&entry.expected), &derive_file(&console)?)?;
+        if qnx::owns(planned.kernel) {
+            qnx::write_expected(&console, &options.out.join(&entry.expected))?;
+        } else {
+            write_expected(&options.out.join(&entry.expected), &derive_file(&console)?)?;
+        }
         entries.push(entry);
     }
     let kernels = Kernel::ALL
@@ -363,7 +373,11 @@ fn crash_qemu(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> Result
         timeout: planned.timeout(),
     };
     let crashed = qemu::crash_and_dump(&boot, dir, planned.formats())?;
-    write_expected(&dir.join("expected.json"), &derive_file(&crashed.console)?)?;
+    if qnx::owns(planned.kernel) {
+        qnx::write_expected(&crashed.console, &dir.join("expected.json"))?;
+    } else {
+        write_expected(&dir.join("expected.json"), &derive_file(&crashed.console)?)?;
+    }
     for (format, path) in &crashed.dumps {
         if gzip && planned.committed() && format.gzipped_in_corpus() {
             gzip_file(path)?;
@@ -427,6 +441,9 @@ pub fn checks(entry: &str, committed: bool) -> Vec<Check> {
     if let Some(dprobes) = crate::dprobes::checks(entry) {
         return dprobes;
     }
+    if entry.starts_with("bare-qnx/") || entry.starts_with("hosted-qnx/") {
+        return qnx::checks(entry);
+    }
     let all: &[(&str, &str, Compare)] = if committed {
         &[
             ("klog -s", "klog-s.txt", Compare::Text),
@@ -476,9 +493,16 @@ pub fn crash_hosted(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> 
     } else {
         capture::crash(&run)
     }?;
-    let expected = derive_file(&crashed.console)?;
-    write_expected(&dir.join("expected.json"), &expected)?;
-    let verified = verify_core(&crashed.core, &expected)?;
+    // The QNX ring's dumps are checked by reading them (`corpus check`); KLog's here, by the
+    // harness's own reader of cores.
+    let verified = if qnx::owns(planned.kernel) {
+        qnx::write_expected(&crashed.console, &dir.join("expected.json"))?;
+        None
+    } else {
+        let expected = derive_file(&crashed.console)?;
+        write_expected(&dir.join("expected.json"), &expected)?;
+        Some(verify_core(&crashed.core, &expected)?)
+    };
     let gzip = gzip && planned.committed();
     let core = if gzip {
         gzip_file(&crashed.core)?
@@ -488,13 +512,15 @@ pub fn crash_hosted(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> 
     for scratch in ["stderr.log", "gdb.log"] {
         let _ = std::fs::remove_file(dir.join(scratch));
     }
-    eprintln!(
-        "{}: {} records, {} torn, {} unreadable strings checked in the core",
-        planned.name(),
-        verified.records,
-        verified.torn,
-        verified.unreadable_strings
-    );
+    if let Some(verified) = verified {
+        eprintln!(
+            "{}: {} records, {} torn, {} unreadable strings checked in the core",
+            planned.name(),
+            verified.records,
+            verified.torn,
+            verified.unreadable_strings
+        );
+    }
     let file_name = core.file_name().expect("a file").to_string_lossy();
     let mut entry = entry_table(
         planned,
@@ -556,6 +582,8 @@ pub struct Checked {
     pub against_dump: usize,
     /// Hosted cores whose records were compared with the oracle.
     pub cores: usize,
+    /// QNX entries' dumps read with `tracelog` and compared with the oracle.
+    pub qnx_dumps: usize,
 }
 
 /// Checks a corpus directory against its manifest: each listed image has its magic; for each
@@ -593,6 +621,11 @@ fn check_entry(
         .ok_or_else(|| anyhow!("kernel {} is not in the manifest", entry.kernel))?;
     let image = dir.join(&kernel.image);
     expect_magic(&image, &kernel.magic)?;
+    if Kernel::from_name(&entry.kernel).is_some_and(qnx::owns) {
+        qnx::check_entry(dir, &image, entry)?;
+        checked.qnx_dumps += entry.dumps.len();
+        return Ok(());
+    }
     let derived = derive_file(&dir.join(&entry.console))?;
     if crate::dprobes::SCENARIOS.contains(&entry.scenario.as_str()) {
         crate::dprobes::derive_file(&dir.join(&entry.console))?;

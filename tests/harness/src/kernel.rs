@@ -16,6 +16,9 @@ pub enum KernelBuild {
     BarePercpu,
     /// The bare kernel with the DProbes scenarios (feature dprobes).
     BareDprobes,
+    /// The bare kernel as built for the corpus, for the QNX trace ring's scenarios: their
+    /// entries keep an image of their own.
+    BareQnx,
 }
 
 impl KernelBuild {
@@ -26,6 +29,7 @@ impl KernelBuild {
             KernelBuild::BareBig => "bare-big",
             KernelBuild::BarePercpu => "bare-percpu",
             KernelBuild::BareDprobes => "dprobes",
+            KernelBuild::BareQnx => "bare-qnx",
         }
     }
 
@@ -33,14 +37,17 @@ impl KernelBuild {
     pub fn cpus(self) -> u32 {
         match self {
             KernelBuild::BarePercpu => 2,
-            KernelBuild::Bare | KernelBuild::BareBig | KernelBuild::BareDprobes => 1,
+            KernelBuild::Bare
+            | KernelBuild::BareBig
+            | KernelBuild::BareDprobes
+            | KernelBuild::BareQnx => 1,
         }
     }
 
     /// Cargo's feature arguments for this build.
     fn features(self) -> &'static [&'static str] {
         match self {
-            KernelBuild::Bare => &[],
+            KernelBuild::Bare | KernelBuild::BareQnx => &[],
             KernelBuild::BareBig => &["--features", "big-rings"],
             KernelBuild::BarePercpu => &["--features", "per-processor"],
             KernelBuild::BareDprobes => &["--features", "dprobes"],
@@ -50,7 +57,10 @@ impl KernelBuild {
     /// Guest RAM for this kernel, in MiB: the big rings alone take 256 MiB.
     pub fn memory_mib(self) -> u32 {
         match self {
-            KernelBuild::Bare | KernelBuild::BarePercpu | KernelBuild::BareDprobes => 32,
+            KernelBuild::Bare
+            | KernelBuild::BarePercpu
+            | KernelBuild::BareDprobes
+            | KernelBuild::BareQnx => 32,
             KernelBuild::BareBig => 384,
         }
     }

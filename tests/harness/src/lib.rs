@@ -20,6 +20,7 @@ pub mod oracle;
 pub mod programs;
 pub mod qemu;
 pub mod qmp;
+pub mod qnx;
 pub mod run;
 pub mod tools;
 

@@ -192,11 +192,12 @@ fn main() -> Result<()> {
             let gdb = tools::find(tools::GDB).is_some();
             let checked = corpus::check(&dir, gdb, &kernels, &scenarios)?;
             eprintln!(
-                "{} entries in {} match their manifest and oracle; {} hosted cores compared with the oracle; gdb compared {} QEMU dumps with the oracle{}",
+                "{} entries in {} match their manifest and oracle; {} hosted cores compared with the oracle; gdb compared {} QEMU dumps with the oracle; tracelog read {} QNX dumps as their oracle says{}",
                 checked.entries,
                 dir.display(),
                 checked.cores,
                 checked.against_dump,
+                checked.qnx_dumps,
                 if gdb { "" } else { " (gdb not found)" }
             );
         }

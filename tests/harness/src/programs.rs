@@ -38,10 +38,13 @@ pub enum Program {
     HostedBigPercpu,
     /// tests/kernels/hosted with the DProbes scenarios (feature dprobes).
     HostedDprobes,
+    /// tests/kernels/hosted as built for the corpus, for the QNX trace ring's scenarios: their
+    /// entries keep an image of their own.
+    HostedQnx,
 }
 
 impl Program {
-    pub const ALL: [Program; 7] = [
+    pub const ALL: [Program; 8] = [
         Program::Hosted,
         Program::HostedBig,
         Program::HostedC,
@@ -49,6 +52,7 @@ impl Program {
         Program::HostedCPercpu,
         Program::HostedBigPercpu,
         Program::HostedDprobes,
+        Program::HostedQnx,
     ];
 
     /// Name in the corpus layout and manifest.
@@ -61,6 +65,7 @@ impl Program {
             Program::HostedCPercpu => "hosted-c-percpu",
             Program::HostedBigPercpu => "hosted-big-percpu",
             Program::HostedDprobes => "hosted-dprobes",
+            Program::HostedQnx => "hosted-qnx",
         }
     }
 
@@ -75,6 +80,7 @@ impl Program {
             // Shared-ring scenarios that run unchanged on per-processor rings, and its own.
             Program::HostedPercpu | Program::HostedCPercpu => &["rings", "wrap", "percpu"],
             Program::HostedDprobes => &crate::dprobes::SCENARIOS,
+            Program::HostedQnx => &qnx_writer::scenarios::NAMES,
         }
     }
 
@@ -92,14 +98,15 @@ impl Program {
             | Program::HostedBig
             | Program::HostedPercpu
             | Program::HostedBigPercpu
-            | Program::HostedDprobes => &[],
+            | Program::HostedDprobes
+            | Program::HostedQnx => &[],
         }
     }
 
     /// Cargo features of a Rust build; `None` for the C ones.
     fn cargo_features(self) -> Option<&'static str> {
         match self {
-            Program::Hosted => Some(""),
+            Program::Hosted | Program::HostedQnx => Some(""),
             Program::HostedBig => Some("big-rings"),
             Program::HostedPercpu => Some("per-processor"),
             Program::HostedBigPercpu => Some("big-rings,per-processor"),

@@ -207,6 +207,14 @@ fn committed_corpus_matches_its_manifest_and_oracle() {
         "{checked:?}, {} committed entries",
         committed.len()
     );
+    let (qnx, committed): (Vec<_>, Vec<_>) = committed
+        .into_iter()
+        .partition(|e| e.kernel.ends_with("-qnx"));
+    let qnx_dumps: usize = qnx.iter().map(|e| e.dumps.len()).sum();
+    assert_eq!(
+        checked.qnx_dumps, qnx_dumps,
+        "every QNX dump read and compared with its oracle"
+    );
     let hosted = committed
         .iter()
         .filter(|e| matches!(Kernel::from_name(&e.kernel), Some(Kernel::Hosted(_))))

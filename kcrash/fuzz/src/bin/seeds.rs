@@ -1,5 +1,6 @@
 //! Writes seed inputs made from real dumps and images: `seeds OUT` fills OUT/klog, OUT/printf,
-//! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line and OUT/dprobes, from the corpus,
+//! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line, OUT/dprobes and
+//! OUT/qnx, from the corpus,
 //! the gcc fixtures and the small text files under kcrash/fuzz/seeds. Run by `.ci/fuzz` before
 //! fuzzing; nothing it writes is committed.
 
@@ -11,6 +12,7 @@ use kcrash::linux::{facts::int, Kernel};
 use kcrash::memory::Memory;
 use kcrash::session::Session;
 use kcrash_fuzz::{data_segment, encode, fixed, gcc, repo, Windows};
+use kcrash_plugin::Context;
 use symbols::Image;
 
 // Built with the targets' coverage flags, so it needs libFuzzer's coverage hooks; its own `main`
@@ -34,6 +36,7 @@ fn main() {
     expr(&out);
     linux(&out.join("linux"));
     descriptors(&out.join("descriptor"), &out.join("scan"));
+    qnx(&out.join("qnx"));
     lines("kcrash/fuzz/seeds/expr/lines", &out.join("expr_parse"));
     lines("kcrash/fuzz/seeds/shell/lines", &out.join("shell_line"));
     dprobes(&out.join("dprobes"));
@@ -387,4 +390,74 @@ fn lines(from: &str, dir: &Path) {
     for (i, line) in text.lines().enumerate() {
         write(dir, &format!("line-{i}"), line.as_bytes());
     }
+}
+
+/// Each QNX corpus entry's trace ring moved to `fixed::BASE`: the syspage's trace entry and
+/// the buffers after it as the dump holds them, every pointer shifted with them.
+fn qnx(dir: &Path) {
+    for (kernel, image) in [("bare-qnx", "vmlinux"), ("hosted-qnx", "hosted-qnx")] {
+        let root = repo().join("corpus").join(kernel);
+        let Ok(entries) = std::fs::read_dir(&root) else {
+            continue;
+        };
+        for entry in entries.flatten().filter(|e| e.path().is_dir()) {
+            let Some(dump) = ["vmcore-paging.elf.gz", "core.gz"]
+                .iter()
+                .map(|f| entry.path().join(f))
+                .find(|p| p.exists())
+            else {
+                continue;
+            };
+            let Ok(dump) = dumpfmt::Dump::open(&dump) else {
+                continue;
+            };
+            let Ok(session) = Session::open(&dump, Some(root.join(image))) else {
+                continue;
+            };
+            let Some(sym) = Context::symbol(&session, "_syspage_trace") else {
+                continue;
+            };
+            if let Some(bytes) = qnx_ring(&session, sym.address) {
+                let name = format!("{kernel}-{}", entry.file_name().to_string_lossy());
+                write(dir, &name, &bytes);
+            }
+        }
+    }
+}
+
+/// The syspage entry at `at` and the ring it points to, moved to `fixed::BASE` (qnx-writer's
+/// layout: 184-byte headers, pointers at 0, 8, 40 and 48 of each).
+fn qnx_ring(mem: &dyn Memory, at: u64) -> Option<Vec<u8>> {
+    const HEADER: u64 = 184;
+    let mut syspage = [0u8; 24];
+    mem.read(at, &mut syspage).ok()?;
+    let head = u64::from_le_bytes(syspage[..8].try_into().ok()?);
+    let elements = u64::from(u32::from_le_bytes(syspage[16..20].try_into().ok()?));
+    let size = HEADER + elements.min(1024) * 16;
+    let mut out = syspage.to_vec();
+    let mut bufs = vec![head];
+    while bufs.len() < 8 {
+        let next = mem.read_u64(bufs[bufs.len() - 1] + 8).ok()?;
+        if next == head {
+            break;
+        }
+        bufs.push(next);
+    }
+    let moved = |old: u64| -> u64 {
+        match bufs.iter().position(|&b| old.wrapping_sub(b) < size) {
+            Some(i) => fixed::BASE + 24 + i as u64 * size + (old - bufs[i]),
+            None => old,
+        }
+    };
+    out[..8].copy_from_slice(&moved(head).to_le_bytes());
+    for &b in &bufs {
+        let mut buf = vec![0u8; size as usize];
+        mem.read(b, &mut buf).ok()?;
+        for field in [0, 8, 40, 48] {
+            let old = u64::from_le_bytes(buf[field..field + 8].try_into().ok()?);
+            buf[field..field + 8].copy_from_slice(&moved(old).to_le_bytes());
+        }
+        out.extend_from_slice(&buf);
+    }
+    Some(out)
 }

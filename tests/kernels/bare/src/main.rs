@@ -21,6 +21,7 @@ mod idt;
 mod mem;
 mod platform;
 mod pvh;
+mod qnx;
 #[cfg(not(feature = "big-rings"))]
 mod scenarios;
 // The big-rings build has no scenario that starts other processors.
@@ -45,6 +46,7 @@ pub extern "C" fn kmain(start_info: u64) -> ! {
     let clock_hz = platform::tsc_hz();
     oracle::print_config(clock_hz);
     let name = pvh::param(cmdline, "klog.scenario").unwrap_or("");
+    qnx::run(name, clock_hz);
     match scenarios::ALL.iter().find(|(n, _)| *n == name) {
         Some((_, run)) => run(clock_hz),
         None => panic!("unknown scenario {name:?}"),

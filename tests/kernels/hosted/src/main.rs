@@ -7,6 +7,7 @@
 mod dprobes;
 mod oracle;
 mod platform;
+mod qnx;
 mod scenarios;
 
 use platform::HostPlatform;
@@ -62,10 +63,15 @@ fn main() {
         [name, flag] if flag == "--stop" => (name.as_str(), true),
         _ => usage(),
     };
+    raise_core_limit();
+    if let Some(message) = qnx::run(name) {
+        // Not through the KLog oracle, which holds its lines until the rings are announced.
+        println!("KCRASH-PANIC {name}: {message}");
+        crash(stop)
+    }
     let Some(scenario) = scenarios::find(name) else {
         usage()
     };
-    raise_core_limit();
     scenario(Crash {
         scenario: name,
         stop,
