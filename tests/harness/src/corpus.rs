@@ -8,6 +8,7 @@ use crate::dump::{DumpFormat, Magic};
 use crate::expected::Expected;
 use crate::gdbcheck;
 use crate::kernel::{self, KernelBuild};
+use crate::klogger;
 use crate::oracle;
 use crate::programs::{Program, SCENARIOS};
 use crate::qemu::{self, Boot};
@@ -29,7 +30,7 @@ const BARE_SYMBOL_PREFIX: &str = "bare::platform::";
 pub const BARE_ONLY_SCENARIO: &str = "fault";
 
 /// Hosted scenarios also taken with gdb's gcore, so the corpus holds cores of both producers.
-pub const GCORE_SCENARIOS: [&str; 3] = ["rings", "strings", "percpu"];
+pub const GCORE_SCENARIOS: [&str; 4] = ["rings", "strings", "percpu", "klogger-plain"];
 
 /// Bare scenarios also saved as raw memory (QMP `pmemsave`). One is enough: a raw image is read
 /// the same way whatever the scenario logged, and each costs the corpus about 0.3 MB gzipped.
@@ -197,6 +198,16 @@ pub fn plan() -> Vec<Planned> {
     }
     add(Kernel::Qemu(KernelBuild::BareBig), "big", false);
     add(Kernel::Qemu(KernelBuild::BarePercpu), "percpu", false);
+    // Klogger's scenarios start every processor: the two-processor build runs them.
+    for scenario in klogger::SCENARIOS {
+        add(Kernel::Qemu(KernelBuild::BarePercpu), scenario, false);
+    }
+    for scenario in klogger::SCENARIOS {
+        add(Kernel::Hosted(Program::Hosted), scenario, false);
+        if GCORE_SCENARIOS.contains(&scenario) {
+            add(Kernel::Hosted(Program::Hosted), scenario, true);
+        }
+    }
     for program in [
         Program::Hosted,
         Program::HostedC,
@@ -300,7 +311,10 @@ pub fn generate(options: &Generate) -> Result<Manifest> {
         if !console.exists() {
             continue;
         }
-        write_expected(&options.out.join(&entry.expected), &derive_file(&console)?)?;
+        write_expected(
+            &options.out.join(&entry.expected),
+            &derive_entry(&entry.scenario, &console)?,
+        )?;
         entries.push(entry);
     }
     let kernels = Kernel::ALL
@@ -357,7 +371,14 @@ fn crash_qemu(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> Result
         timeout: planned.timeout(),
     };
     let crashed = qemu::crash_and_dump(&boot, dir, planned.formats())?;
-    write_expected(&dir.join("expected.json"), &derive_file(&crashed.console)?)?;
+    let expected = derive_entry(planned.scenario, &crashed.console)?;
+    write_expected(&dir.join("expected.json"), &expected)?;
+    if let Derived::Klogger(expected) = &expected {
+        for (format, path) in &crashed.dumps {
+            klogger::check_dump(path, format.phys_start(), image, expected)
+                .with_context(|| format!("checking {}", path.display()))?;
+        }
+    }
     for (format, path) in &crashed.dumps {
         if gzip && planned.committed() && format.gzipped_in_corpus() {
             gzip_file(path)?;
@@ -418,6 +439,24 @@ fn entry_table(planned: &Planned, dumps: Vec<Dump>) -> Entry {
 /// Big rings get the tables and only their newest records: 4 Mi lines of text would be the
 /// whole run.
 pub fn checks(entry: &str, committed: bool) -> Vec<Check> {
+    let scenario = entry
+        .split_once('/')
+        .map_or("", |(_, s)| s.trim_end_matches("-gcore"));
+    if klogger::owns(scenario) {
+        return klogger::CHECKS
+            .iter()
+            .map(|&(command, file)| Check {
+                command: command.to_string(),
+                expect: format!("{entry}/regress/{file}"),
+                compare: if file.ends_with(".json") {
+                    Compare::Json
+                } else {
+                    Compare::Text
+                },
+                replace: Vec::new(),
+            })
+            .collect();
+    }
     let all: &[(&str, &str, Compare)] = if committed {
         &[
             ("klog -s", "klog-s.txt", Compare::Text),
@@ -467,9 +506,16 @@ pub fn crash_hosted(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> 
     } else {
         capture::crash(&run)
     }?;
-    let expected = derive_file(&crashed.console)?;
+    let expected = derive_entry(planned.scenario, &crashed.console)?;
     write_expected(&dir.join("expected.json"), &expected)?;
-    let verified = verify_core(&crashed.core, &expected)?;
+    let verified = match &expected {
+        Derived::Klog(expected) => verify_core(&crashed.core, expected)?,
+        Derived::Klogger(expected) => Verified {
+            records: klogger::check_dump(&crashed.core, None, image, expected)
+                .with_context(|| format!("checking {}", crashed.core.display()))?,
+            ..Verified::default()
+        },
+    };
     let gzip = gzip && planned.committed();
     let core = if gzip {
         gzip_file(&crashed.core)?
@@ -505,6 +551,26 @@ pub fn crash_hosted(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> 
     Ok(entry)
 }
 
+/// An entry's expected result: KLog's rings, or Klogger's buffers for its scenarios.
+#[derive(Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Derived {
+    Klog(Expected),
+    Klogger(klogger::Expected),
+}
+
+/// The expected result of `scenario`'s console log.
+pub fn derive_entry(scenario: &str, console: &Path) -> Result<Derived> {
+    if !klogger::owns(scenario) {
+        return derive_file(console).map(Derived::Klog);
+    }
+    let text = std::fs::read_to_string(console)
+        .with_context(|| format!("reading {}", console.display()))?;
+    klogger::derive(&text)
+        .map(Derived::Klogger)
+        .with_context(|| format!("deriving the expected result from {}", console.display()))
+}
+
 /// The expected result the oracle in a console log implies.
 pub fn derive_file(console: &Path) -> Result<Expected> {
     let text = std::fs::read_to_string(console)
@@ -513,7 +579,7 @@ pub fn derive_file(console: &Path) -> Result<Expected> {
         .with_context(|| format!("deriving the expected result from {}", console.display()))
 }
 
-fn write_expected(path: &Path, expected: &Expected) -> Result<()> {
+fn write_expected(path: &Path, expected: &impl serde::Serialize) -> Result<()> {
     std::fs::write(path, serde_json::to_string_pretty(expected)? + "\n")
         .with_context(|| format!("writing {}", path.display()))
 }
@@ -547,6 +613,8 @@ pub struct Checked {
     pub against_dump: usize,
     /// Hosted cores whose records were compared with the oracle.
     pub cores: usize,
+    /// Dumps of Klogger entries whose `klogger` output was compared with the oracle.
+    pub klogger_dumps: usize,
 }
 
 /// Checks a corpus directory against its manifest: each listed image has its magic; for each
@@ -584,13 +652,13 @@ fn check_entry(
         .ok_or_else(|| anyhow!("kernel {} is not in the manifest", entry.kernel))?;
     let image = dir.join(&kernel.image);
     expect_magic(&image, &kernel.magic)?;
-    let derived = derive_file(&dir.join(&entry.console))?;
+    let derived = derive_entry(&entry.scenario, &dir.join(&entry.console))?;
     let expected_path = dir.join(&entry.expected);
     let text = std::fs::read_to_string(&expected_path)
         .with_context(|| format!("reading {}", expected_path.display()))?;
-    let stored: Expected = serde_json::from_str(&text)
+    let stored: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("parsing {}", expected_path.display()))?;
-    if stored != derived {
+    if stored != serde_json::to_value(&derived)? {
         bail!(
             "{} differs from what the oracle derives from {}",
             entry.expected,
@@ -621,13 +689,22 @@ fn check_entry(
         if dump.format == DumpFormat::Raw.name() {
             check_raw_size(&path, dump.gzip, &entry.kernel)?;
         }
-        if dump.magic == Magic::ElfCore.name() && kernel.magic == Magic::ElfDyn.name() {
-            verify_core(&path, &stored)?;
-            checked.cores += 1;
-        }
-        if gdb && dump.format == DumpFormat::ElfPaging.name() {
-            check_against_dump(&image, &path, dump.gzip, &stored)?;
-            checked.against_dump += 1;
+        match &derived {
+            Derived::Klogger(expected) => {
+                klogger::check_dump(&path, dump.phys_start, &image, expected)
+                    .with_context(|| format!("checking {}", dump.path))?;
+                checked.klogger_dumps += 1;
+            }
+            Derived::Klog(expected) => {
+                if dump.magic == Magic::ElfCore.name() && kernel.magic == Magic::ElfDyn.name() {
+                    verify_core(&path, expected)?;
+                    checked.cores += 1;
+                }
+                if gdb && dump.format == DumpFormat::ElfPaging.name() {
+                    check_against_dump(&image, &path, dump.gzip, expected)?;
+                    checked.against_dump += 1;
+                }
+            }
         }
     }
     Ok(())

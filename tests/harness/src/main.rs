@@ -192,10 +192,11 @@ fn main() -> Result<()> {
             let gdb = tools::find(tools::GDB).is_some();
             let checked = corpus::check(&dir, gdb, &kernels, &scenarios)?;
             eprintln!(
-                "{} entries in {} match their manifest and oracle; {} hosted cores compared with the oracle; gdb compared {} QEMU dumps with the oracle{}",
+                "{} entries in {} match their manifest and oracle; {} hosted cores compared with the oracle; kcrash's klogger output on {} dumps compared with the oracle; gdb compared {} QEMU dumps with the oracle{}",
                 checked.entries,
                 dir.display(),
                 checked.cores,
+                checked.klogger_dumps,
                 checked.against_dump,
                 if gdb { "" } else { " (gdb not found)" }
             );

@@ -16,6 +16,8 @@ mod chore;
 #[cfg(not(feature = "big-rings"))]
 mod heap;
 mod idt;
+#[cfg(not(feature = "big-rings"))]
+mod klogger;
 mod mem;
 mod platform;
 mod pvh;

@@ -3,6 +3,7 @@
 
 use crate::chore::{self, Step, CHORES};
 use crate::heap;
+use crate::klogger;
 use crate::oracle;
 use crate::platform::{self, DBG_FS, DBG_PARCHORE, DBG_VM, KLOG_REGISTRY};
 use crate::pvh::KERNEL_VMA;
@@ -31,6 +32,10 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("smp", smp),
     #[cfg(feature = "per-processor")]
     ("percpu", percpu),
+    ("klogger-plain", klogger::plain),
+    ("klogger-wrap", klogger::wrap),
+    ("klogger-lost", klogger::lost),
+    ("klogger-damaged", klogger::damaged),
 ];
 
 /// Chore `c`'s name as text, for the oracle's messages.

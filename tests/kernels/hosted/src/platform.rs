@@ -55,7 +55,7 @@ fn remember(update: impl FnOnce(&mut Hooked)) {
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.
-fn monotonic_ns() -> u64 {
+pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use klog_runtime::KLOG_STR;
 
 use crate::event;
+use crate::klogger;
 use crate::platform::{self, Task};
 use crate::{
     oracle, Crash, KLogs, DBG_FS, DBG_NONE, DBG_PARCHORE, DBG_SCHED, DBG_VM, KLOG_REGISTRY,
@@ -27,6 +28,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("big", big),
     #[cfg(all(feature = "per-processor", not(feature = "big-rings")))]
     ("percpu", percpu),
+    ("klogger-plain", klogger::plain),
+    ("klogger-wrap", klogger::wrap),
+    ("klogger-lost", klogger::lost),
+    ("klogger-damaged", klogger::damaged),
 ];
 
 pub const NAMES: [&str; SCENARIOS.len()] = {

@@ -7,6 +7,8 @@
 #![no_std]
 
 pub mod events;
+pub mod oracle;
+pub mod script;
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
