@@ -14,6 +14,8 @@ pub enum KernelBuild {
     BareBig,
     /// The bare kernel with a ring set per processor, run on two processors.
     BarePercpu,
+    /// The bare kernel with the Klogger scenarios, run on two processors.
+    BareKlogger,
 }
 
 impl KernelBuild {
@@ -23,13 +25,14 @@ impl KernelBuild {
             KernelBuild::Bare => "bare",
             KernelBuild::BareBig => "bare-big",
             KernelBuild::BarePercpu => "bare-percpu",
+            KernelBuild::BareKlogger => "bare-klogger",
         }
     }
 
     /// Processors QEMU gives the guest: one set of rings each for the per-processor build.
     pub fn cpus(self) -> u32 {
         match self {
-            KernelBuild::BarePercpu => 2,
+            KernelBuild::BarePercpu | KernelBuild::BareKlogger => 2,
             KernelBuild::Bare | KernelBuild::BareBig => 1,
         }
     }
@@ -40,13 +43,14 @@ impl KernelBuild {
             KernelBuild::Bare => &[],
             KernelBuild::BareBig => &["--features", "big-rings"],
             KernelBuild::BarePercpu => &["--features", "per-processor"],
+            KernelBuild::BareKlogger => &["--features", "klogger"],
         }
     }
 
     /// Guest RAM for this kernel, in MiB: the big rings alone take 256 MiB.
     pub fn memory_mib(self) -> u32 {
         match self {
-            KernelBuild::Bare | KernelBuild::BarePercpu => 32,
+            KernelBuild::Bare | KernelBuild::BarePercpu | KernelBuild::BareKlogger => 32,
             KernelBuild::BareBig => 384,
         }
     }

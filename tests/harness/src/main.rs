@@ -28,8 +28,8 @@ enum Command {
         /// Also the big-ring benchmark dumps (not committed; ~650 MiB of RAM and disk).
         #[arg(long)]
         big: bool,
-        /// Only these kernels: bare, bare-big, bare-percpu, hosted, hosted-c, hosted-percpu,
-        /// hosted-c-percpu, hosted-big. Entries not run keep their files (their expected.json is
+        /// Only these kernels: bare, bare-big, bare-percpu, bare-klogger, hosted, hosted-c,
+        /// hosted-percpu, hosted-c-percpu, hosted-big, hosted-klogger. Entries not run keep their files (their expected.json is
         /// derived again from their console log).
         #[arg(long = "kernel")]
         kernels: Vec<String>,

@@ -36,16 +36,19 @@ pub enum Program {
     /// The big rings split among four processors' sets (features big-rings and per-processor),
     /// for the reader's benchmarks.
     HostedBigPercpu,
+    /// tests/kernels/hosted with the Klogger scenarios (feature klogger).
+    HostedKlogger,
 }
 
 impl Program {
-    pub const ALL: [Program; 6] = [
+    pub const ALL: [Program; 7] = [
         Program::Hosted,
         Program::HostedBig,
         Program::HostedC,
         Program::HostedPercpu,
         Program::HostedCPercpu,
         Program::HostedBigPercpu,
+        Program::HostedKlogger,
     ];
 
     /// Name in the corpus layout and manifest.
@@ -57,6 +60,7 @@ impl Program {
             Program::HostedPercpu => "hosted-percpu",
             Program::HostedCPercpu => "hosted-c-percpu",
             Program::HostedBigPercpu => "hosted-big-percpu",
+            Program::HostedKlogger => "hosted-klogger",
         }
     }
 
@@ -70,6 +74,7 @@ impl Program {
             Program::HostedBig | Program::HostedBigPercpu => &["big"],
             // Shared-ring scenarios that run unchanged on per-processor rings, and its own.
             Program::HostedPercpu | Program::HostedCPercpu => &["rings", "wrap", "percpu"],
+            Program::HostedKlogger => &crate::klogger::SCENARIOS,
         }
     }
 
@@ -86,7 +91,8 @@ impl Program {
             Program::Hosted
             | Program::HostedBig
             | Program::HostedPercpu
-            | Program::HostedBigPercpu => &[],
+            | Program::HostedBigPercpu
+            | Program::HostedKlogger => &[],
         }
     }
 
@@ -97,6 +103,7 @@ impl Program {
             Program::HostedBig => Some("big-rings"),
             Program::HostedPercpu => Some("per-processor"),
             Program::HostedBigPercpu => Some("big-rings,per-processor"),
+            Program::HostedKlogger => Some("klogger"),
             Program::HostedC | Program::HostedCPercpu => None,
         }
     }

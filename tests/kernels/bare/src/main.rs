@@ -16,7 +16,7 @@ mod chore;
 #[cfg(not(feature = "big-rings"))]
 mod heap;
 mod idt;
-#[cfg(not(feature = "big-rings"))]
+#[cfg(feature = "klogger")]
 mod klogger;
 mod mem;
 mod platform;

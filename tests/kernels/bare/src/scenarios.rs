@@ -3,6 +3,7 @@
 
 use crate::chore::{self, Step, CHORES};
 use crate::heap;
+#[cfg(feature = "klogger")]
 use crate::klogger;
 use crate::oracle;
 use crate::platform::{self, DBG_FS, DBG_PARCHORE, DBG_VM, KLOG_REGISTRY};
@@ -32,9 +33,13 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("smp", smp),
     #[cfg(feature = "per-processor")]
     ("percpu", percpu),
+    #[cfg(feature = "klogger")]
     ("klogger-plain", klogger::plain),
+    #[cfg(feature = "klogger")]
     ("klogger-wrap", klogger::wrap),
+    #[cfg(feature = "klogger")]
     ("klogger-lost", klogger::lost),
+    #[cfg(feature = "klogger")]
     ("klogger-damaged", klogger::damaged),
 ];
 

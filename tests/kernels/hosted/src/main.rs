@@ -3,6 +3,7 @@
 //! ELF core; with `--stop` it stops itself (SIGSTOP) instead, for a harness that takes the core
 //! with gdb's gcore. See tests/kernels/README.md.
 
+#[cfg(feature = "klogger")]
 mod klogger;
 mod oracle;
 mod platform;

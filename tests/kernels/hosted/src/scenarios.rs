@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use klog_runtime::KLOG_STR;
 
 use crate::event;
+#[cfg(feature = "klogger")]
 use crate::klogger;
 use crate::platform::{self, Task};
 use crate::{
@@ -28,9 +29,13 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("big", big),
     #[cfg(all(feature = "per-processor", not(feature = "big-rings")))]
     ("percpu", percpu),
+    #[cfg(feature = "klogger")]
     ("klogger-plain", klogger::plain),
+    #[cfg(feature = "klogger")]
     ("klogger-wrap", klogger::wrap),
+    #[cfg(feature = "klogger")]
     ("klogger-lost", klogger::lost),
+    #[cfg(feature = "klogger")]
     ("klogger-damaged", klogger::damaged),
 ];
 
