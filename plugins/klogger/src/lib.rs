@@ -189,8 +189,8 @@ impl KloggerLog {
                 return;
             }
         };
-        let buffer = match check_control(&control, at) {
-            Ok(b) => Buffer { cpu, ..b },
+        let buffer = match check_control(&control, at, cpu) {
+            Ok(b) => b,
             Err(why) => {
                 self.rings.push(refused(why));
                 self.buffers.push(None);
@@ -211,7 +211,7 @@ impl KloggerLog {
                 damage.describe()
             ));
         }
-        self.rings.push(counts(name, at, &control, &scan));
+        self.rings.push(counts(cpu, name, at, &control, &scan));
         self.buffers.push(Some(buffer));
     }
 
@@ -256,7 +256,7 @@ impl KloggerLog {
                         "a payload of {payload_len} bytes, the first {MAX_RAW} shown"
                     )));
                 }
-                let payload = read_value(mem, payload_at, shown, &mut damage, Value::Bytes);
+                let payload = raw(mem, payload_at, shown, &mut damage);
                 let fields = vec![
                     Field {
                         name: "type".into(),
@@ -428,17 +428,11 @@ fn stopped(last: Option<&Header>, ring: usize, cpu: u32, damage: Damage) -> Even
     event
 }
 
-/// `bytes` read at `at` as a value made by `make`, or unreadable (with the damage noted).
-fn read_value(
-    mem: &dyn Memory,
-    at: u64,
-    len: u64,
-    damage: &mut Vec<Damage>,
-    make: fn(Vec<u8>) -> Value,
-) -> Value {
+/// `len` bytes at `at`, untyped, or unreadable (with the damage noted).
+fn raw(mem: &dyn Memory, at: u64, len: u64, damage: &mut Vec<Damage>) -> Value {
     let mut bytes = vec![0u8; len as usize];
     match mem.read(at, &mut bytes) {
-        Ok(()) => make(bytes),
+        Ok(()) => Value::Bytes(bytes),
         Err(e) => {
             damage.push(Damage::Unreadable {
                 addr: e.addr,
@@ -559,7 +553,7 @@ fn read_control(mem: &dyn Memory, at: u64) -> Result<Control, String> {
 }
 
 /// The buffer a control structure at `at` describes, or which field is wrong and why.
-fn check_control(c: &Control, at: u64) -> Result<Buffer, String> {
+fn check_control(c: &Control, at: u64, cpu: u32) -> Result<Buffer, String> {
     let field = |offset: u64, name: &str| format!("{name} (at {:#x})", at + offset);
     if c.buffer == 0 {
         return Err(format!("{} is null", field(0, "buffer")));
@@ -604,7 +598,7 @@ fn check_control(c: &Control, at: u64) -> Result<Buffer, String> {
             c.size
         )),
         Some(_) => Ok(Buffer {
-            cpu: c.cpu,
+            cpu,
             base: c.buffer,
             size: c.size,
             tail: c.tail,
@@ -648,7 +642,7 @@ impl Scan {
 
 /// A ring's `-s` counts from its control structure, each checked against what the buffer
 /// holds.
-fn counts(name: String, at: u64, c: &Control, scan: &Scan) -> RingInfo {
+fn counts(cpu: u32, name: String, at: u64, c: &Control, scan: &Scan) -> RingInfo {
     let whole = scan.stopped.is_none();
     // Events after the newest held one got serial numbers but no record.
     let trailing = match scan.newest_serial {
@@ -698,7 +692,7 @@ fn counts(name: String, at: u64, c: &Control, scan: &Scan) -> RingInfo {
         )
     });
     RingInfo {
-        processor: name.strip_prefix("cpu").and_then(|n| n.parse().ok()),
+        processor: Some(cpu),
         name,
         addr: at,
         capacity: Ok(c.size),
