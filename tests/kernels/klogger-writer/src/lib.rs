@@ -1,6 +1,7 @@
 //! A Klogger writer for kcrash's test kernels: per-CPU memory-resident buffers into which events
 //! are logged as a header (type, serial, time stamp) and the payload laid out as the C struct
-//! its schema declares. The layout is in README.md; kcrash's `klogger` decoder reads it.
+//! its schema declares. kcrash's `klogger` decoder reads it; plugins/klogger/README.md gives the
+//! layout with its offsets.
 //!
 //! Every event logged, dropped or overwritten is told to a [`Sink`], which the kernels print as
 //! their oracle lines.
@@ -41,7 +42,7 @@ pub struct Cpu {
     pub size: AtomicU64,
     pub head: AtomicU64,
     pub tail: AtomicU64,
-    /// The serial number the next event gets: events logged, overwritten or dropped.
+    /// The serial number the next event gets: the events ever logged or dropped.
     pub next_serial: AtomicU64,
     /// Events dropped because the buffer was full.
     pub lost: AtomicU64,
