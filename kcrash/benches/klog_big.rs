@@ -1,6 +1,8 @@
 //! `klog` on the big-ring dump (over 4 million records): records per second for `klog 0 full`
 //! and `klog 0 --json` written to a sink, against the same merged walk of the rings without
-//! rendering (the floor set by reading the dump).
+//! rendering (the floor set by reading the dump); and `timeline` over every log the dump holds
+//! (the KLog's rings and, in the hosted big dump, the other decoders' logs), per event, against
+//! `klog 0 full`'s rate.
 //!
 //! The dump is generated, never committed:
 //!
@@ -14,10 +16,15 @@ use std::hint::black_box;
 use std::io;
 use std::time::Duration;
 
+use clap::Parser;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kcrash::klog::ring::Order;
 use kcrash::klog::Selection;
+use kcrash::paint::Paint;
+use kcrash::plugins::DECODERS;
 use kcrash::session::Session;
+use kcrash::timeline;
+use kcrash_plugin::Log;
 
 fn klog_big(c: &mut Criterion) {
     let (Ok(dump), Ok(image)) = (
@@ -64,6 +71,38 @@ fn klog_big(c: &mut Criterion) {
         });
     }
     g.finish();
+    // Every log the dump holds, through the decoders' interface.
+    let logs: Vec<&dyn Log> = (0..DECODERS.len())
+        .filter_map(|i| session.log(i).ok())
+        .collect();
+    let select = Select::parse_from(["timeline"]).select;
+    let run = || {
+        timeline::print(
+            &logs,
+            &session,
+            &select,
+            true,
+            &mut io::sink(),
+            &mut io::sink(),
+            Paint::default(),
+        )
+        .expect("timeline")
+    };
+    let events = run();
+    let kinds: Vec<&str> = logs.iter().map(|l| l.kind()).collect();
+    let mut g = c.benchmark_group(format!("timeline, {events} events of {}", kinds.join(", ")));
+    g.throughput(Throughput::Elements(events));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(20));
+    g.bench_function("timeline", |b| b.iter(run));
+    g.finish();
+}
+
+/// `timeline`'s options, parsed as its command line would be.
+#[derive(clap::Parser)]
+struct Select {
+    #[command(flatten)]
+    select: timeline::Select,
 }
 
 criterion_group!(benches, klog_big);

@@ -6,28 +6,29 @@ use std::io::Write;
 use kcrash_plugin::{Clock, Damage, Event, Log, Value};
 use serde::Serialize;
 
-use crate::escape::escaped;
-use crate::klog::render::Clock as TimeText;
+use crate::escape::{escape_into, escaped};
+use crate::klog::render::{push_dec_padded, push_hex, Clock as TimeText};
 use crate::paint::Paint;
 use crate::report::{Dec, Hex, Report};
 
-/// One event as text and JSON show it.
+/// One event as JSON shows it (text: [`write_line`]).
 #[derive(Serialize)]
 pub struct EventView<'a> {
     log: &'static str,
     ring: &'a str,
     ring_index: usize,
     processor: Option<u32>,
-    ticks: Dec,
-    /// Seconds since the clock's zero, when the log's clock rate is known.
+    /// The event's own time stamp; null when it is lost (a torn record).
+    ticks: Option<Dec>,
+    /// Seconds since the clock's zero, when the log's clock rate and the time stamp are known.
     seconds: Option<f64>,
+    /// Where the event sorts: its time stamp, or the one of the event before it in its ring.
+    placed_at: Dec,
     seq: Dec,
     name: &'a str,
     fields: Vec<FieldView>,
     message: Option<String>,
     damage: Vec<DamageView>,
-    #[serde(skip)]
-    clock: &'a Clock,
 }
 
 #[derive(Serialize)]
@@ -71,8 +72,12 @@ impl<'a> EventView<'a> {
             ring,
             ring_index: event.ring,
             processor: event.processor,
-            ticks: Dec(event.ticks.into()),
-            seconds: clock.hz().map(|hz| event.ticks as f64 / hz as f64),
+            ticks: event.own_time.then(|| Dec(event.ticks.into())),
+            seconds: clock
+                .hz()
+                .filter(|_| event.own_time)
+                .map(|hz| event.ticks as f64 / hz as f64),
+            placed_at: Dec(event.ticks.into()),
             seq: Dec(event.seq.into()),
             name: &event.name,
             fields: event
@@ -85,22 +90,6 @@ impl<'a> EventView<'a> {
                 .collect(),
             message: event.message.as_deref().map(escaped),
             damage: event.damage.iter().map(DamageView::of).collect(),
-            clock,
-        }
-    }
-
-    /// The line after the time and processor: ring, name, fields, message, damage.
-    pub fn write_body(&self, out: &mut Vec<u8>) {
-        use std::io::Write as _;
-        let _ = write!(out, "{:<8} {}", self.ring, escaped(self.name.as_bytes()));
-        for f in &self.fields {
-            let _ = write!(out, " {}={}", f.name, f.value.text());
-        }
-        if let Some(m) = &self.message {
-            let _ = write!(out, " \"{m}\"");
-        }
-        for d in &self.damage {
-            let _ = write!(out, " <{}>", d.detail);
         }
     }
 }
@@ -129,24 +118,6 @@ impl ValueView {
             },
         }
     }
-
-    /// As gdb would print it: numbers as numbers, enums by name, text quoted, faults in angle
-    /// brackets.
-    fn text(&self) -> String {
-        match self {
-            ValueView::Unsigned { value } | ValueView::Signed { value } => value.0.to_string(),
-            ValueView::Hex { value } => format!("{:#x}", value.0),
-            ValueView::Enum { value, symbol } => match symbol {
-                Some(s) => s.clone(),
-                None => format!("<unknown {}>", value.0),
-            },
-            ValueView::Text { value } => format!("\"{value}\""),
-            ValueView::Bytes { value } => format!("[{value}]"),
-            ValueView::Unreadable { addr, reason } => {
-                format!("<unreadable at {:#x}: {reason}>", addr.0)
-            }
-        }
-    }
 }
 
 impl DamageView {
@@ -166,22 +137,144 @@ impl DamageView {
     }
 }
 
-impl Report for EventView<'_> {
-    fn text(&self, out: &mut dyn Write, paint: Paint) -> std::io::Result<()> {
-        let time = TimeText {
-            hz: self.clock.hz(),
+/// What every text line of one ring starts with, escaped and padded once for the ring: the
+/// log's kind (when lines name it) and the ring's name.
+pub struct RingPrefix {
+    log: Vec<u8>,
+    ring: Vec<u8>,
+}
+
+impl RingPrefix {
+    pub fn new(log: &dyn Log, ring: usize, show_log: bool) -> RingPrefix {
+        let mut p = RingPrefix {
+            log: Vec::new(),
+            ring: Vec::new(),
+        };
+        if show_log {
+            pad(&mut p.log, log.kind().as_bytes(), 8);
         }
-        .show(self.ticks.0 as u64);
-        let cpu = self
-            .processor
-            .map_or_else(|| "cpu?".to_string(), |p| format!("cpu{p}"));
-        let mut body = Vec::new();
-        self.write_body(&mut body);
-        let body = String::from_utf8_lossy(&body);
-        if self.damage.is_empty() {
-            writeln!(out, "{time} {cpu:<5} {body}")
-        } else {
-            writeln!(out, "{time} {cpu:<5} {}", paint.bad(body))
+        let name = log.rings().get(ring).map_or("?", |r| r.name.as_str());
+        escape_into(name.as_bytes(), &mut p.ring);
+        let width = p.ring.len();
+        p.ring.extend(std::iter::repeat_n(
+            b' ',
+            9usize.saturating_sub(width).max(1),
+        ));
+        p
+    }
+}
+
+/// Appends `event`'s text line to `out`: time, log (when `prefix` has it), processor, ring,
+/// name, fields as gdb prints values, the message quoted, damage in angle brackets, every string
+/// from the dump escaped. `keep` sees the line after the processor (what `-g` matches); when it
+/// says no, nothing is appended. Says whether the line was kept.
+pub fn write_line(
+    out: &mut Vec<u8>,
+    prefix: &RingPrefix,
+    clock: &Clock,
+    event: &Event,
+    paint: Paint,
+    keep: impl FnOnce(&[u8]) -> bool,
+) -> bool {
+    let start = out.len();
+    TimeText { hz: clock.hz() }.write(out, event.ticks);
+    if !event.own_time {
+        // A lost time stamp shows where the event sits, marked.
+        out.push(b'~');
+    }
+    out.push(b' ');
+    out.extend_from_slice(&prefix.log);
+    let cpu = out.len();
+    out.extend_from_slice(b"cpu");
+    match event.processor {
+        Some(p) => push_dec_padded(out, p.into(), 0, b' '),
+        None => out.push(b'?'),
+    }
+    let used = out.len() - cpu;
+    out.extend(std::iter::repeat_n(
+        b' ',
+        6usize.saturating_sub(used).max(1),
+    ));
+    let body = out.len();
+    out.extend_from_slice(&prefix.ring);
+    escape_into(event.name.as_bytes(), out);
+    for f in &event.fields {
+        out.push(b' ');
+        escape_into(f.name.as_bytes(), out);
+        out.push(b'=');
+        write_value(out, &f.value);
+    }
+    if let Some(m) = &event.message {
+        out.extend_from_slice(b" \"");
+        escape_into(m, out);
+        out.push(b'"');
+    }
+    for d in &event.damage {
+        out.extend_from_slice(b" <");
+        escape_into(d.describe().as_bytes(), out);
+        out.push(b'>');
+    }
+    if !keep(&out[body..]) {
+        out.truncate(start);
+        return false;
+    }
+    if !event.damage.is_empty() && paint.on {
+        let painted = paint.bad(String::from_utf8_lossy(&out[body..]));
+        out.truncate(body);
+        out.extend_from_slice(painted.as_bytes());
+    }
+    out.push(b'\n');
+    true
+}
+
+/// `text` padded with spaces to `width`, and one space after it.
+fn pad(out: &mut Vec<u8>, text: &[u8], width: usize) {
+    out.extend_from_slice(text);
+    out.extend(std::iter::repeat_n(
+        b' ',
+        width.saturating_sub(text.len()) + 1,
+    ));
+}
+
+/// A value as gdb would print it: numbers as numbers, enums by name, text quoted, faults in
+/// angle brackets.
+fn write_value(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Unsigned(n) => push_dec_padded(out, *n, 0, b' '),
+        Value::Signed(n) => {
+            if *n < 0 {
+                out.push(b'-');
+            }
+            push_dec_padded(out, n.unsigned_abs(), 0, b' ');
+        }
+        Value::Hex(n) => {
+            out.extend_from_slice(b"0x");
+            push_hex(out, *n);
+        }
+        Value::Enum { name: Some(n), .. } => escape_into(n.as_bytes(), out),
+        Value::Enum { value, name: None } => {
+            out.extend_from_slice(b"<unknown ");
+            push_dec_padded(out, *value, 0, b' ');
+            out.push(b'>');
+        }
+        Value::Text(t) => {
+            out.push(b'"');
+            escape_into(t, out);
+            out.push(b'"');
+        }
+        Value::Bytes(b) => {
+            out.push(b'[');
+            for byte in b {
+                out.extend_from_slice(format!("{byte:02x}").as_bytes());
+            }
+            out.push(b']');
+        }
+        Value::Unreadable { addr, reason } => {
+            out.extend_from_slice(b"<unreadable at 0x");
+            push_hex(out, *addr);
+            out.extend_from_slice(b": ");
+            escape_into(reason.as_bytes(), out);
+            out.push(b'>');
         }
     }
 }

@@ -20,3 +20,4 @@ pub mod report;
 pub mod session;
 pub mod shell;
 pub mod symbolize;
+pub mod timeline;

@@ -5,7 +5,11 @@
 use kcrash_plugin::Decoder;
 
 /// Every decoder, in the order `plugins` lists them.
-pub static DECODERS: &[&dyn Decoder] = &[&kcrash_klog::decoder::DECODER, &kcrash_klogger::Klogger];
+pub static DECODERS: &[&dyn Decoder] = &[
+    &kcrash_klog::decoder::DECODER,
+    &crate::linux::printk_log::DECODER,
+    &kcrash_klogger::DECODER,
+];
 
 /// The decoder whose command is `name`.
 pub fn by_command(name: &str) -> Option<&'static dyn Decoder> {

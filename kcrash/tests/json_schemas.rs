@@ -90,6 +90,8 @@ const COMMON: &[Check] = &[
     ("p --json &KLogs[2]", "print", Shape::Lines),
     ("p --json DebugFlags", "print", Shape::Lines),
     ("sys --json", "sys", Shape::Document),
+    ("plugins --json", "plugins", Shape::Document),
+    ("timeline --json", "event", Shape::Lines),
 ];
 
 /// Types of the KLog's image (the test kernels and programs): whatis, ptype and struct read
@@ -108,6 +110,7 @@ const LINUX: &[Check] = &[
     ("struct --json list_head", "ptype", Shape::Lines),
     ("struct --json list_head &modules", "print", Shape::Lines),
     ("log -m -T --json", "log", Shape::Lines),
+    ("timeline --json -n 500", "event", Shape::Lines),
 ];
 
 fn common_commands(files: &[PathBuf], more: &[Check]) {

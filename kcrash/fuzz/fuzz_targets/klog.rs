@@ -2,16 +2,21 @@
 //! (KLogs, DebugFlags, klogLevel, klogClockHz, klogProcessors, klogFlags, KLogDescriptions,
 //! KLogBuffer, then strings), anything past it
 //! unreadable. Every ring is read, merged in both orders, summarised and salvaged, and every
-//! record rendered in both text styles and as JSON. A panic, or output without bound, is a bug.
+//! record rendered in both text styles and as JSON; every ring is read again as the timeline's
+//! events, each rendered as its text line and its JSON. A panic, or output without bound, is a
+//! bug.
 //!
 //! Seeds: `seeds klog` relocates the corpus dumps' rings to these addresses.
 
 #![no_main]
 
+use kcrash::event_view::{write_line, EventView, RingPrefix};
 use kcrash::klog::render::{Clock, Printer, Style};
 use kcrash::klog::ring::Order;
 use kcrash::klog::{Klog, Selection};
+use kcrash::paint::Paint;
 use kcrash_fuzz::{fixed, Windows};
+use kcrash_plugin::Log;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -63,6 +68,29 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     klog.summary(&mem);
+    // The KLog as every decoder's log: the rings' table, and each ring's events.
+    let log: &dyn Log = &klog;
+    for ring in 0..log.rings().len() {
+        let prefix = RingPrefix::new(log, ring, true);
+        for order in [Order::NewestFirst, Order::OldestFirst] {
+            let mut n = 0;
+            for event in log.events(&mem, ring, order) {
+                n += 1;
+                assert!(n <= fixed::RECORDS, "more events than slots");
+                line.clear();
+                write_line(
+                    &mut line,
+                    &prefix,
+                    log.clock(),
+                    &event,
+                    Paint::default(),
+                    |_| true,
+                );
+                line.clear();
+                kcrash::report::json_line(&EventView::new(log, &event), &mut line).unwrap();
+            }
+        }
+    }
     for spec in ["0", "1", "3", "4", "vm", "DBG_NONE", ""] {
         let _ = klog.select(spec);
     }

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 use clap::Parser;
 use klog_runtime::intensity::{D_KLOG, D_KLOGPRINTF, D_PROLOG, D_TERSE, D_VERBOSE};
 use klog_runtime::{split_proc_dom, Level};
@@ -14,7 +14,6 @@ use super::{Context, Flow};
 use crate::error::one_line;
 use crate::klog::descriptor::LayoutSource;
 use crate::klog::live::Snapshot;
-use crate::klog::pipeline::render_stream;
 use crate::klog::render::{Clock, Printer, Style};
 use crate::klog::ring::{Order, Record, Ring};
 use crate::klog::salvage::{self, Salvage};
@@ -23,6 +22,8 @@ use crate::memory::Memory;
 use crate::paint::Paint;
 use crate::report::{self, Dec, Hex, Report};
 use crate::session::Session;
+use crate::timeline::{grep, ticks_at};
+use kcrash_plugin::pipeline::render_stream;
 
 /// Print the kernel event log (KLog rings) as it was at the crash.
 ///
@@ -103,26 +104,13 @@ struct Filter {
 
 impl Filter {
     fn new(args: &Args, clock: Clock) -> Result<Filter> {
-        let ticks = |t: f64| -> Result<u64> {
-            if !(t.is_finite() && t >= 0.0) {
-                bail!("time {t} is not a non-negative number");
-            }
-            Ok(match clock.hz {
-                Some(hz) => (t * hz as f64) as u64,
-                None => t as u64,
-            })
-        };
+        let ticks = |t| ticks_at(t, clock.hz);
         Ok(Filter {
             cpu: args.cpu,
             chore: args.chore,
             since: args.since.map(ticks).transpose()?,
             until: args.until.map(ticks).transpose()?,
-            grep: args
-                .grep
-                .as_deref()
-                .map(Regex::new)
-                .transpose()
-                .context("--grep")?,
+            grep: grep(args.grep.as_deref())?,
         })
     }
 
@@ -727,7 +715,7 @@ impl Report for Summary {
 
 /// `klog -s`: one row per ring.
 fn summary(
-    mem: &dyn Memory,
+    mem: &(dyn Memory + Sync),
     klog: &Klog,
     clock: Clock,
     json: bool,

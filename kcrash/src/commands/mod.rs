@@ -23,6 +23,7 @@ pub mod rd;
 mod set;
 pub mod sym;
 pub mod sys;
+pub mod timeline;
 pub mod types;
 
 use std::io::{self, Write};
@@ -94,6 +95,13 @@ pub const COMMANDS: &[Command] = &[
         summary: "the kernel event log: klog [SUBSYS] [full|terse] [-n N] [--json] [-s]",
         help: clap_help::<klog::Args>,
         run: klog::run,
+    },
+    Command {
+        name: "timeline",
+        aliases: &[],
+        summary: "every log in the dump merged by time: timeline [-n N] [--log LOG] [--json]",
+        help: clap_help::<timeline::Args>,
+        run: timeline::run,
     },
     Command {
         name: "print",

@@ -7,6 +7,7 @@ pub mod ko;
 pub mod live;
 pub mod modules;
 pub mod printk;
+pub mod printk_log;
 
 use std::path::Path;
 

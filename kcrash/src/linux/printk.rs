@@ -216,6 +216,8 @@ pub struct Record {
 
 /// The ring, read whole: its three arrays copied out of the dump once.
 pub struct Ring {
+    /// The `printk_ringbuffer` `prb` points to.
+    addr: u64,
     layout: Layout,
     count: u64,
     descs: Vec<u8>,
@@ -318,9 +320,20 @@ impl Ring {
             data: read_vec(mem, data, Some(1 << size_bits), "text data")?,
             tail_id: field(desc_ring.wrapping_add(l.tail_id), "tail_id")?,
             head_id: field(desc_ring.wrapping_add(l.head_id), "head_id")?,
+            addr: rb,
             count,
             layout,
         })
+    }
+
+    /// Where the ring's `printk_ringbuffer` is.
+    pub fn address(&self) -> u64 {
+        self.addr
+    }
+
+    /// How many records (descriptors) it holds.
+    pub fn capacity(&self) -> u64 {
+        self.count
     }
 
     /// Every readable record, oldest first: committed or finalized (what crash and makedumpfile

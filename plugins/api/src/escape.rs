@@ -3,7 +3,20 @@
 
 /// Appends `bytes` so that a terminal shows exactly what they are: printable UTF-8 as is, `\n`,
 /// `\t`, `\\` and every other control or invalid byte as an escape.
+#[inline]
 pub fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
+    // Most text from a dump is printable ASCII: one copy.
+    if bytes
+        .iter()
+        .all(|&b| (0x20..0x7f).contains(&b) && b != b'\\')
+    {
+        out.extend_from_slice(bytes);
+        return;
+    }
+    escape_slow(bytes, out);
+}
+
+fn escape_slow(bytes: &[u8], out: &mut Vec<u8>) {
     let mut i = 0;
     while i < bytes.len() {
         // Printable ASCII, the common case, is copied in runs.

@@ -3,14 +3,18 @@
 use std::borrow::Cow;
 
 /// A name that is usually fixed in the decoder (a field's, an event kind's) but may come from a
-/// schema or from the dump itself.
-pub type Name = Cow<'static, str>;
+/// schema or from the dump itself, borrowed from the log that holds it.
+pub type Name<'a> = Cow<'a, str>;
 
 /// One event: when, where, what, and how far it can be believed.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Event {
-    /// The time stamp in the log's own clock ticks ([`crate::Clock`] says their rate).
+pub struct Event<'a> {
+    /// The time stamp in the log's own clock ticks ([`crate::Clock`] says their rate). For an
+    /// event whose own stamp is lost (`own_time` false), the time of the event before it in its
+    /// ring, so that it sorts where it sits.
     pub ticks: u64,
+    /// Whether `ticks` is the event's own time stamp.
+    pub own_time: bool,
     /// The event's place in its ring (sequence or serial number, slot): orders events of one
     /// ring whose ticks are equal.
     pub seq: u64,
@@ -19,9 +23,9 @@ pub struct Event {
     /// The processor that logged it, when the log says.
     pub processor: Option<u32>,
     /// What happened: the event's kind or name (`EVT_PAGE_FAULT`, `KER_CALL/MSG_SENDV`).
-    pub name: Name,
+    pub name: Name<'a>,
     /// The event's payload, typed.
-    pub fields: Vec<Field>,
+    pub fields: Vec<Field<'a>>,
     /// The text the log carries for it (a formatted message), when it carries one; escaped when
     /// printed.
     pub message: Option<Vec<u8>>,
@@ -29,11 +33,12 @@ pub struct Event {
     pub damage: Vec<Damage>,
 }
 
-impl Event {
+impl<'a> Event<'a> {
     /// An undamaged event with no fields or message.
-    pub fn new(ticks: u64, seq: u64, ring: usize, name: impl Into<Name>) -> Event {
+    pub fn new(ticks: u64, seq: u64, ring: usize, name: impl Into<Name<'a>>) -> Event<'a> {
         Event {
             ticks,
+            own_time: true,
             seq,
             ring,
             processor: None,
@@ -45,25 +50,24 @@ impl Event {
     }
 
     /// Adds a field.
-    pub fn field(mut self, name: impl Into<Name>, value: Value) -> Event {
+    pub fn field(&mut self, name: impl Into<Name<'a>>, value: Value<'a>) {
         self.fields.push(Field {
             name: name.into(),
             value,
         });
-        self
     }
 }
 
 /// A named value of an event's payload.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Field {
-    pub name: Name,
-    pub value: Value,
+pub struct Field<'a> {
+    pub name: Name<'a>,
+    pub value: Value<'a>,
 }
 
 /// A payload value, typed as the log's layout or schema types it.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub enum Value<'a> {
     Unsigned(u64),
     Signed(i64),
     /// An address, pointer or bit mask: printed in hex.
@@ -71,7 +75,7 @@ pub enum Value {
     /// A value with a name from an enumeration, when the enumeration names it.
     Enum {
         value: u64,
-        name: Option<Name>,
+        name: Option<Name<'a>>,
     },
     /// Text from the dump; escaped when printed.
     Text(Vec<u8>),

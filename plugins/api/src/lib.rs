@@ -11,6 +11,7 @@ pub mod event;
 pub mod log;
 pub mod memory;
 pub mod merge;
+pub mod pipeline;
 
 pub use event::{Damage, Event, Field, Name, Value};
 pub use log::{Clock, Context, Count, Decoder, Found, Log, Missing, Order, RingInfo, Symbol};

@@ -89,13 +89,14 @@ pub trait Log: Any + Send + Sync {
     fn notes(&self) -> &[String];
 
     /// Ring `ring`'s events in `order`, read from `mem` as they are asked for: never the whole
-    /// ring at once. A refused ring or one out of range yields nothing.
+    /// ring at once. A refused ring or one out of range yields nothing. The stream is `Send`:
+    /// `timeline` reads each ring on a thread of its own.
     fn events<'a>(
         &'a self,
         mem: &'a (dyn Memory + Sync),
         ring: usize,
         order: Order,
-    ) -> Box<dyn Iterator<Item = Event> + 'a>;
+    ) -> Box<dyn Iterator<Item = Event<'a>> + Send + 'a>;
 
     /// The log as [`Any`], for the log's own command, which knows its type.
     fn as_any(&self) -> &dyn Any;

@@ -12,7 +12,7 @@ pub trait Keyed {
     fn key(&self) -> (u64, u64, usize);
 }
 
-impl Keyed for Event {
+impl Keyed for Event<'_> {
     fn key(&self) -> (u64, u64, usize) {
         (self.ticks, self.seq, self.ring)
     }
@@ -101,7 +101,7 @@ where
 mod tests {
     use super::*;
 
-    fn ev(ticks: u64, ring: usize) -> Event {
+    fn ev(ticks: u64, ring: usize) -> Event<'static> {
         Event::new(ticks, 0, ring, "e")
     }
 
@@ -120,7 +120,11 @@ mod tests {
             .collect();
         assert_eq!(got, [(1, 0), (5, 0), (5, 1), (7, 1)]);
         assert_eq!(
-            Merge::new(Vec::<std::vec::IntoIter<Event>>::new(), Order::OldestFirst).count(),
+            Merge::new(
+                Vec::<std::vec::IntoIter<Event<'_>>>::new(),
+                Order::OldestFirst
+            )
+            .count(),
             0
         );
     }

@@ -3,9 +3,11 @@
 //! design's own options (subsystems, full and terse, salvage, following a live kernel).
 
 use std::any::Any;
+use std::borrow::Cow;
 
 use kcrash_plugin::{
-    Clock, Context, Damage, Decoder, Event, Found, Log, Memory, Missing, Order, RingInfo, Value,
+    Clock, Context, Damage, Decoder, Event, Field, Found, Log, Memory, Missing, Order, RingInfo,
+    Value,
 };
 use klog_runtime::split_proc_dom;
 
@@ -108,7 +110,7 @@ impl Log for Klog {
         mem: &'a (dyn Memory + Sync),
         ring: usize,
         order: Order,
-    ) -> Box<dyn Iterator<Item = Event> + 'a> {
+    ) -> Box<dyn Iterator<Item = Event<'a>> + Send + 'a> {
         let Some(r) = self.rings.get(ring) else {
             return Box::new(std::iter::empty());
         };
@@ -116,7 +118,8 @@ impl Log for Klog {
             hz: self.clock_rate.hz(),
         };
         let mut printer = Printer::new(mem, self.names(), clock).with_descriptions(self);
-        Box::new(Cursor::new(mem, r, order, None).map(move |rec| event(&mut printer, &rec)))
+        let names = &self.subsystem_names;
+        Box::new(Cursor::new(mem, r, order, None).map(move |rec| event(&mut printer, names, &rec)))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -124,11 +127,16 @@ impl Log for Klog {
     }
 }
 
-/// A record as an event: the subsystem names it, the words are its fields, the format string
-/// with its arguments its message.
-fn event(printer: &mut Printer<'_>, rec: &Record) -> Event {
-    let name = render::subsystem_name_of(&printer.names, rec).into_owned();
-    let mut e = Event::new(rec.sort_clock, rec.seq, rec.ring, name);
+/// A record as an event: the subsystem names it, its chore and domain are its fields, the format
+/// string with its arguments its message.
+fn event<'a>(printer: &mut Printer<'_>, names: &'a [String], rec: &Record) -> Event<'a> {
+    let mut e = Event::new(
+        rec.sort_clock,
+        rec.seq,
+        rec.ring,
+        render::subsystem_name_of(names, rec),
+    );
+    e.own_time = !rec.damage.any();
     if let Some(u) = &rec.unreadable {
         e.damage.push(Damage::Unreadable {
             addr: u.addr,
@@ -136,29 +144,38 @@ fn event(printer: &mut Printer<'_>, rec: &Record) -> Event {
         });
         return e;
     }
+    if rec.damage.any() {
+        if rec.damage.torn {
+            e.damage.push(Damage::Torn);
+        }
+        let other: Vec<&str> = rec
+            .damage
+            .names()
+            .into_iter()
+            .filter(|&n| n != "torn" && n != "unreadable")
+            .collect();
+        if !other.is_empty() {
+            e.damage.push(Damage::Inconsistent(other.join(", ")));
+        }
+        if rec.damage.no_message() {
+            return e;
+        }
+    }
     let (processor, domain) = split_proc_dom(rec.proc_dom());
     e.processor = Some(processor);
-    if rec.damage.torn {
-        e.damage.push(Damage::Torn);
-    }
-    let other: Vec<&str> = rec
-        .damage
-        .names()
-        .into_iter()
-        .filter(|&n| n != "torn" && n != "unreadable")
-        .collect();
-    if !other.is_empty() {
-        e.damage.push(Damage::Inconsistent(other.join(", ")));
-    }
-    if rec.damage.no_message() {
-        return e;
-    }
-    e = e
-        .field("chore", Value::Hex(rec.id()))
-        .field("domain", Value::Unsigned(domain.into()));
-    for (i, word) in rec.data().iter().enumerate() {
-        e = e.field(["data1", "data2", "data3"][i], Value::Hex(*word));
-    }
+    // What klog's FULL line shows besides the message, which holds the data words as its
+    // format prints them (klog --json has them raw).
+    e.fields = vec![
+        field("chore", Value::Hex(rec.id())),
+        field("domain", Value::Unsigned(domain.into())),
+    ];
     e.message = Some(printer.message_text(rec).to_vec());
     e
+}
+
+fn field(name: &'static str, value: Value<'static>) -> Field<'static> {
+    Field {
+        name: Cow::Borrowed(name),
+        value,
+    }
 }

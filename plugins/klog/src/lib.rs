@@ -8,7 +8,6 @@ pub mod dwarf;
 pub mod find;
 pub mod layout;
 pub mod live;
-pub mod pipeline;
 pub mod render;
 pub mod ring;
 pub mod salvage;
@@ -54,6 +53,8 @@ pub struct Klog {
     infos: Vec<kcrash_plugin::RingInfo>,
     /// `clock_rate` as every log gives its clock.
     clock: kcrash_plugin::Clock,
+    /// Subsystem names by id, which the events borrow.
+    subsystem_names: Vec<String>,
 }
 
 /// What the dump says of the clock's frequency.
@@ -123,7 +124,9 @@ impl Klog {
             source: LayoutSource::Dwarf,
             notes,
             infos: Vec::new(),
+            subsystem_names: Vec::new(),
         };
+        klog.subsystem_names = klog.names();
         klog.infos = klog
             .rings
             .iter()
@@ -183,7 +186,7 @@ impl Klog {
     /// The selected records in `order`, streamed from memory.
     pub fn records<'a>(
         &'a self,
-        mem: &'a dyn Memory,
+        mem: &'a (dyn Memory + Sync),
         sel: Selection,
         order: Order,
     ) -> Merge<Cursor<'a>> {
@@ -196,7 +199,7 @@ impl Klog {
     /// With one set every ring is read.
     pub fn records_from<'a>(
         &'a self,
-        mem: &'a dyn Memory,
+        mem: &'a (dyn Memory + Sync),
         sel: Selection,
         order: Order,
         from: &[u64],
@@ -226,7 +229,7 @@ impl Klog {
     }
 
     /// Per-ring figures for `klog -s`, from one pass over each trusted ring.
-    pub fn summary(&self, mem: &dyn Memory) -> Vec<RingSummary> {
+    pub fn summary(&self, mem: &(dyn Memory + Sync)) -> Vec<RingSummary> {
         self.rings
             .iter()
             .map(|r| {

@@ -349,7 +349,8 @@ fn is_plain(bytes: &[u8]) -> bool {
 }
 
 /// `v` in decimal, right-aligned to `width` with `pad`.
-fn push_dec_padded(out: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
+/// `v` in decimal, padded on the left to `width` with `pad`.
+pub fn push_dec_padded(out: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
     let mut buf = itoa::Buffer::new();
     let digits = buf.format(v).as_bytes();
     for _ in digits.len()..width {
@@ -359,7 +360,8 @@ fn push_dec_padded(out: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
 }
 
 /// `v` in lower-case hex without a prefix.
-fn push_hex(out: &mut Vec<u8>, v: u64) {
+/// `v` in lower-case hex, without `0x`.
+pub fn push_hex(out: &mut Vec<u8>, v: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut buf = [0u8; 16];
     let mut n = buf.len();

@@ -467,7 +467,7 @@ pub use kcrash_plugin::Order;
 
 /// Streams one trusted ring's records, reading `CHUNK` records at a time.
 pub struct Cursor<'a> {
-    mem: &'a dyn Memory,
+    mem: &'a (dyn Memory + Sync),
     ring: &'a Ring,
     order: Order,
     /// Keep only records whose header names this subsystem (for NONE's ring, which holds every
@@ -488,7 +488,12 @@ pub struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    pub fn new(mem: &'a dyn Memory, ring: &'a Ring, order: Order, only: Option<u16>) -> Self {
+    pub fn new(
+        mem: &'a (dyn Memory + Sync),
+        ring: &'a Ring,
+        order: Order,
+        only: Option<u16>,
+    ) -> Self {
         let hi = if ring.trusted() { ring.written() } else { 0 };
         let lo = if ring.trusted() { ring.first_seq() } else { 0 };
         Cursor {

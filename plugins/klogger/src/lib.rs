@@ -10,6 +10,7 @@
 pub mod schema;
 
 use std::any::Any;
+use std::borrow::Cow;
 
 use kcrash_plugin::{
     Clock, Context, Count, Damage, Decoder, Event, Field, Found, Log, Memory, Missing, Order,
@@ -43,8 +44,11 @@ const PAD: u32 = u32::MAX;
 /// Most bytes of an unknown event's payload shown.
 const MAX_RAW: u64 = 4096;
 
-/// The Klogger decoder, for kcrash's registry.
+/// The Klogger decoder.
 pub struct Klogger;
+
+/// The decoder, for kcrash's registry.
+pub static DECODER: Klogger = Klogger;
 
 impl Decoder for Klogger {
     fn kind(&self) -> &'static str {
@@ -217,7 +221,13 @@ impl KloggerLog {
 
     /// The event a record holds; `previous` is the record before it in the buffer (serial,
     /// ticks), for the serial gap and the clock's order.
-    fn event(&self, mem: &dyn Memory, ring: usize, h: &Header, previous: Option<&Header>) -> Event {
+    fn event<'s>(
+        &'s self,
+        mem: &dyn Memory,
+        ring: usize,
+        h: &Header,
+        previous: Option<&Header>,
+    ) -> Event<'s> {
         let mut damage = Vec::new();
         if let Some(p) = previous {
             match h.serial.checked_sub(p.serial) {
@@ -247,7 +257,7 @@ impl KloggerLog {
                     )));
                 }
                 let fields = self.fields(mem, ty, payload_at, payload_len, &mut damage);
-                (ty.name.clone().into(), fields)
+                (Cow::Borrowed(ty.name.as_str()), fields)
             }
             None => {
                 let shown = payload_len.min(MAX_RAW);
@@ -267,11 +277,12 @@ impl KloggerLog {
                         value: payload,
                     },
                 ];
-                ("unknown".into(), fields)
+                (Cow::Borrowed("unknown"), fields)
             }
         };
         Event {
             ticks: h.ticks,
+            own_time: true,
             seq: h.serial,
             ring,
             processor: self.buffers.get(ring).copied().flatten().map(|b| b.cpu),
@@ -283,14 +294,14 @@ impl KloggerLog {
     }
 
     /// A payload's fields as the schema types them.
-    fn fields(
-        &self,
+    fn fields<'s>(
+        &'s self,
         mem: &dyn Memory,
-        ty: &schema::EventType,
+        ty: &'s schema::EventType,
         at: u64,
         len: u64,
         damage: &mut Vec<Damage>,
-    ) -> Vec<Field> {
+    ) -> Vec<Field<'s>> {
         let have = len.min(ty.size);
         let mut bytes = vec![0u8; have as usize];
         let read = mem.read(at, &mut bytes);
@@ -322,7 +333,7 @@ impl KloggerLog {
                     Ok(()) => typed(&self.schema, &f.ty, &bytes[f.offset as usize..end as usize]),
                 };
                 Field {
-                    name: f.name.clone().into(),
+                    name: Cow::Borrowed(f.name.as_str()),
                     value,
                 }
             })
@@ -359,7 +370,7 @@ impl Log for KloggerLog {
         mem: &'a (dyn Memory + Sync),
         ring: usize,
         order: Order,
-    ) -> Box<dyn Iterator<Item = Event> + 'a> {
+    ) -> Box<dyn Iterator<Item = Event<'a>> + Send + 'a> {
         let Some(Some(buffer)) = self.buffers.get(ring).copied() else {
             return Box::new(std::iter::empty());
         };
@@ -419,17 +430,18 @@ impl Log for KloggerLog {
     }
 }
 
-/// The mark where reading a buffer stopped, as an event after the last one read.
-fn stopped(last: Option<&Header>, ring: usize, cpu: u32, damage: Damage) -> Event {
+/// The mark where reading a buffer stopped, as an event after the last one read (at its time).
+fn stopped(last: Option<&Header>, ring: usize, cpu: u32, damage: Damage) -> Event<'static> {
     let (ticks, seq) = last.map_or((0, 0), |h| (h.ticks, h.serial.saturating_add(1)));
     let mut event = Event::new(ticks, seq, ring, "(damaged)");
+    event.own_time = false;
     event.processor = Some(cpu);
     event.damage.push(damage);
     event
 }
 
 /// `len` bytes at `at`, untyped, or unreadable (with the damage noted).
-fn raw(mem: &dyn Memory, at: u64, len: u64, damage: &mut Vec<Damage>) -> Value {
+fn raw(mem: &dyn Memory, at: u64, len: u64, damage: &mut Vec<Damage>) -> Value<'static> {
     let mut bytes = vec![0u8; len as usize];
     match mem.read(at, &mut bytes) {
         Ok(()) => Value::Bytes(bytes),
@@ -447,7 +459,7 @@ fn raw(mem: &dyn Memory, at: u64, len: u64, damage: &mut Vec<Damage>) -> Value {
 }
 
 /// One field's value from its bytes (exactly its type's size).
-fn typed(schema: &Schema, ty: &schema::Type, bytes: &[u8]) -> Value {
+fn typed<'s>(schema: &'s Schema, ty: &schema::Type, bytes: &[u8]) -> Value<'s> {
     let mut word = [0u8; 8];
     let n = bytes.len().min(8);
     word[..n].copy_from_slice(&bytes[..n]);
@@ -469,7 +481,7 @@ fn typed(schema: &Schema, ty: &schema::Type, bytes: &[u8]) -> Value {
             let name = schema.enums.get(*index).and_then(|e| e.name_of(value));
             Value::Enum {
                 value: value as u64,
-                name: name.map(|n| n.to_string().into()),
+                name: name.map(Cow::Borrowed),
             }
         }
     }
@@ -719,19 +731,19 @@ struct Header {
 /// The records of a buffer from `tail` (or a record's start) to `head`, fillers skipped; ends
 /// after the first record it cannot read or believe. Each step moves on by at least 8 bytes,
 /// so a walk takes at most `size / 8` steps.
-struct Walk<'a> {
-    mem: &'a dyn Memory,
+struct Walk<'a, M: Memory + ?Sized> {
+    mem: &'a M,
     buffer: Buffer,
     pos: u64,
     done: bool,
 }
 
-impl<'a> Walk<'a> {
-    fn new(mem: &'a dyn Memory, buffer: Buffer) -> Self {
+impl<'a, M: Memory + ?Sized> Walk<'a, M> {
+    fn new(mem: &'a M, buffer: Buffer) -> Self {
         Self::at(mem, buffer, buffer.tail)
     }
 
-    fn at(mem: &'a dyn Memory, buffer: Buffer, pos: u64) -> Self {
+    fn at(mem: &'a M, buffer: Buffer, pos: u64) -> Self {
         Walk {
             mem,
             buffer,
@@ -802,7 +814,7 @@ impl<'a> Walk<'a> {
     }
 }
 
-impl Iterator for Walk<'_> {
+impl<M: Memory + ?Sized> Iterator for Walk<'_, M> {
     type Item = Result<Header, Damage>;
 
     fn next(&mut self) -> Option<Self::Item> {

@@ -81,7 +81,7 @@ fn read(mem: &Runs, addr: u64) -> KloggerLog {
     KloggerLog::read(mem, addr, size).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn events(log: &KloggerLog, mem: &Runs, ring: usize, order: Order) -> Vec<Event> {
+fn events<'a>(log: &'a KloggerLog, mem: &'a Runs, ring: usize, order: Order) -> Vec<Event<'a>> {
     log.events(mem, ring, order).collect()
 }
 
