@@ -10,6 +10,7 @@ pub static DECODERS: &[&dyn Decoder] = &[
     &crate::linux::printk_log::DECODER,
     &kcrash_dprobes::DECODER,
     &kcrash_qnx::DECODER,
+    &kcrash_klogger::DECODER,
 ];
 
 /// The decoder whose command is `name`.

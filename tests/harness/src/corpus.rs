@@ -8,6 +8,7 @@ use crate::dump::{DumpFormat, Magic};
 use crate::expected::Expected;
 use crate::gdbcheck;
 use crate::kernel::{self, KernelBuild};
+use crate::klogger;
 use crate::oracle;
 use crate::programs::{Program, SCENARIOS};
 use crate::qemu::{self, Boot};
@@ -30,7 +31,7 @@ const BARE_SYMBOL_PREFIX: &str = "bare::platform::";
 pub const BARE_ONLY_SCENARIO: &str = "fault";
 
 /// Hosted scenarios also taken with gdb's gcore, so the corpus holds cores of both producers.
-pub const GCORE_SCENARIOS: [&str; 3] = ["rings", "strings", "percpu"];
+pub const GCORE_SCENARIOS: [&str; 4] = ["rings", "strings", "percpu", "klogger-plain"];
 
 /// Bare scenarios also saved as raw memory (QMP `pmemsave`). One is enough: a raw image is read
 /// the same way whatever the scenario logged, and each costs the corpus about 0.3 MB gzipped.
@@ -54,7 +55,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 13] = [
+    pub const ALL: [Kernel; 15] = [
         Kernel::Qemu(KernelBuild::Bare),
         Kernel::Qemu(KernelBuild::BareBig),
         Kernel::Qemu(KernelBuild::BarePercpu),
@@ -68,6 +69,8 @@ impl Kernel {
         Kernel::Hosted(Program::HostedDprobes),
         Kernel::Qemu(KernelBuild::BareQnx),
         Kernel::Hosted(Program::HostedQnx),
+        Kernel::Qemu(KernelBuild::BareKlogger),
+        Kernel::Hosted(Program::HostedKlogger),
     ];
 
     pub fn name(self) -> &'static str {
@@ -178,6 +181,10 @@ impl Planned {
             Kernel::Qemu(_) if self.committed() && RAW_SCENARIOS.contains(&self.scenario) => {
                 &DumpFormat::ALL
             }
+            // Klogger's buffers read the same from every format: two of them keep the corpus small.
+            Kernel::Qemu(KernelBuild::BareKlogger) => {
+                &[DumpFormat::ElfPaging, DumpFormat::KdumpZlib]
+            }
             Kernel::Qemu(_) if self.committed() => &DumpFormat::WITH_HEADERS,
             Kernel::Qemu(_) => &[DumpFormat::ElfPaging, DumpFormat::KdumpZlib],
             Kernel::Hosted(_) => &[],
@@ -207,6 +214,9 @@ pub fn plan() -> Vec<Planned> {
     }
     add(Kernel::Qemu(KernelBuild::BareBig), "big", false);
     add(Kernel::Qemu(KernelBuild::BarePercpu), "percpu", false);
+    for scenario in klogger::SCENARIOS {
+        add(Kernel::Qemu(KernelBuild::BareKlogger), scenario, false);
+    }
     for program in [
         Program::Hosted,
         Program::HostedC,
@@ -215,6 +225,7 @@ pub fn plan() -> Vec<Planned> {
         Program::HostedBig,
         Program::HostedBigPercpu,
         Program::HostedDprobes,
+        Program::HostedKlogger,
     ] {
         for &scenario in program.scenarios() {
             add(Kernel::Hosted(program), scenario, false);
@@ -315,7 +326,10 @@ pub fn generate(options: &Generate) -> Result<Manifest> {
         if qnx::owns(planned.kernel) {
             qnx::write_expected(&console, &options.out.join(&entry.expected))?;
         } else {
-            write_expected(&options.out.join(&entry.expected), &derive_file(&console)?)?;
+            write_expected(
+                &options.out.join(&entry.expected),
+                &derive_entry(&entry.scenario, &console)?,
+            )?;
         }
         entries.push(entry);
     }
@@ -376,7 +390,14 @@ fn crash_qemu(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> Result
     if qnx::owns(planned.kernel) {
         qnx::write_expected(&crashed.console, &dir.join("expected.json"))?;
     } else {
-        write_expected(&dir.join("expected.json"), &derive_file(&crashed.console)?)?;
+        let expected = derive_entry(planned.scenario, &crashed.console)?;
+        write_expected(&dir.join("expected.json"), &expected)?;
+        if let Derived::Klogger(expected) = &expected {
+            for (format, path) in &crashed.dumps {
+                klogger::check_dump(path, format.phys_start(), image, expected)
+                    .with_context(|| format!("checking {}", path.display()))?;
+            }
+        }
     }
     for (format, path) in &crashed.dumps {
         if gzip && planned.committed() && format.gzipped_in_corpus() {
@@ -444,6 +465,24 @@ pub fn checks(entry: &str, committed: bool) -> Vec<Check> {
     if entry.starts_with("bare-qnx/") || entry.starts_with("hosted-qnx/") {
         return qnx::checks(entry);
     }
+    let scenario = entry
+        .split_once('/')
+        .map_or("", |(_, s)| s.trim_end_matches("-gcore"));
+    if klogger::owns(scenario) {
+        return klogger::CHECKS
+            .iter()
+            .map(|&(command, file)| Check {
+                command: command.to_string(),
+                expect: format!("{entry}/regress/{file}"),
+                compare: if file.ends_with(".json") {
+                    Compare::Json
+                } else {
+                    Compare::Text
+                },
+                replace: Vec::new(),
+            })
+            .collect();
+    }
     let all: &[(&str, &str, Compare)] = if committed {
         &[
             ("klog -s", "klog-s.txt", Compare::Text),
@@ -499,9 +538,16 @@ pub fn crash_hosted(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> 
         qnx::write_expected(&crashed.console, &dir.join("expected.json"))?;
         None
     } else {
-        let expected = derive_file(&crashed.console)?;
+        let expected = derive_entry(planned.scenario, &crashed.console)?;
         write_expected(&dir.join("expected.json"), &expected)?;
-        Some(verify_core(&crashed.core, &expected)?)
+        Some(match &expected {
+            Derived::Klog(expected) => verify_core(&crashed.core, expected)?,
+            Derived::Klogger(expected) => Verified {
+                records: klogger::check_dump(&crashed.core, None, image, expected)
+                    .with_context(|| format!("checking {}", crashed.core.display()))?,
+                ..Verified::default()
+            },
+        })
     };
     let gzip = gzip && planned.committed();
     let core = if gzip {
@@ -540,6 +586,26 @@ pub fn crash_hosted(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> 
     Ok(entry)
 }
 
+/// An entry's expected result: KLog's rings, or Klogger's buffers for its scenarios.
+#[derive(Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Derived {
+    Klog(Expected),
+    Klogger(klogger::Expected),
+}
+
+/// The expected result of `scenario`'s console log.
+pub fn derive_entry(scenario: &str, console: &Path) -> Result<Derived> {
+    if !klogger::owns(scenario) {
+        return derive_file(console).map(Derived::Klog);
+    }
+    let text = std::fs::read_to_string(console)
+        .with_context(|| format!("reading {}", console.display()))?;
+    klogger::derive(&text)
+        .map(Derived::Klogger)
+        .with_context(|| format!("deriving the expected result from {}", console.display()))
+}
+
 /// The expected result the oracle in a console log implies.
 pub fn derive_file(console: &Path) -> Result<Expected> {
     let text = std::fs::read_to_string(console)
@@ -548,7 +614,7 @@ pub fn derive_file(console: &Path) -> Result<Expected> {
         .with_context(|| format!("deriving the expected result from {}", console.display()))
 }
 
-fn write_expected(path: &Path, expected: &Expected) -> Result<()> {
+fn write_expected(path: &Path, expected: &impl serde::Serialize) -> Result<()> {
     std::fs::write(path, serde_json::to_string_pretty(expected)? + "\n")
         .with_context(|| format!("writing {}", path.display()))
 }
@@ -584,6 +650,8 @@ pub struct Checked {
     pub cores: usize,
     /// QNX entries' dumps read with `tracelog` and compared with the oracle.
     pub qnx_dumps: usize,
+    /// Dumps of Klogger entries whose `klogger` output was compared with the oracle.
+    pub klogger_dumps: usize,
 }
 
 /// Checks a corpus directory against its manifest: each listed image has its magic; for each
@@ -626,16 +694,16 @@ fn check_entry(
         checked.qnx_dumps += entry.dumps.len();
         return Ok(());
     }
-    let derived = derive_file(&dir.join(&entry.console))?;
+    let derived = derive_entry(&entry.scenario, &dir.join(&entry.console))?;
     if crate::dprobes::SCENARIOS.contains(&entry.scenario.as_str()) {
         crate::dprobes::derive_file(&dir.join(&entry.console))?;
     }
     let expected_path = dir.join(&entry.expected);
     let text = std::fs::read_to_string(&expected_path)
         .with_context(|| format!("reading {}", expected_path.display()))?;
-    let stored: Expected = serde_json::from_str(&text)
+    let stored: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("parsing {}", expected_path.display()))?;
-    if stored != derived {
+    if stored != serde_json::to_value(&derived)? {
         bail!(
             "{} differs from what the oracle derives from {}",
             entry.expected,
@@ -666,13 +734,22 @@ fn check_entry(
         if dump.format == DumpFormat::Raw.name() {
             check_raw_size(&path, dump.gzip, &entry.kernel)?;
         }
-        if dump.magic == Magic::ElfCore.name() && kernel.magic == Magic::ElfDyn.name() {
-            verify_core(&path, &stored)?;
-            checked.cores += 1;
-        }
-        if gdb && dump.format == DumpFormat::ElfPaging.name() {
-            check_against_dump(&image, &path, dump.gzip, &stored)?;
-            checked.against_dump += 1;
+        match &derived {
+            Derived::Klogger(expected) => {
+                klogger::check_dump(&path, dump.phys_start, &image, expected)
+                    .with_context(|| format!("checking {}", dump.path))?;
+                checked.klogger_dumps += 1;
+            }
+            Derived::Klog(expected) => {
+                if dump.magic == Magic::ElfCore.name() && kernel.magic == Magic::ElfDyn.name() {
+                    verify_core(&path, expected)?;
+                    checked.cores += 1;
+                }
+                if gdb && dump.format == DumpFormat::ElfPaging.name() {
+                    check_against_dump(&image, &path, dump.gzip, expected)?;
+                    checked.against_dump += 1;
+                }
+            }
         }
     }
     Ok(())

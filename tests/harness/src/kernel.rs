@@ -19,6 +19,8 @@ pub enum KernelBuild {
     /// The bare kernel as built for the corpus, for the QNX trace ring's scenarios: their
     /// entries keep an image of their own.
     BareQnx,
+    /// The bare kernel with the Klogger scenarios, run on two processors.
+    BareKlogger,
 }
 
 impl KernelBuild {
@@ -30,13 +32,14 @@ impl KernelBuild {
             KernelBuild::BarePercpu => "bare-percpu",
             KernelBuild::BareDprobes => "dprobes",
             KernelBuild::BareQnx => "bare-qnx",
+            KernelBuild::BareKlogger => "bare-klogger",
         }
     }
 
     /// Processors QEMU gives the guest: one set of rings each for the per-processor build.
     pub fn cpus(self) -> u32 {
         match self {
-            KernelBuild::BarePercpu => 2,
+            KernelBuild::BarePercpu | KernelBuild::BareKlogger => 2,
             KernelBuild::Bare
             | KernelBuild::BareBig
             | KernelBuild::BareDprobes
@@ -51,6 +54,7 @@ impl KernelBuild {
             KernelBuild::BareBig => &["--features", "big-rings"],
             KernelBuild::BarePercpu => &["--features", "per-processor"],
             KernelBuild::BareDprobes => &["--features", "dprobes"],
+            KernelBuild::BareKlogger => &["--features", "klogger"],
         }
     }
 
@@ -60,7 +64,8 @@ impl KernelBuild {
             KernelBuild::Bare
             | KernelBuild::BarePercpu
             | KernelBuild::BareDprobes
-            | KernelBuild::BareQnx => 32,
+            | KernelBuild::BareQnx
+            | KernelBuild::BareKlogger => 32,
             KernelBuild::BareBig => 384,
         }
     }

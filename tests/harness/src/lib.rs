@@ -14,6 +14,7 @@ pub mod expected;
 pub mod gdbcheck;
 pub mod initramfs;
 pub mod kernel;
+pub mod klogger;
 pub mod linux;
 pub mod makedumpfile;
 pub mod oracle;

@@ -28,9 +28,10 @@ enum Command {
         /// Also the big-ring benchmark dumps (not committed; ~650 MiB of RAM and disk).
         #[arg(long)]
         big: bool,
-        /// Only these kernels: bare, bare-big, bare-percpu, dprobes, hosted, hosted-c,
-        /// hosted-percpu, hosted-c-percpu, hosted-big, hosted-dprobes. Entries not run keep their
-        /// files (their expected.json is derived again from their console log).
+        /// Only these kernels: bare, bare-big, bare-percpu, dprobes, bare-qnx, bare-klogger,
+        /// hosted, hosted-c, hosted-percpu, hosted-c-percpu, hosted-big, hosted-big-percpu,
+        /// hosted-dprobes, hosted-qnx, hosted-klogger. Entries not run keep their files (their
+        /// expected.json is derived again from their console log).
         #[arg(long = "kernel")]
         kernels: Vec<String>,
         /// Only these scenarios.
@@ -192,12 +193,13 @@ fn main() -> Result<()> {
             let gdb = tools::find(tools::GDB).is_some();
             let checked = corpus::check(&dir, gdb, &kernels, &scenarios)?;
             eprintln!(
-                "{} entries in {} match their manifest and oracle; {} hosted cores compared with the oracle; gdb compared {} QEMU dumps with the oracle; tracelog read {} QNX dumps as their oracle says{}",
+                "{} entries in {} match their manifest and oracle; {} hosted cores compared with the oracle; gdb compared {} QEMU dumps with the oracle; tracelog read {} QNX dumps and klogger {} Klogger dumps as their oracle says{}",
                 checked.entries,
                 dir.display(),
                 checked.cores,
                 checked.against_dump,
                 checked.qnx_dumps,
+                checked.klogger_dumps,
                 if gdb { "" } else { " (gdb not found)" }
             );
         }

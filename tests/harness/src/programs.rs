@@ -41,10 +41,12 @@ pub enum Program {
     /// tests/kernels/hosted as built for the corpus, for the QNX trace ring's scenarios: their
     /// entries keep an image of their own.
     HostedQnx,
+    /// tests/kernels/hosted with the Klogger scenarios (feature klogger).
+    HostedKlogger,
 }
 
 impl Program {
-    pub const ALL: [Program; 8] = [
+    pub const ALL: [Program; 9] = [
         Program::Hosted,
         Program::HostedBig,
         Program::HostedC,
@@ -53,6 +55,7 @@ impl Program {
         Program::HostedBigPercpu,
         Program::HostedDprobes,
         Program::HostedQnx,
+        Program::HostedKlogger,
     ];
 
     /// Name in the corpus layout and manifest.
@@ -66,6 +69,7 @@ impl Program {
             Program::HostedBigPercpu => "hosted-big-percpu",
             Program::HostedDprobes => "hosted-dprobes",
             Program::HostedQnx => "hosted-qnx",
+            Program::HostedKlogger => "hosted-klogger",
         }
     }
 
@@ -81,6 +85,7 @@ impl Program {
             Program::HostedPercpu | Program::HostedCPercpu => &["rings", "wrap", "percpu"],
             Program::HostedDprobes => &crate::dprobes::SCENARIOS,
             Program::HostedQnx => &qnx_writer::scenarios::NAMES,
+            Program::HostedKlogger => &crate::klogger::SCENARIOS,
         }
     }
 
@@ -99,7 +104,8 @@ impl Program {
             | Program::HostedPercpu
             | Program::HostedBigPercpu
             | Program::HostedDprobes
-            | Program::HostedQnx => &[],
+            | Program::HostedQnx
+            | Program::HostedKlogger => &[],
         }
     }
 
@@ -111,6 +117,7 @@ impl Program {
             Program::HostedPercpu => Some("per-processor"),
             Program::HostedBigPercpu => Some("big-rings,per-processor"),
             Program::HostedDprobes => Some("dprobes"),
+            Program::HostedKlogger => Some("klogger"),
             Program::HostedC | Program::HostedCPercpu => None,
         }
     }

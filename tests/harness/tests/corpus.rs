@@ -12,6 +12,7 @@ use kcrash_harness::corpus::{self, Generate, Kernel};
 use kcrash_harness::dump::DumpFormat;
 use kcrash_harness::expected::Expected;
 use kcrash_harness::kernel::KernelBuild;
+use kcrash_harness::klogger;
 use kcrash_harness::oracle::Line;
 use kcrash_harness::tools;
 use std::collections::BTreeSet;
@@ -215,7 +216,17 @@ fn committed_corpus_matches_its_manifest_and_oracle() {
         checked.qnx_dumps, qnx_dumps,
         "every QNX dump read and compared with its oracle"
     );
-    let hosted = committed
+    // Klogger's entries are checked by reading them with kcrash's klogger, the rest as KLog's.
+    let (klogger, klog): (Vec<&manifest::Entry>, Vec<&manifest::Entry>) = committed
+        .iter()
+        .copied()
+        .partition(|e| klogger::owns(&e.scenario));
+    assert_eq!(
+        checked.klogger_dumps,
+        klogger.iter().map(|e| e.dumps.len()).sum::<usize>(),
+        "every Klogger dump compared with its oracle"
+    );
+    let hosted = klog
         .iter()
         .filter(|e| matches!(Kernel::from_name(&e.kernel), Some(Kernel::Hosted(_))))
         .count();
@@ -224,7 +235,7 @@ fn committed_corpus_matches_its_manifest_and_oracle() {
         "every hosted core compared with its oracle"
     );
     if gdb {
-        let bare = committed.len() - hosted;
+        let bare = klog.len() - hosted;
         assert_eq!(
             checked.against_dump, bare,
             "every QEMU dump compared by gdb"

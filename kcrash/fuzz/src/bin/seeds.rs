@@ -1,6 +1,6 @@
 //! Writes seed inputs made from real dumps and images: `seeds OUT` fills OUT/klog, OUT/printf,
-//! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line, OUT/dprobes and
-//! OUT/qnx, from the corpus,
+//! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line, OUT/dprobes,
+//! OUT/qnx and OUT/klogger, from the corpus,
 //! the gcc fixtures and the small text files under kcrash/fuzz/seeds. Run by `.ci/fuzz` before
 //! fuzzing; nothing it writes is committed.
 
@@ -40,6 +40,66 @@ fn main() {
     lines("kcrash/fuzz/seeds/expr/lines", &out.join("expr_parse"));
     lines("kcrash/fuzz/seeds/shell/lines", &out.join("shell_line"));
     dprobes(&out.join("dprobes"));
+    klogger(&out.join("klogger"));
+}
+
+/// The test kernels' Klogger writer, each of its scenarios into two 1 KiB buffers, relocated
+/// to `fixed::BASE`: the log, then its schema, then the buffers.
+fn klogger(dir: &Path) {
+    use klogger_writer::oracle::Printer;
+    use klogger_writer::{script, Buffer, Log, OVERWRITE};
+    const SCHEMA_AT: u64 = 0x200;
+    const BUFFERS_AT: u64 = 0x800;
+    const SIZE: u64 = 1024;
+    let scenarios: [(
+        &str,
+        fn(&Log, u32, u32, fn() -> u64, &mut dyn klogger_writer::Sink),
+        u32,
+    ); 3] = [
+        ("mixed", script::mixed, OVERWRITE),
+        ("wrap", script::wrap, OVERWRITE),
+        ("lose", script::lose, 0),
+    ];
+    for (name, run, flags) in scenarios {
+        let log = Box::new(Log::new());
+        let buffers = [
+            Box::new(Buffer::<1024>::new()),
+            Box::new(Buffer::<1024>::new()),
+        ];
+        let regions: Vec<(u64, u64, u32)> = buffers
+            .iter()
+            .map(|b| (b.region().0, SIZE, flags))
+            .collect();
+        log.enable(1_000_000, &regions);
+        let mut sink = Printer(String::new);
+        for cpu in 0..2 {
+            run(&log, cpu, 40, || 7, &mut sink);
+        }
+        let as_bytes = |addr: u64, len: u64| {
+            // SAFETY: the writer's own structures, not written while copied.
+            unsafe { std::slice::from_raw_parts(addr as *const u8, len as usize) }.to_vec()
+        };
+        let log_addr = &*log as *const Log as u64;
+        let mut memory = as_bytes(log_addr, std::mem::size_of::<Log>() as u64);
+        memory.resize(SCHEMA_AT as usize, 0);
+        memory.extend_from_slice(klogger_writer::SCHEMA);
+        assert!(
+            memory.len() <= BUFFERS_AT as usize,
+            "the schema outgrew its room"
+        );
+        memory.resize(BUFFERS_AT as usize, 0);
+        for b in &buffers {
+            memory.extend_from_slice(&as_bytes(b.region().0, SIZE));
+        }
+        // The pointers, moved: the schema's, then each buffer's.
+        let mut put =
+            |at: usize, value: u64| memory[at..at + 8].copy_from_slice(&value.to_le_bytes());
+        put(24, fixed::BASE + SCHEMA_AT);
+        for cpu in 0..2 {
+            put(40 + 64 * cpu, fixed::BASE + BUFFERS_AT + SIZE * cpu as u64);
+        }
+        write(dir, name, &memory);
+    }
 }
 
 /// Each DProbes corpus dump's trace, its first buffer's control and bytes and its templates,

@@ -18,6 +18,8 @@ mod dprobes;
 #[cfg(not(feature = "big-rings"))]
 mod heap;
 mod idt;
+#[cfg(feature = "klogger")]
+mod klogger;
 mod mem;
 mod platform;
 mod pvh;

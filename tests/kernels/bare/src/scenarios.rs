@@ -3,6 +3,8 @@
 
 use crate::chore::{self, Step, CHORES};
 use crate::heap;
+#[cfg(feature = "klogger")]
+use crate::klogger;
 use crate::oracle;
 use crate::platform::{self, DBG_FS, DBG_PARCHORE, DBG_VM, KLOG_REGISTRY};
 use crate::pvh::KERNEL_VMA;
@@ -39,6 +41,14 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("dprobes-faults", crate::dprobes::faults),
     #[cfg(feature = "dprobes")]
     ("dprobes-damaged", crate::dprobes::damaged),
+    #[cfg(feature = "klogger")]
+    ("klogger-plain", klogger::plain),
+    #[cfg(feature = "klogger")]
+    ("klogger-wrap", klogger::wrap),
+    #[cfg(feature = "klogger")]
+    ("klogger-lost", klogger::lost),
+    #[cfg(feature = "klogger")]
+    ("klogger-damaged", klogger::damaged),
 ];
 
 /// Chore `c`'s name as text, for the oracle's messages.

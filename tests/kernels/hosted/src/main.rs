@@ -5,6 +5,8 @@
 
 #[cfg(feature = "dprobes")]
 mod dprobes;
+#[cfg(feature = "klogger")]
+mod klogger;
 mod oracle;
 mod platform;
 mod qnx;

@@ -6,6 +6,8 @@ use std::sync::atomic::Ordering;
 use klog_runtime::KLOG_STR;
 
 use crate::event;
+#[cfg(feature = "klogger")]
+use crate::klogger;
 use crate::platform::{self, Task};
 use crate::{
     oracle, Crash, KLogs, DBG_FS, DBG_NONE, DBG_PARCHORE, DBG_SCHED, DBG_VM, KLOG_REGISTRY,
@@ -35,6 +37,14 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("dprobes-faults", crate::dprobes::faults),
     #[cfg(feature = "dprobes")]
     ("dprobes-damaged", crate::dprobes::damaged),
+    #[cfg(feature = "klogger")]
+    ("klogger-plain", klogger::plain),
+    #[cfg(feature = "klogger")]
+    ("klogger-wrap", klogger::wrap),
+    #[cfg(feature = "klogger")]
+    ("klogger-lost", klogger::lost),
+    #[cfg(feature = "klogger")]
+    ("klogger-damaged", klogger::damaged),
 ];
 
 pub const NAMES: [&str; SCENARIOS.len()] = {
