@@ -73,6 +73,14 @@ impl Kernel {
         Kernel::Hosted(Program::HostedKlogger),
     ];
 
+    /// Whether its entries are the QNX trace ring's, read and checked by [`qnx`].
+    pub fn is_qnx(self) -> bool {
+        matches!(
+            self,
+            Kernel::Qemu(KernelBuild::BareQnx) | Kernel::Hosted(Program::HostedQnx)
+        )
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Qemu(build) => build.name(),
@@ -234,7 +242,17 @@ pub fn plan() -> Vec<Planned> {
             }
         }
     }
-    plan.extend(crate::qnx::plan());
+    for kernel in [
+        Kernel::Qemu(KernelBuild::BareQnx),
+        Kernel::Hosted(Program::HostedQnx),
+    ] {
+        for scenario in qnx_writer::scenarios::NAMES {
+            add(kernel, scenario, false);
+            if matches!(kernel, Kernel::Hosted(_)) && scenario == qnx::GCORE_SCENARIO {
+                add(kernel, scenario, true);
+            }
+        }
+    }
     plan
 }
 
@@ -323,7 +341,7 @@ pub fn generate(options: &Generate) -> Result<Manifest> {
         if !console.exists() {
             continue;
         }
-        if qnx::owns(planned.kernel) {
+        if planned.kernel.is_qnx() {
             qnx::write_expected(&console, &options.out.join(&entry.expected))?;
         } else {
             write_expected(
@@ -387,7 +405,7 @@ fn crash_qemu(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> Result
         timeout: planned.timeout(),
     };
     let crashed = qemu::crash_and_dump(&boot, dir, planned.formats())?;
-    if qnx::owns(planned.kernel) {
+    if planned.kernel.is_qnx() {
         qnx::write_expected(&crashed.console, &dir.join("expected.json"))?;
     } else {
         let expected = derive_entry(planned.scenario, &crashed.console)?;
@@ -534,7 +552,7 @@ pub fn crash_hosted(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> 
     }?;
     // The QNX ring's dumps are checked by reading them (`corpus check`); KLog's here, by the
     // harness's own reader of cores.
-    let verified = if qnx::owns(planned.kernel) {
+    let verified = if planned.kernel.is_qnx() {
         qnx::write_expected(&crashed.console, &dir.join("expected.json"))?;
         None
     } else {
@@ -689,7 +707,7 @@ fn check_entry(
         .ok_or_else(|| anyhow!("kernel {} is not in the manifest", entry.kernel))?;
     let image = dir.join(&kernel.image);
     expect_magic(&image, &kernel.magic)?;
-    if Kernel::from_name(&entry.kernel).is_some_and(qnx::owns) {
+    if Kernel::from_name(&entry.kernel).is_some_and(Kernel::is_qnx) {
         qnx::check_entry(dir, &image, entry)?;
         checked.qnx_dumps += entry.dumps.len();
         return Ok(());

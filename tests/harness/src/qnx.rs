@@ -16,45 +16,10 @@ use kcrash::regress::manifest::{Check, Compare, Entry};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::corpus::{Kernel, Planned};
-use crate::kernel::KernelBuild;
 use crate::oracle::{Line, PANIC_PREFIX};
-use crate::programs::Program;
-
-/// The kernels whose entries these are.
-pub fn owns(kernel: Kernel) -> bool {
-    matches!(
-        kernel,
-        Kernel::Qemu(KernelBuild::BareQnx) | Kernel::Hosted(Program::HostedQnx)
-    )
-}
 
 /// The scenario also taken with gdb's gcore.
-const GCORE_SCENARIO: &str = "qnx-combine";
-
-/// Every QNX crash of the corpus.
-pub fn plan() -> Vec<Planned> {
-    let mut plan = Vec::new();
-    for kernel in [
-        Kernel::Qemu(KernelBuild::BareQnx),
-        Kernel::Hosted(Program::HostedQnx),
-    ] {
-        for scenario in qnx_writer::scenarios::NAMES {
-            let gcores: &[bool] = match kernel {
-                Kernel::Hosted(_) if scenario == GCORE_SCENARIO => &[false, true],
-                _ => &[false],
-            };
-            for &gcore in gcores {
-                plan.push(Planned {
-                    kernel,
-                    scenario,
-                    gcore,
-                });
-            }
-        }
-    }
-    plan
-}
+pub const GCORE_SCENARIO: &str = "qnx-combine";
 
 /// What `kcrash regress` runs on every dump of a QNX entry.
 pub fn checks(entry: &str) -> Vec<Check> {
