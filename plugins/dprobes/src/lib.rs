@@ -102,9 +102,33 @@ impl DpLog {
         let templates = read_templates(mem, word(24), word(32), &mut notes);
         let mut rings = Vec::new();
         let mut walks = Vec::new();
+        // The buffers accepted so far: no two may share bytes, or one buffer's records would be
+        // indexed once per control naming it.
+        let mut spans: Vec<(u64, u64, u64)> = Vec::new();
         for cpu in 0..u64::from(cpus) {
-            let at = addr + TRACE_HEAD + cpu * BUFFER_BYTES;
-            let (info, walk) = Ring::check(mem, at, cpu as u32);
+            let at = addr.wrapping_add(TRACE_HEAD + cpu * BUFFER_BYTES);
+            let (mut info, mut walk) = Ring::check(mem, at, cpu as u32);
+            if at < addr {
+                ring::refuse(
+                    &mut info,
+                    format!("the control of cpu{cpu} past {addr:#x} runs past the address space"),
+                );
+                walk = None;
+            }
+            if let Some((data, size)) = walk.as_ref().map(Ring::span) {
+                let end = data + size;
+                if let Some((other, _, by)) =
+                    spans.iter().find(|&&(o, s, _)| data < o + s && o < end)
+                {
+                    ring::refuse(
+                        &mut info,
+                        format!("buffer data at {data:#x} overlaps cpu{by}'s at {other:#x}"),
+                    );
+                    walk = None;
+                } else {
+                    spans.push((data, size, cpu));
+                }
+            }
             if let Some(why) = walk.as_ref().and_then(|w| w.repair.clone()) {
                 notes.push(format!("{}: {why}", info.name));
             }
@@ -179,5 +203,49 @@ impl Log for DpLog {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcrash_plugin::Runs;
+
+    const TRACE: u64 = 0x1000;
+
+    fn control(cpu: u32, data: u64) -> Vec<u8> {
+        let mut c = Vec::new();
+        // Event id 0x4450, 200 bytes, head = tail = 0: empty.
+        for w in [(0x4450u64 << 32) | u64::from(cpu), data, 200, 0, 0, 0, 0, 0] {
+            c.extend_from_slice(&w.to_le_bytes());
+        }
+        c
+    }
+
+    #[test]
+    fn overlapping_buffers_are_refused() {
+        let mut t = MAGIC.to_le_bytes().to_vec();
+        t.extend_from_slice(&4u32.to_le_bytes());
+        t.extend_from_slice(&3u32.to_le_bytes());
+        t.extend_from_slice(&1_000_000u64.to_le_bytes());
+        t.extend_from_slice(&0x9000u64.to_le_bytes());
+        t.extend_from_slice(&0u64.to_le_bytes());
+        // cpu1's buffer starts inside cpu0's; cpu2's follows it.
+        for (cpu, data) in [(0, 0x2000), (1, 0x2040), (2, 0x2000 + 200)] {
+            t.extend_from_slice(&control(cpu, data));
+        }
+        let mem = Runs(vec![
+            (TRACE, t),
+            (0x2000, vec![0; 0x1000]),
+            (0x9000, vec![]),
+        ]);
+        let log = DpLog::read(&mem, TRACE).unwrap_or_else(|_| panic!("refused"));
+        let rings = log.rings();
+        assert_eq!(rings[0].refused, None);
+        let why = rings[1].refused.as_deref().unwrap();
+        assert!(why.contains("0x2040") && why.contains("0x2000"), "{why}");
+        assert!(rings[1].capacity.is_err() && rings[1].written.is_err());
+        assert_eq!(rings[2].refused, None);
+        assert!(log.walks[1].is_none());
     }
 }

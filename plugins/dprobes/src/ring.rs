@@ -37,6 +37,15 @@ struct Frame {
     time: u64,
 }
 
+/// Refuses the ring `info` describes: `why`, and none of its control's counts believed.
+pub fn refuse(info: &mut RingInfo, why: String) {
+    info.capacity = Err(why.clone());
+    info.written = Err(why.clone());
+    info.overwritten = Err(why.clone());
+    info.lost = Err(why.clone());
+    info.refused = Some(why);
+}
+
 /// The bytes a record of `size` data bytes takes in the buffer.
 fn record_len(size: u64) -> u64 {
     FRAME + size.div_ceil(8) * 8 + TRAILER
@@ -76,19 +85,32 @@ impl Ring {
             (Err(why.clone()), Err(why))
         };
         if own_cpu != cpu {
-            info.refused = Some(format!("the control at {at:#x} says processor {own_cpu}"));
+            refuse(
+                &mut info,
+                format!("the control at {at:#x} says processor {own_cpu}"),
+            );
             return (info, None);
         }
         if !(MIN_RECORD..=MAX_SIZE).contains(&size) || size % 8 != 0 {
-            info.capacity = Err(format!(
-                "size {size:#x} is not a multiple of 8 in 32..64 MiB"
-            ));
-            info.refused = Some(format!("buffer size {size:#x} cannot be"));
+            refuse(
+                &mut info,
+                format!("buffer size {size:#x} cannot be: not a multiple of 8 in 32 B..64 MiB"),
+            );
+            return (info, None);
+        }
+        if data.checked_add(size).is_none() {
+            refuse(
+                &mut info,
+                format!("buffer data at {data:#x} of {size:#x} bytes runs past the address space"),
+            );
             return (info, None);
         }
         let mut probe = [0u8; 1];
         if let Err(e) = mem.read(data, &mut probe) {
-            info.refused = Some(format!("buffer data at {data:#x} unreadable: {e}"));
+            refuse(
+                &mut info,
+                format!("buffer data at {data:#x} unreadable: {e}"),
+            );
             return (info, None);
         }
         let head_ok = head % 8 == 0;
@@ -104,9 +126,10 @@ impl Ring {
                  {tail:#x}"
             )),
             (false, _) => {
-                info.refused = Some(format!(
-                    "neither head {head:#x} nor tail {tail:#x} is a record boundary"
-                ));
+                refuse(
+                    &mut info,
+                    format!("neither head {head:#x} nor tail {tail:#x} is a record boundary"),
+                );
                 return (info, None);
             }
         };
@@ -122,12 +145,19 @@ impl Ring {
         (info, Some(ring))
     }
 
+    /// The buffer's data: its address and bytes.
+    pub fn span(&self) -> (u64, u64) {
+        (self.data, self.size)
+    }
+
     /// Reads stream position `pos` onwards into `buf`, wrapping at the buffer's end.
     fn read(&self, mem: &dyn Memory, pos: u64, buf: &mut [u8]) -> Result<(), String> {
         let off = pos % self.size;
         let first = ((self.size - off) as usize).min(buf.len());
         let (a, b) = buf.split_at_mut(first);
-        mem.read(self.data + off, a).map_err(|e| e.to_string())?;
+        // `check` made sure `data + size` does not overflow; wrapping keeps a slip harmless.
+        mem.read(self.data.wrapping_add(off), a)
+            .map_err(|e| e.to_string())?;
         if !b.is_empty() {
             mem.read(self.data, b).map_err(|e| e.to_string())?;
         }
@@ -151,12 +181,12 @@ impl Ring {
             ));
         }
         let len = record_len(size);
-        if len > end - pos {
+        if len > end.saturating_sub(pos) {
             return Err(format!(
                 "record at {pos:#x} of {size} data bytes runs past {end:#x}"
             ));
         }
-        let trailer = self.word(mem, pos + len - TRAILER)?;
+        let trailer = self.word(mem, pos.wrapping_add(len - TRAILER))?;
         if trailer != len {
             return Err(format!(
                 "record at {pos:#x}: length word {trailer:#x}, its frame says {len:#x}"
@@ -165,7 +195,7 @@ impl Ring {
         Ok(Frame {
             pos,
             size,
-            time: self.word(mem, pos + 8)?,
+            time: self.word(mem, pos.wrapping_add(8))?,
         })
     }
 
@@ -192,7 +222,7 @@ impl Ring {
             while pos < end {
                 match self.frame_at(mem, pos, end) {
                     Ok(f) => {
-                        pos += record_len(f.size);
+                        pos = pos.saturating_add(record_len(f.size));
                         frames.push(f);
                     }
                     Err(why) => {
@@ -276,9 +306,10 @@ impl Ring {
         let mut e = Event::new(f.time, f.pos, ring, "DProbes");
         e.processor = Some(self.cpu);
         let mut bytes = vec![0u8; f.size as usize];
-        if let Err(reason) = self.read(mem, f.pos + FRAME, &mut bytes) {
+        let start = f.pos.wrapping_add(FRAME);
+        if let Err(reason) = self.read(mem, start, &mut bytes) {
             e.damage.push(Damage::Unreadable {
-                addr: self.data + (f.pos + FRAME) % self.size,
+                addr: self.data.wrapping_add(start % self.size),
                 reason,
             });
             return e;
@@ -448,5 +479,32 @@ mod tests {
         let (info, events) = events(&mem, Order::OldestFirst);
         assert!(info.written.is_err() && info.overwritten.is_err());
         assert_eq!(events.len(), 3);
+    }
+
+    #[test]
+    fn a_refused_control_keeps_no_counts() {
+        let (bytes, head, tail) = buffer(200, 3);
+        let mut c = control(200, head, tail, 3, 0);
+        c[0] = 5; // processor 5's control in processor 0's place
+        let mem = Runs(vec![(CONTROL, c), (DATA, bytes)]);
+        let (info, _) = events(&mem, Order::OldestFirst);
+        assert!(info.refused.unwrap().contains("processor 5"));
+        assert!(info.capacity.is_err() && info.written.is_err());
+        assert!(info.overwritten.is_err() && info.lost.is_err());
+    }
+
+    #[test]
+    fn a_buffer_past_the_address_space_is_refused() {
+        let (bytes, head, tail) = buffer(200, 3);
+        let data = u64::MAX - 0x40;
+        let mut c = control(200, head, tail, 3, 0);
+        c[8..16].copy_from_slice(&data.to_le_bytes());
+        // Its first bytes readable, so only the overflow check refuses it.
+        let mem = Runs(vec![(CONTROL, c), (DATA, bytes), (data, vec![0; 0x40])]);
+        let (info, events) = events(&mem, Order::OldestFirst);
+        let why = info.refused.unwrap();
+        assert!(why.contains("0xffffffffffffffbf"), "{why}");
+        assert!(info.capacity.is_err());
+        assert!(events.is_empty());
     }
 }

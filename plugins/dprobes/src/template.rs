@@ -182,6 +182,12 @@ const TOKEN_FAULT_SELECTOR: u8 = 0xfe;
 /// How deep `%r(...)` expressions may nest: templates come from the dump.
 const MAX_DEPTH: usize = 4;
 
+/// Most message bytes one record's formatting keeps: `%r` and literal text could grow it
+/// without bound.
+pub const MAX_MESSAGE: usize = 64 << 10;
+/// Most fields one record's formatting makes.
+pub const MAX_FIELDS: usize = 4096;
+
 /// What formatting a record's data gives.
 #[derive(Debug, Default, PartialEq)]
 pub struct Formatted {
@@ -201,8 +207,14 @@ pub fn format(fmt: &[u8], data: &[u8]) -> Formatted {
         literal_start: 0,
         unnamed: 0,
         group: None,
+        cut: None,
     };
-    if let Err(why) = f.run(fmt, "", 0) {
+    let run = f.run(fmt, "", 0).and_then(|()| f.check_caps());
+    if let Some(cut) = f.cut.take() {
+        f.out.message.truncate(MAX_MESSAGE);
+        f.out.fields.truncate(MAX_FIELDS);
+        f.out.damage.push(Damage::Incomplete(cut));
+    } else if let Err(why) = run {
         f.out.damage.push(Damage::Inconsistent(why));
     } else if f.at < data.len() {
         f.out.damage.push(Damage::Inconsistent(format!(
@@ -238,6 +250,8 @@ struct Formatter<'a> {
     unnamed: usize,
     /// Inside `%r`: the name unnamed fields take (the `%r` item's).
     group: Option<String>,
+    /// Why formatting stopped at a cap, when it did.
+    cut: Option<String>,
 }
 
 /// One parsed control: `%[p|r]<n><letter>`, or `%r(` for a group.
@@ -252,6 +266,7 @@ impl Formatter<'_> {
     fn run(&mut self, fmt: &[u8], suffix: &str, depth: usize) -> Result<(), String> {
         let mut i = 0;
         while i < fmt.len() {
+            self.check_caps()?;
             let c = fmt[i];
             if c != b'%' {
                 self.out.message.push(c);
@@ -291,6 +306,20 @@ impl Formatter<'_> {
             self.literal_start = self.out.message.len();
         }
         Ok(())
+    }
+
+    /// Stops formatting (an error, with `cut` saying why) once the message or the fields pass
+    /// their caps.
+    fn check_caps(&mut self) -> Result<(), String> {
+        let why = if self.out.message.len() > MAX_MESSAGE {
+            format!("message cut at {MAX_MESSAGE} bytes")
+        } else if self.out.fields.len() > MAX_FIELDS {
+            format!("fields cut at {MAX_FIELDS}")
+        } else {
+            return Ok(());
+        };
+        self.cut = Some(why.clone());
+        Err(why)
     }
 
     /// The next field's name: the word before a `=` ending the literal text since the last
@@ -691,6 +720,28 @@ mod tests {
         assert!(
             matches!(&f.damage[0], Damage::Inconsistent(w) if w.contains("1 bytes of data beyond"))
         );
+    }
+
+    #[test]
+    fn messages_and_fields_are_capped() {
+        // 100 literal bytes per data byte: 1000 bytes would make a 100 000-byte message.
+        let mut fmt = b"%r(".to_vec();
+        fmt.extend_from_slice(&[b'x'; 100]);
+        fmt.extend_from_slice(b"%1u)");
+        let f = format(&fmt, &prefixed(0, &[7; 1000]));
+        assert_eq!(f.message.len(), MAX_MESSAGE);
+        assert_eq!(
+            f.damage,
+            vec![Damage::Incomplete("message cut at 65536 bytes".into())]
+        );
+        let f = format(b"%r(%1u)", &prefixed(0, &[7; 5000]));
+        assert_eq!(
+            f.damage,
+            vec![Damage::Incomplete("fields cut at 4096".into())]
+        );
+        // The cut fields, and the data not reached as `rest`.
+        assert_eq!(f.fields.len(), MAX_FIELDS + 1);
+        assert_eq!(f.fields.last().unwrap().name, "rest");
     }
 
     #[test]
