@@ -79,7 +79,7 @@ impl TraceLog {
         let clock = match syspage.cycles_per_sec {
             0 => Clock::Unknown(format!(
                 "{SYSPAGE_SYMBOL}.cycles_per_sec at {:#x} is 0",
-                addr + 8
+                addr.wrapping_add(8)
             )),
             hz => Clock::Hz(hz),
         };
@@ -249,6 +249,74 @@ mod tests {
         assert!(
             matches!(&got[0].damage[0], Damage::Inconsistent(w) if w.contains("upper 32 bits"))
         );
+    }
+
+    #[test]
+    fn an_unknown_time_is_not_the_events_own_and_keeps_the_stream_in_order() {
+        // Buffer 0 starts without a time event; buffer 1 has none at all.
+        let mem = memory(
+            &[
+                (0, vec![simple(0, 4, 1), time(7, 5), simple(0, 6, 2)]),
+                (1, vec![simple(0, 3, 3), simple(1, 9, 4)]),
+            ],
+            &[],
+        );
+        let log = TraceLog::find(&mem, SYSPAGE).unwrap();
+        let got = events(&log, &mem, Order::OldestFirst);
+        let ticks: Vec<u64> = got.iter().map(|e| e.ticks).collect();
+        let known = 7 << 32;
+        assert_eq!(
+            ticks,
+            [known | 5, known | 5, known | 6, known | 6, known | 6]
+        );
+        let own: Vec<bool> = got.iter().map(|e| e.own_time).collect();
+        assert_eq!(own, [false, true, true, false, false]);
+        for e in got.iter().filter(|e| !e.own_time) {
+            let said = format!("{:?}", e.damage);
+            assert!(said.contains("its time is unknown"), "{said}");
+            assert!(!said.contains("taken as 0"), "{said}");
+        }
+        let mut back = events(&log, &mem, Order::NewestFirst);
+        back.reverse();
+        assert_eq!(back, got);
+        // No time event anywhere: 0, never the event's own.
+        let mem = memory(&[(0, vec![simple(0, 6, 1), simple(0, 7, 2)])], &[]);
+        let log = TraceLog::find(&mem, SYSPAGE).unwrap();
+        let got = events(&log, &mem, Order::OldestFirst);
+        assert!(got.iter().all(|e| e.ticks == 0 && !e.own_time));
+    }
+
+    #[test]
+    fn a_buffer_that_would_end_beyond_the_address_space_is_refused() {
+        let high = u64::MAX - 0xff;
+        let header = |next: u64| {
+            let mut b = Vec::new();
+            b.extend_from_slice(&high.to_le_bytes());
+            b.extend_from_slice(&next.to_le_bytes());
+            for w in [0u32, 1, 1, 1 << 13, 0, 0] {
+                b.extend_from_slice(&w.to_le_bytes());
+            }
+            b.extend_from_slice(&high.wrapping_add(ring::HEADER_BYTES).to_le_bytes());
+            b.extend_from_slice(&high.wrapping_add(ring::HEADER_BYTES + 16).to_le_bytes());
+            b
+        };
+        // Buffer 0's next leads to the high buffer: the ring is broken there, buffer 0 read.
+        let mut mem = memory(&[full(0, 0)], &[(0, high)]);
+        mem.0.push((high, header(BUFS)));
+        let log = TraceLog::find(&mem, SYSPAGE).unwrap();
+        let note = format!("{high:#x}");
+        assert!(
+            log.notes()
+                .iter()
+                .any(|n| n.contains(&note) && n.contains("beyond the address space")),
+            "{:?}",
+            log.notes()
+        );
+        assert_eq!(events(&log, &mem, Order::OldestFirst).len(), 8);
+        // The head itself there: the ring is refused.
+        mem.0[0].1[..8].copy_from_slice(&high.to_le_bytes());
+        let why = TraceLog::find(&mem, SYSPAGE).unwrap_err();
+        assert!(why.contains(&note) && why.contains("beyond"), "{why}");
     }
 
     #[test]

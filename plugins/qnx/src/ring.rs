@@ -44,7 +44,7 @@ impl Syspage {
         if syspage.elements == 0 || syspage.elements > MAX_ELEMENTS {
             return Err(format!(
                 "{SYSPAGE_SYMBOL}.tracelements at {:#x} is {}, not 1 to {MAX_ELEMENTS}",
-                addr + 16,
+                addr.wrapping_add(16),
                 syspage.elements
             ));
         }
@@ -93,6 +93,12 @@ impl Buffer {
                 "baseaddr is {baseaddr:#x}, not the buffer's own address: not a trace buffer"
             ));
         }
+        let end = HEADER_BYTES + u64::from(elements) * Raw::BYTES as u64;
+        if addr.checked_add(end).is_none() {
+            return Err(format!(
+                "a buffer of {elements} traceevents at {addr:#x} would end beyond the address space: not a trace buffer"
+            ));
+        }
         let buf = Buffer {
             addr,
             index,
@@ -128,7 +134,9 @@ impl Buffer {
                 buf.data()
             ));
         }
-        let want_tail = buf.data() + u64::from(buf.events) * Raw::BYTES as u64;
+        let want_tail = buf
+            .data()
+            .wrapping_add(u64::from(buf.events) * Raw::BYTES as u64);
         if tail != want_tail {
             notes.push(format!(
                 "{here}: tail_ptr is {tail:#x}, not &data[num_events] = {want_tail:#x}; {} events read as num_events says",

@@ -112,7 +112,10 @@ struct Slot {
     seq: u64,
     span: usize,
     /// The clock reading: the last CONTROL/TIME event's upper half before it in its buffer,
-    /// and its `timeoff`; for an unreadable slot, the reading before it.
+    /// and its `timeoff`. For a slot whose reading is not known whole (unreadable, or no
+    /// CONTROL/TIME event before it in its buffer), the last whole reading before it in the
+    /// stream, or, with none, the first after it (0 with none at all): a sort key that keeps
+    /// the stream in time order, not its own time.
     ticks: u64,
     /// Whether a CONTROL/TIME event gave the upper half.
     time_known: bool,
@@ -124,14 +127,16 @@ struct Slot {
 fn read_slots(log: &TraceLog, mem: &dyn Memory) -> Vec<Slot> {
     let mut slots: Vec<Slot> = Vec::new();
     let mut chunk = Vec::new();
-    let mut last_ticks = 0;
+    // The last whole clock reading in the stream, and how many slots lead it with none.
+    let mut last_known: Option<u64> = None;
+    let mut leading = 0;
     for (span, s) in log.spans.iter().enumerate() {
         let n = s.buf.events as usize;
         chunk.resize(n * Raw::BYTES, 0);
         let whole = mem.read(s.buf.data(), &mut chunk).is_ok();
         let mut msb = None;
         for i in 0..n {
-            let addr = s.buf.data() + (i * Raw::BYTES) as u64;
+            let addr = s.buf.data().wrapping_add((i * Raw::BYTES) as u64);
             let mut b = [0u8; Raw::BYTES];
             let raw = if whole {
                 b.copy_from_slice(&chunk[i * Raw::BYTES..][..Raw::BYTES]);
@@ -146,19 +151,30 @@ fn read_slots(log: &TraceLog, mem: &dyn Memory) -> Vec<Slot> {
                 }
                 (Ok(r), _) => {
                     msb = r.time_msb().or(msb);
-                    last_ticks = (u64::from(msb.unwrap_or(0)) << 32) | u64::from(r.timeoff);
+                    if let Some(msb) = msb {
+                        last_known = Some((u64::from(msb) << 32) | u64::from(r.timeoff));
+                    }
                 }
                 (Err(_), _) => {}
             }
+            let time_known = raw.is_ok() && msb.is_some();
+            if last_known.is_none() {
+                leading += 1;
+            }
             slots.push(Slot {
-                time_known: raw.is_ok() && msb.is_some(),
+                time_known,
                 raw,
                 seq: u64::from(s.buf.seq_buff_num) * u64::from(log.elements) + i as u64,
                 span,
-                ticks: last_ticks,
+                ticks: last_known.unwrap_or(0),
                 more: 0,
             });
         }
+    }
+    // Slots before the first whole reading take it (the first slot after them that has one).
+    let first = slots.get(leading).map_or(0, |s| s.ticks);
+    for slot in &mut slots[..leading] {
+        slot.ticks = first;
     }
     slots
 }
@@ -358,9 +374,11 @@ impl<'a> Assembler<'a> {
             }
         }
         if !slot.time_known {
-            event.damage.push(Damage::Inconsistent(
-                "no CONTROL/TIME event precedes it in its buffer: the upper 32 bits of its time are unknown, taken as 0".into(),
-            ));
+            event.own_time = false;
+            event.damage.push(Damage::Inconsistent(format!(
+                "no CONTROL/TIME event precedes it in its buffer: the upper 32 bits of its time stamp are unknown, so its time is unknown (its timeoff, the lower 32 bits, is {:#x}); it is placed at the time of the nearest event before it whose time is known (after it, when none before is)",
+                raw.timeoff
+            )));
         }
         if raw.reserved() {
             event.damage.push(Damage::Inconsistent(
