@@ -37,6 +37,8 @@ const CPU_BYTES: u64 = 64;
 const MAX_CPUS: u64 = 256;
 /// Biggest buffer read: the HOWTO's examples go to 128 MiB per CPU.
 const MAX_BUFFER: u64 = 256 << 20;
+// A record's offset in its buffer fits a u32 (newest first keeps one per record).
+const _: () = assert!(MAX_BUFFER <= 1 << 32);
 /// A record header: type (u32), size (u32), serial (u64), time stamp (u64).
 const HEADER_BYTES: u64 = 24;
 /// The filler's type: it takes the bytes left before the buffer's end.
@@ -93,6 +95,15 @@ struct Buffer {
     size: u64,
     tail: u64,
     head: u64,
+}
+
+impl Buffer {
+    /// The place in the byte count (`tail` to `head`) of the record at `offset` in the buffer:
+    /// `head - tail` is at most `size`, so one place in `tail..tail + size` has that offset.
+    fn pos_of(&self, offset: u32) -> u64 {
+        let ahead = (u64::from(offset) + self.size - self.tail % self.size) % self.size;
+        self.tail + ahead
+    }
 }
 
 /// A CPU's control structure as read.
@@ -193,7 +204,8 @@ impl KloggerLog {
                 return;
             }
         };
-        let buffer = match check_control(&control, at, cpu) {
+        let checked = check_control(&control, at, cpu).and_then(|b| self.check_overlap(b, at));
+        let buffer = match checked {
             Ok(b) => b,
             Err(why) => {
                 self.rings.push(refused(why));
@@ -217,6 +229,27 @@ impl KloggerLog {
         }
         self.rings.push(counts(cpu, name, at, &control, &scan));
         self.buffers.push(Some(buffer));
+    }
+
+    /// `b` (from the control structure at `at`), or why not: a buffer that overlaps one an
+    /// earlier CPU's control structure gave is refused, so no byte of the dump is walked twice.
+    fn check_overlap(&self, b: Buffer, at: u64) -> Result<Buffer, String> {
+        let end = b.base + b.size;
+        match self
+            .buffers
+            .iter()
+            .flatten()
+            .find(|o| b.base < o.base + o.size && o.base < end)
+        {
+            Some(o) => Err(format!(
+                "buffer (at {at:#x}) {:#x}..{end:#x} overlaps cpu{}'s buffer {:#x}..{:#x}",
+                b.base,
+                o.cpu,
+                o.base,
+                o.base + o.size
+            )),
+            None => Ok(b),
+        }
     }
 
     /// The event a record holds; `previous` is the record before it in the buffer (serial,
@@ -391,17 +424,23 @@ impl Log for KloggerLog {
                 }))
             }
             Order::NewestFirst => {
-                // Records are found only from the oldest on: note where each starts (the
-                // buffer bounds how many), then read them back newest first.
-                let mut starts = Vec::new();
+                // Records are found only from the oldest on: note where each starts, as its
+                // offset in the buffer (the buffer bounds how many), then read them back newest
+                // first.
+                let mut starts: Vec<u32> = Vec::new();
                 let mut stop = None;
                 for step in walk.by_ref() {
                     match step {
-                        Ok(h) => starts.push(h.pos),
+                        // Below the buffer's size, at most MAX_BUFFER: fits (asserted above).
+                        Ok(h) => starts.push((h.pos % buffer.size) as u32),
                         Err(damage) => stop = Some(damage),
                     }
                 }
-                let header = move |pos: u64| Walk::at(mem, buffer, pos).next().and_then(Result::ok);
+                let header = move |offset: u32| {
+                    Walk::at(mem, buffer, buffer.pos_of(offset))
+                        .next()
+                        .and_then(Result::ok)
+                };
                 let newest = starts.last().copied().and_then(header);
                 let mark = stop.map(|damage| stopped(newest.as_ref(), ring, buffer.cpu, damage));
                 let events = (0..starts.len()).rev().map(move |i| {
@@ -413,7 +452,7 @@ impl Log for KloggerLog {
                             buffer.cpu,
                             Damage::Inconsistent(format!(
                                 "the record at offset {:#x} changed while being read",
-                                starts[i] % buffer.size
+                                starts[i]
                             )),
                         );
                     };

@@ -311,3 +311,27 @@ fn bad_magic_and_cpu_count_are_refused() {
     assert!(e.to_string().contains("magic"), "{e}");
     assert!(KloggerLog::read(&Runs(Vec::new()), 0x1000, 0).is_err());
 }
+
+#[test]
+fn a_buffer_overlapping_an_earlier_cpus_is_refused() {
+    let mut k = Kernel::new();
+    for i in 0..5 {
+        k.log(0, i, &SchedOut::new(1, i));
+        k.log(1, i, &SchedOut::new(2, i));
+    }
+    let mut mem = k.memory();
+    let cpu0 = k.buffers[0].region().0;
+    let cpu1 = k.addr() + LOG_BYTES + CPU_BYTES;
+    // cpu1's buffer pointer now points into cpu0's buffer.
+    poke(&mut mem, cpu1, cpu0 + 64);
+    let log = read(&mem, k.addr());
+    assert_eq!(log.rings()[0].refused, None);
+    let refused = log.rings()[1].refused.as_deref().unwrap();
+    assert!(refused.contains(&format!("{:#x}", cpu0 + 64)), "{refused}");
+    assert!(
+        refused.contains(&format!("cpu0's buffer {cpu0:#x}")),
+        "{refused}"
+    );
+    assert_eq!(events(&log, &mem, 1, Order::NewestFirst), []);
+    assert_eq!(events(&log, &mem, 0, Order::NewestFirst).len(), 5);
+}
