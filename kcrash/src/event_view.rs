@@ -13,9 +13,9 @@ use crate::report::{Dec, Hex, Report};
 
 /// One event as JSON shows it (text: [`write_line`]).
 #[derive(Serialize)]
-pub struct EventView<'a> {
+pub struct EventView {
     log: &'static str,
-    ring: &'a str,
+    ring: String,
     ring_index: usize,
     processor: Option<u32>,
     /// The event's own time stamp; null when it is lost (a torn record).
@@ -25,7 +25,7 @@ pub struct EventView<'a> {
     /// Where the event sorts: its time stamp, or the one of the event before it in its ring.
     placed_at: Dec,
     seq: Dec,
-    name: &'a str,
+    name: String,
     fields: Vec<FieldView>,
     message: Option<String>,
     damage: Vec<DamageView>,
@@ -63,13 +63,13 @@ struct DamageView {
     addr: Option<Hex>,
 }
 
-impl<'a> EventView<'a> {
-    pub fn new(log: &'a dyn Log, event: &'a Event) -> EventView<'a> {
+impl EventView {
+    pub fn new(log: &dyn Log, event: &Event) -> EventView {
         let ring = log.rings().get(event.ring).map_or("?", |r| r.name.as_str());
         let clock = log.clock();
         EventView {
             log: log.kind(),
-            ring,
+            ring: escaped(ring.as_bytes()),
             ring_index: event.ring,
             processor: event.processor,
             ticks: event.own_time.then(|| Dec(event.ticks.into())),
@@ -79,7 +79,7 @@ impl<'a> EventView<'a> {
                 .map(|hz| event.ticks as f64 / hz as f64),
             placed_at: Dec(event.ticks.into()),
             seq: Dec(event.seq.into()),
-            name: &event.name,
+            name: escaped(event.name.as_bytes()),
             fields: event
                 .fields
                 .iter()

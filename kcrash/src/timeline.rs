@@ -84,7 +84,11 @@ struct Render<'r> {
 
 /// One ring's events, read and rendered a batch at a time.
 struct Producer<'a, 'r> {
-    events: Box<dyn Iterator<Item = Event<'a>> + Send + 'a>,
+    /// The ring's stream, opened on first use: on the thread that reads it, since a decoder may
+    /// index the ring when it opens the stream.
+    events: Option<Box<dyn Iterator<Item = Event<'a>> + Send + 'a>>,
+    mem: &'a (dyn Memory + Sync),
+    ring: usize,
     log: &'a dyn Log,
     stream: usize,
     render: &'r Render<'r>,
@@ -104,7 +108,11 @@ impl Producer<'_, '_> {
             if r.done.load(Ordering::Relaxed) || crate::interrupt::requested() {
                 break;
             }
-            let Some(event) = self.events.next() else {
+            let (log, mem, ring, order) = (self.log, self.mem, self.ring, r.order);
+            let events = self
+                .events
+                .get_or_insert_with(|| log.events(mem, ring, order));
+            let Some(event) = events.next() else {
                 break;
             };
             let time = if r.own_clock {
@@ -226,11 +234,15 @@ pub fn print<'a>(
     let mut producers = Vec::new();
     for &log in &placed {
         for (r, ring) in log.rings().iter().enumerate() {
-            if ring.refused.is_some() || !filter.reads(ring.processor) {
+            // Every ring is read, whatever --cpu says: which rings a processor writes is the
+            // log's business (a KLog processor logs into set `cpu % sets`), its events say.
+            if ring.refused.is_some() {
                 continue;
             }
             producers.push(Producer {
-                events: log.events(mem, r, render.order),
+                events: None,
+                mem,
+                ring: r,
                 log,
                 stream: producers.len(),
                 render: &render,
@@ -257,6 +269,8 @@ pub fn print<'a>(
                     });
                     Source::Thread(rx)
                 } else {
+                    // Every ring's batch waits in memory for the merge: keep them small.
+                    p.batch_size = p.batch_size.min(MIN_BATCH);
                     Source::Inline(p)
                 };
                 Lane {
@@ -353,11 +367,6 @@ impl Filter {
             until: select.until.map(time).transpose()?,
             grep: grep(select.grep.as_deref())?,
         })
-    }
-
-    /// Whether a ring can hold events the filter keeps: one of another processor cannot.
-    fn reads(&self, processor: Option<u32>) -> bool {
-        self.cpu.is_none_or(|c| processor.is_none_or(|p| p == c))
     }
 
     /// Whether the event is of the processor and in the time range asked for (`-g` is matched

@@ -14,6 +14,9 @@ pub struct PrintkDecoder;
 
 pub static DECODER: PrintkDecoder = PrintkDecoder;
 
+/// Why the ring's counts are unknown when no record of it can be read.
+const NONE_READABLE: &str = "no record of the ring is readable";
+
 /// The caller id's top bit: the rest is a CPU number, not a task id.
 const CALLER_IS_CPU: u32 = 0x8000_0000;
 
@@ -80,9 +83,17 @@ impl PrintkLog {
             addr: ring.address(),
             capacity: Ok(ring.capacity()),
             unit: "records",
-            // Sequence numbers count every record since boot.
-            written: Ok(records.last().map_or(0, |r| r.seq.saturating_add(1))),
-            overwritten: Ok(records.first().map_or(0, |r| r.seq)),
+            // Sequence numbers count every record since boot; with no readable record there is
+            // none to count from.
+            written: records
+                .last()
+                .map(|r| r.seq.saturating_add(1))
+                .ok_or_else(|| NONE_READABLE.to_string()),
+            // Records before the oldest readable one.
+            overwritten: records
+                .first()
+                .map(|r| r.seq)
+                .ok_or_else(|| NONE_READABLE.to_string()),
             lost: Err("the printk ring does not count dropped messages".into()),
             refused: None,
         };

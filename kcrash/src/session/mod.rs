@@ -6,7 +6,7 @@ mod files;
 mod process;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use dumpfmt::translate::{AddressSpace, LinearMap, Source};
 use dumpfmt::{Dump, MissingReason, VirtReason};
@@ -40,6 +40,9 @@ pub struct Session<'d> {
     images: RwLock<Arc<Images>>,
     /// The log each of [`crate::plugins::DECODERS`] found, once found.
     logs: Vec<OnceLock<Box<dyn Log>>>,
+    /// Why each decoder found no log, until a module is loaded (its symbols may bring it): a
+    /// failed search, a scan of the whole dump among them, is not run again for every command.
+    missing: Mutex<Vec<Option<Missing>>>,
     /// The translations a log's finding implied (a KLog descriptor found by scanning), added
     /// to the dump's own.
     log_space: OnceLock<AddressSpace<'d>>,
@@ -85,6 +88,7 @@ impl<'d> Session<'d> {
             linux: None,
             images: RwLock::default(),
             logs: DECODERS.iter().map(|_| OnceLock::new()).collect(),
+            missing: Mutex::new(vec![None; DECODERS.len()]),
             log_space: OnceLock::new(),
         };
         if let Some(end) = dump.gzip_stopped_at() {
@@ -300,6 +304,7 @@ impl<'d> Session<'d> {
         }
         next.push(Some(name.to_owned()), Arc::new(image));
         *images = Arc::new(next);
+        self.missing_mut().fill(None);
         Ok(())
     }
 
@@ -313,8 +318,8 @@ impl<'d> Session<'d> {
             .ok_or_else(|| Error::Missing("the KLog decoder gave another log".into()))
     }
 
-    /// The log decoder `index` of [`DECODERS`] finds, found on first use. A log that is not
-    /// found is looked for again next time: loading a module may bring its symbols.
+    /// The log decoder `index` of [`DECODERS`] finds, found on first use. Why a log was not
+    /// found is kept until a module is loaded, whose symbols may bring it.
     pub fn log(&self, index: usize) -> std::result::Result<&dyn Log, Missing> {
         let Some(cell) = self.logs.get(index) else {
             return Err(Missing::Absent(format!("no decoder {index}")));
@@ -322,12 +327,23 @@ impl<'d> Session<'d> {
         if let Some(log) = cell.get() {
             return Ok(&**log);
         }
-        let found = DECODERS[index].find(self)?;
-        if let Some((space, _)) = found.translations {
+        if let Some(Some(why)) = self.missing_mut().get(index) {
+            return Err(why.clone());
+        }
+        let found = DECODERS[index].find(self).inspect_err(|why| {
+            if let Some(slot) = self.missing_mut().get_mut(index) {
+                *slot = Some(why.clone());
+            }
+        })?;
+        if let Some(space) = found.translations {
             // Set once, before any reader of the log exists; the log's notes say what it is.
             let _ = self.log_space.set(space);
         }
         Ok(&**cell.get_or_init(|| found.log))
+    }
+
+    fn missing_mut(&self) -> std::sync::MutexGuard<'_, Vec<Option<Missing>>> {
+        self.missing.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The dump's own translations, without those a log's finding added.

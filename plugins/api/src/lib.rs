@@ -1,5 +1,5 @@
 //! The interface between kcrash and the decoders of in-memory logs: the memory and symbols a
-//! decoder reads, the events it yields, and the merge that puts several logs' events in time
+//! decoder reads, the events it yields, and the merge that puts several streams in time
 //! order. Decoders depend on this crate and not on kcrash; kcrash depends on them.
 //!
 //! A decoder is a [`Decoder`]: it finds its log in a session's dump through a [`Context`] and

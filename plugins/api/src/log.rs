@@ -131,8 +131,8 @@ pub trait Context<'d> {
 pub struct Found<'d> {
     pub log: Box<dyn Log>,
     /// Translations that reading the log needs beyond the dump's own (a descriptor found by
-    /// scanning may imply them), with a note saying what they are.
-    pub translations: Option<(AddressSpace<'d>, String)>,
+    /// scanning may imply them); the log's notes say what they are.
+    pub translations: Option<AddressSpace<'d>>,
 }
 
 /// Why a decoder found no log.

@@ -3,19 +3,12 @@
 
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
-use crate::event::Event;
 use crate::log::Order;
 
 /// Where an item goes in a merged stream: (time, place in its stream, stream), compared in that
 /// order, so that the order is total and stable.
 pub trait Keyed {
     fn key(&self) -> (u64, u64, usize);
-}
-
-impl Keyed for Event<'_> {
-    fn key(&self) -> (u64, u64, usize) {
-        (self.ticks, self.seq, self.ring)
-    }
 }
 
 /// The items of several streams, each already in `order`, in `order`.
@@ -101,8 +94,21 @@ where
 mod tests {
     use super::*;
 
-    fn ev(ticks: u64, ring: usize) -> Event<'static> {
-        Event::new(ticks, 0, ring, "e")
+    /// An item with a time and a stream.
+    #[derive(Debug)]
+    struct Ev {
+        ticks: u64,
+        ring: usize,
+    }
+
+    impl Keyed for Ev {
+        fn key(&self) -> (u64, u64, usize) {
+            (self.ticks, 0, self.ring)
+        }
+    }
+
+    fn ev(ticks: u64, ring: usize) -> Ev {
+        Ev { ticks, ring }
     }
 
     #[test]
@@ -120,11 +126,7 @@ mod tests {
             .collect();
         assert_eq!(got, [(1, 0), (5, 0), (5, 1), (7, 1)]);
         assert_eq!(
-            Merge::new(
-                Vec::<std::vec::IntoIter<Event<'_>>>::new(),
-                Order::OldestFirst
-            )
-            .count(),
+            Merge::new(Vec::<std::vec::IntoIter<Ev>>::new(), Order::OldestFirst).count(),
             0
         );
     }

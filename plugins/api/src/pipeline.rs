@@ -3,8 +3,7 @@
 //! the item, so each batch is split among workers, each with its own printer (its buffers, its
 //! memory caches), and their lines are written in stream order. While the workers render one
 //! batch, the calling thread merges the next, so the merge and the rendering overlap. Memory is
-//! bounded by two batches, whatever the log's length. `klog` renders items with it, `timeline`
-//! events.
+//! bounded by two batches, whatever the log's length. `klog` renders its records with it.
 
 use std::io::{self, Write};
 use std::sync::mpsc::{channel, Receiver, Sender};

@@ -42,9 +42,10 @@ impl Decoder for KlogDecoder {
             None => Klog::read(cx.memory(), found.layout),
         };
         klog.source = found.source;
-        klog.notes = found.notes;
+        // What finding noticed first, then what reading the rings did.
+        klog.notes.splice(0..0, found.notes);
         Ok(Found {
-            translations: found.space.map(|s| (s, klog.source.to_string())),
+            translations: found.space,
             log: Box::new(klog),
         })
     }
