@@ -7,7 +7,7 @@ use kcrash_plugin::{Clock, Damage, Event, Log, Value};
 use serde::Serialize;
 
 use crate::escape::{escape_into, escaped};
-use crate::klog::render::{push_dec_padded, push_hex, Clock as TimeText};
+use crate::klog::render::{push_dec_padded, Clock as TimeText};
 use crate::paint::Paint;
 use crate::report::{Dec, Hex, Report};
 
@@ -42,13 +42,47 @@ struct FieldView {
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 enum ValueView {
-    Unsigned { value: Dec },
-    Signed { value: Dec },
-    Hex { value: Hex },
-    Enum { value: Dec, symbol: Option<String> },
-    Text { value: String },
-    Bytes { value: String },
-    Unreadable { addr: Hex, reason: String },
+    Unsigned {
+        value: Dec,
+    },
+    Signed {
+        value: Dec,
+    },
+    Hex {
+        value: Hex,
+    },
+    Enum {
+        value: Dec,
+        symbol: Option<String>,
+    },
+    Flags {
+        value: Hex,
+        names: Vec<String>,
+        rest: Hex,
+    },
+    Pointer {
+        value: Hex,
+        symbol: Option<String>,
+        offset: Option<Hex>,
+    },
+    Duration {
+        value: Dec,
+        nanos: Option<Dec>,
+    },
+    Time {
+        value: Dec,
+        nanos: Option<Dec>,
+    },
+    Text {
+        value: String,
+    },
+    Bytes {
+        value: String,
+    },
+    Unreadable {
+        addr: Hex,
+        reason: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -107,6 +141,24 @@ impl ValueView {
             Value::Enum { value, name } => ValueView::Enum {
                 value: Dec((*value).into()),
                 symbol: name.as_deref().map(|n| escaped(n.as_bytes())),
+            },
+            Value::Flags { value, names, rest } => ValueView::Flags {
+                value: Hex(*value),
+                names: names.iter().map(|n| escaped(n.as_bytes())).collect(),
+                rest: Hex(*rest),
+            },
+            Value::Pointer { addr, symbol } => ValueView::Pointer {
+                value: Hex(*addr),
+                symbol: symbol.as_ref().map(|(n, _)| escaped(n.as_bytes())),
+                offset: symbol.as_ref().map(|&(_, off)| Hex(off)),
+            },
+            Value::Duration { raw, nanos } => ValueView::Duration {
+                value: Dec((*raw).into()),
+                nanos: nanos.map(|n| Dec(n.into())),
+            },
+            Value::Time { ticks, nanos } => ValueView::Time {
+                value: Dec((*ticks).into()),
+                nanos: nanos.map(|n| Dec(n.into())),
             },
             Value::Text(t) => ValueView::Text { value: escaped(t) },
             Value::Bytes(b) => ValueView::Bytes {
@@ -202,7 +254,7 @@ pub fn write_line(
         out.push(b' ');
         escape_into(f.name.as_bytes(), out);
         out.push(b'=');
-        write_value(out, &f.value);
+        f.value.write(out);
     }
     if let Some(m) = &event.message {
         out.extend_from_slice(b" \"");
@@ -234,49 +286,6 @@ fn pad(out: &mut Vec<u8>, text: &[u8], width: usize) {
         b' ',
         width.saturating_sub(text.len()) + 1,
     ));
-}
-
-/// A value as gdb would print it: numbers as numbers, enums by name, text quoted, faults in
-/// angle brackets.
-fn write_value(out: &mut Vec<u8>, v: &Value) {
-    match v {
-        Value::Unsigned(n) => push_dec_padded(out, *n, 0, b' '),
-        Value::Signed(n) => {
-            if *n < 0 {
-                out.push(b'-');
-            }
-            push_dec_padded(out, n.unsigned_abs(), 0, b' ');
-        }
-        Value::Hex(n) => {
-            out.extend_from_slice(b"0x");
-            push_hex(out, *n);
-        }
-        Value::Enum { name: Some(n), .. } => escape_into(n.as_bytes(), out),
-        Value::Enum { value, name: None } => {
-            out.extend_from_slice(b"<unknown ");
-            push_dec_padded(out, *value, 0, b' ');
-            out.push(b'>');
-        }
-        Value::Text(t) => {
-            out.push(b'"');
-            escape_into(t, out);
-            out.push(b'"');
-        }
-        Value::Bytes(b) => {
-            out.push(b'[');
-            for byte in b {
-                out.extend_from_slice(format!("{byte:02x}").as_bytes());
-            }
-            out.push(b']');
-        }
-        Value::Unreadable { addr, reason } => {
-            out.extend_from_slice(b"<unreadable at 0x");
-            push_hex(out, *addr);
-            out.extend_from_slice(b": ");
-            escape_into(reason.as_bytes(), out);
-            out.push(b'>');
-        }
-    }
 }
 
 /// `CMD -s`: the log's rings.

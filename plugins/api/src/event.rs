@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 
+use crate::escape::escape_into;
+
 /// A name that is usually fixed in the decoder (a field's, an event kind's) but may come from a
 /// schema or from the dump itself, borrowed from the log that holds it.
 pub type Name<'a> = Cow<'a, str>;
@@ -31,6 +33,20 @@ pub struct Event<'a> {
     pub message: Option<Vec<u8>>,
     /// What is wrong with it; empty for an event read whole and consistent.
     pub damage: Vec<Damage>,
+    /// What a schema knows it by besides its log, ring and name.
+    pub key: Key<'a>,
+}
+
+/// An event's identity for schemata, as its decoder gives it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Key<'a> {
+    /// Nothing beyond its name.
+    #[default]
+    Name,
+    /// A format string it was logged with (KLog's `desc`): its address and text.
+    Format { addr: u64, text: Cow<'a, [u8]> },
+    /// A numeric code pair (QNX class and event, DProbes major and minor).
+    Code(u32, u32),
 }
 
 impl<'a> Event<'a> {
@@ -46,6 +62,7 @@ impl<'a> Event<'a> {
             fields: Vec::new(),
             message: None,
             damage: Vec::new(),
+            key: Key::Name,
         }
     }
 
@@ -81,6 +98,27 @@ pub enum Value<'a> {
     Text(Vec<u8>),
     /// Bytes the layout does not type.
     Bytes(Vec<u8>),
+    /// Bits with names: the value, the names of its set bits, and the set bits no name covers.
+    Flags {
+        value: u64,
+        names: Vec<Name<'a>>,
+        rest: u64,
+    },
+    /// An address, with the symbol that holds it and the offset into it when one does.
+    Pointer {
+        addr: u64,
+        symbol: Option<(String, u64)>,
+    },
+    /// A span of time: as logged, and in nanoseconds when its unit or the log's clock says.
+    Duration {
+        raw: u64,
+        nanos: Option<u64>,
+    },
+    /// A time stamp of the log's clock: its ticks, and nanoseconds when the rate is known.
+    Time {
+        ticks: u64,
+        nanos: Option<u64>,
+    },
     /// A value the log says could not be had (a faulted read), or memory the dump lacks: the
     /// address and why. Never printed as a number.
     Unreadable {
@@ -127,4 +165,91 @@ impl Damage {
             Damage::Inconsistent(why) => format!("inconsistent: {why}"),
         }
     }
+}
+
+impl Value<'_> {
+    /// The value as gdb would print it: numbers as numbers, enums and flags by name, pointers
+    /// with their symbol, text quoted and escaped, faults in angle brackets.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        use std::io::Write;
+        // Writing to a Vec cannot fail.
+        let _ = match self {
+            Value::Unsigned(n) => write!(out, "{n}"),
+            Value::Signed(n) => write!(out, "{n}"),
+            Value::Hex(n) => write!(out, "{n:#x}"),
+            Value::Enum { name: Some(n), .. } => {
+                escape_into(n.as_bytes(), out);
+                Ok(())
+            }
+            Value::Enum { value, name: None } => write!(out, "<unknown {value}>"),
+            Value::Flags { value, names, rest } => {
+                let mut sep: &[u8] = b"";
+                for n in names {
+                    out.extend_from_slice(sep);
+                    escape_into(n.as_bytes(), out);
+                    sep = b"|";
+                }
+                if *rest != 0 || names.is_empty() {
+                    out.extend_from_slice(sep);
+                    let _ = write!(out, "{rest:#x}");
+                }
+                match names.is_empty() {
+                    true => Ok(()),
+                    false => write!(out, " ({value:#x})"),
+                }
+            }
+            Value::Pointer { addr, symbol } => match symbol {
+                Some((name, 0)) => write!(out, "{addr:#x} <").and_then(|()| {
+                    escape_into(name.as_bytes(), out);
+                    write!(out, ">")
+                }),
+                Some((name, off)) => write!(out, "{addr:#x} <").and_then(|()| {
+                    escape_into(name.as_bytes(), out);
+                    write!(out, "+{off:#x}>")
+                }),
+                None => write!(out, "{addr:#x}"),
+            },
+            Value::Duration { raw, nanos: None } => write!(out, "{raw} <unit unknown>"),
+            Value::Duration {
+                nanos: Some(ns), ..
+            } => write_nanos(out, *ns),
+            Value::Time { ticks, nanos: None } => write!(out, "{ticks} ticks"),
+            Value::Time {
+                nanos: Some(ns), ..
+            } => {
+                write!(out, "{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+            }
+            Value::Text(t) => {
+                out.push(b'"');
+                escape_into(t, out);
+                write!(out, "\"")
+            }
+            Value::Bytes(b) => {
+                out.push(b'[');
+                for byte in b {
+                    let _ = write!(out, "{byte:02x}");
+                }
+                write!(out, "]")
+            }
+            Value::Unreadable { addr, reason } => {
+                let _ = write!(out, "<unreadable at {addr:#x}: ");
+                escape_into(reason.as_bytes(), out);
+                write!(out, ">")
+            }
+        };
+    }
+}
+
+/// A span in the largest unit that keeps it above one: `1.5 ms`, `250 ns`.
+fn write_nanos(out: &mut Vec<u8>, ns: u64) -> std::io::Result<()> {
+    use std::io::Write;
+    let (scale, unit) = match ns {
+        0..1_000 => return write!(out, "{ns} ns"),
+        1_000..1_000_000 => (1_000, "us"),
+        1_000_000..1_000_000_000 => (1_000_000, "ms"),
+        _ => (1_000_000_000, "s"),
+    };
+    let whole = ns / scale;
+    let frac = (ns % scale) * 1000 / scale;
+    write!(out, "{whole}.{frac:03} {unit}")
 }

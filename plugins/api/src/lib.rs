@@ -13,7 +13,7 @@ pub mod memory;
 pub mod merge;
 pub mod pipeline;
 
-pub use event::{Damage, Event, Field, Name, Value};
+pub use event::{Damage, Event, Field, Key, Name, Value};
 pub use log::{Clock, Context, Count, Decoder, Found, Log, Missing, Order, RingInfo, Symbol};
 pub use memory::{Memory, Runs, Unreadable};
 pub use merge::{Keyed, Merge};

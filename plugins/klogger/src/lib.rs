@@ -13,7 +13,7 @@ use std::any::Any;
 use std::borrow::Cow;
 
 use kcrash_plugin::{
-    Clock, Context, Count, Damage, Decoder, Event, Field, Found, Log, Memory, Missing, Order,
+    Clock, Context, Count, Damage, Decoder, Event, Field, Found, Key, Log, Memory, Missing, Order,
     RingInfo, Value,
 };
 
@@ -323,6 +323,7 @@ impl KloggerLog {
             fields,
             message: None,
             damage,
+            key: Key::Name,
         }
     }
 

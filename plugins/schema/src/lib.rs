@@ -1,0 +1,378 @@
+//! Event schemata: what a log's events are called and what their raw words mean.
+//!
+//! A schema file names events of one log by their identity (a KLog format string, a QNX
+//! class and event, a DProbes major and minor code, a Klogger event type) and gives each a
+//! name, typed fields read from the event's raw fields, and a one-line display template. The
+//! files are kcrash's own TOML syntax ([`file`]); the seed systems' own formats are read into
+//! the same model by importers in their decoders' crates. [`Schemata`] holds every file a
+//! session loaded, refuses two schemata claiming one event, and finds the schema of an event.
+
+pub mod apply;
+pub mod display;
+pub mod file;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+pub use apply::{Applied, Resolve};
+pub use display::Display;
+
+/// Where a schema was written: a file and a line, for errors and for `schema` to say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    pub file: Arc<str>,
+    pub line: u32,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// A schema file that could not be read: the file, the line and column, and what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub file: Arc<str>,
+    pub line: u32,
+    pub column: u32,
+    pub what: String,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.column, self.what
+        )
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The 1-based line and column of byte `at` of `text`.
+pub fn line_column(text: &str, at: usize) -> (u32, u32) {
+    let at = at.min(text.len());
+    let before = &text.as_bytes()[..at];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let column = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
+    (
+        u32::try_from(line).unwrap_or(u32::MAX),
+        u32::try_from(column).unwrap_or(u32::MAX),
+    )
+}
+
+/// What identifies an event to a schema, as its decoder gives it (`kcrash_plugin::Key`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Identity {
+    /// A KLog record's format string.
+    Format(Vec<u8>),
+    /// A KLog record's format string by the symbol at its address.
+    Symbol(String),
+    /// A numeric code pair: QNX class and event, DProbes major and minor.
+    Code(u32, u32),
+    /// The event's name as its log gives it (Klogger's event types).
+    Name(String),
+}
+
+impl fmt::Display for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Identity::Format(s) => write!(f, "format {:?}", String::from_utf8_lossy(s)),
+            Identity::Symbol(s) => write!(f, "symbol {s}"),
+            Identity::Code(a, b) => write!(f, "code {a}/{b}"),
+            Identity::Name(n) => write!(f, "event {n:?}"),
+        }
+    }
+}
+
+/// One event's schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventSchema {
+    /// The log's kind, as its decoder says it ("KLog", "QNX trace").
+    pub log: String,
+    pub identity: Identity,
+    /// Only in this ring (a KLog subsystem, a processor's buffer), when given.
+    pub ring: Option<String>,
+    pub name: String,
+    pub fields: Vec<FieldSchema>,
+    pub display: Option<Display>,
+    pub origin: Origin,
+}
+
+/// A named, typed field read from one of the event's raw fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldSchema {
+    pub name: String,
+    /// The raw field it is read from, by the decoder's name (`data1`, `d0`, a Klogger field).
+    pub from: String,
+    pub ty: Type,
+}
+
+/// How a raw value is read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Type {
+    /// The low `bits` bits, unsigned.
+    Unsigned {
+        bits: u8,
+    },
+    /// The low `bits` bits, sign-extended.
+    Signed {
+        bits: u8,
+    },
+    /// The low `bits` bits in hex.
+    Hex {
+        bits: u8,
+    },
+    Enum(Arc<Enum>),
+    Flags(Arc<Flags>),
+    /// An address, shown as `symbol+offset` when a symbol holds it.
+    Pointer,
+    /// The address of a NUL-terminated string in the crashed system's memory, read up to
+    /// `max` bytes.
+    String {
+        max: u32,
+    },
+    /// A span of time in `unit`s.
+    Duration(Unit),
+    /// A time stamp of the log's own clock.
+    Clock,
+}
+
+/// The unit of a duration: a fixed fraction of a second, or the log's clock ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Nanoseconds,
+    Microseconds,
+    Milliseconds,
+    Seconds,
+    Ticks,
+}
+
+impl Unit {
+    pub const NAMES: [(&'static str, Unit); 5] = [
+        ("ns", Unit::Nanoseconds),
+        ("us", Unit::Microseconds),
+        ("ms", Unit::Milliseconds),
+        ("s", Unit::Seconds),
+        ("ticks", Unit::Ticks),
+    ];
+}
+
+/// Names for values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Enum {
+    pub name: String,
+    pub values: Vec<(i64, String)>,
+}
+
+impl Enum {
+    pub fn name_of(&self, value: i64) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(v, _)| *v == value)
+            .map(|(_, n)| n.as_str())
+    }
+}
+
+/// Names for bits: bit number (0 is the least significant) and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flags {
+    pub name: String,
+    pub bits: Vec<(u8, String)>,
+}
+
+/// The schemata of one file, read by [`file::parse`] or an importer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SchemaFile {
+    pub events: Vec<EventSchema>,
+}
+
+/// A file a session loaded: where from, in which syntax, how many events it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loaded {
+    pub file: Arc<str>,
+    pub syntax: &'static str,
+    pub events: usize,
+}
+
+/// Every schema a session loaded, indexed by log and identity.
+#[derive(Debug, Default)]
+pub struct Schemata {
+    pub files: Vec<Loaded>,
+    events: Vec<EventSchema>,
+    by_log: HashMap<String, Index>,
+}
+
+/// One log's schemata by identity: one map per kind, so that a lookup borrows the event's own
+/// bytes and allocates nothing.
+#[derive(Debug, Default)]
+struct Index {
+    formats: HashMap<Vec<u8>, Vec<usize>>,
+    symbols: HashMap<String, Vec<usize>>,
+    codes: HashMap<(u32, u32), Vec<usize>>,
+    names: HashMap<String, Vec<usize>>,
+}
+
+impl Index {
+    fn slot(&mut self, id: &Identity) -> &mut Vec<usize> {
+        match id {
+            Identity::Format(f) => self.formats.entry(f.clone()).or_default(),
+            Identity::Symbol(s) => self.symbols.entry(s.clone()).or_default(),
+            Identity::Code(a, b) => self.codes.entry((*a, *b)).or_default(),
+            Identity::Name(n) => self.names.entry(n.clone()).or_default(),
+        }
+    }
+
+    fn get(&self, id: &Identity) -> &[usize] {
+        let list = match id {
+            Identity::Format(f) => self.formats.get(f.as_slice()),
+            Identity::Symbol(s) => self.symbols.get(s.as_str()),
+            Identity::Code(a, b) => self.codes.get(&(*a, *b)),
+            Identity::Name(n) => self.names.get(n.as_str()),
+        };
+        list.map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Most schemata a session holds: each file is bounded too, this bounds how many are loaded.
+pub const MAX_EVENTS: usize = 1 << 16;
+
+/// What a schema is asked about: one event of one log.
+#[derive(Clone, Copy, Debug)]
+pub struct Subject<'e> {
+    pub log: &'e str,
+    pub ring: &'e str,
+    pub name: &'e str,
+    /// The format string (KLog), if the event has one.
+    pub format: Option<&'e [u8]>,
+    /// The symbol at the format string's address, if one is there.
+    pub symbol: Option<&'e str>,
+    pub code: Option<(u32, u32)>,
+}
+
+/// The schema an event has: none, one, or more than one (which is said, never chosen).
+#[derive(Clone, Copy, Debug)]
+pub enum Lookup<'s> {
+    None,
+    One(&'s EventSchema),
+    Conflict(&'s EventSchema, &'s EventSchema),
+}
+
+impl Schemata {
+    /// Adds one file's schemata. A schema claiming an event that one already loaded claims
+    /// (same log, identity and ring) is an error naming both; nothing of the file is kept then.
+    pub fn add(
+        &mut self,
+        file: Arc<str>,
+        syntax: &'static str,
+        f: SchemaFile,
+    ) -> Result<(), Error> {
+        if self.events.len() + f.events.len() > MAX_EVENTS {
+            return Err(Error {
+                file,
+                line: 1,
+                column: 1,
+                what: format!("more than {MAX_EVENTS} event schemata in all"),
+            });
+        }
+        for (n, e) in f.events.iter().enumerate() {
+            let earlier = self
+                .by_log
+                .get(&e.log)
+                .map_or(&[][..], |index| index.get(&e.identity))
+                .iter()
+                .map(|&i| &self.events[i])
+                .chain(&f.events[..n])
+                .filter(|o| o.log == e.log && o.identity == e.identity);
+            for other in earlier {
+                if other.ring == e.ring {
+                    return Err(Error {
+                        file: e.origin.file.clone(),
+                        line: e.origin.line,
+                        column: 1,
+                        what: format!(
+                            "{} {} is claimed here and at {}",
+                            e.log, e.identity, other.origin
+                        ),
+                    });
+                }
+            }
+        }
+        self.files.push(Loaded {
+            file,
+            syntax,
+            events: f.events.len(),
+        });
+        for e in f.events {
+            let at = self.events.len();
+            self.by_log
+                .entry(e.log.clone())
+                .or_default()
+                .slot(&e.identity)
+                .push(at);
+            self.events.push(e);
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    pub fn events(&self) -> &[EventSchema] {
+        &self.events
+    }
+
+    /// Whether any schema is for log `log`: a caller skips the per-event lookup otherwise.
+    pub fn has_log(&self, log: &str) -> bool {
+        self.by_log.contains_key(log)
+    }
+
+    /// The schema of `s`: one claiming its identity in its ring or in every ring. Two that
+    /// claim it (one by format, one by symbol) are a conflict the caller marks on the event.
+    pub fn lookup(&self, s: &Subject<'_>) -> Lookup<'_> {
+        let Some(index) = self.by_log.get(s.log) else {
+            return Lookup::None;
+        };
+        let lists = [
+            s.format.and_then(|f| index.formats.get(f)),
+            s.symbol.and_then(|n| index.symbols.get(n)),
+            s.code.and_then(|c| index.codes.get(&c)),
+            index.names.get(s.name),
+        ];
+        let mut found: Option<&EventSchema> = None;
+        for list in lists.into_iter().flatten() {
+            // A ring's own schema is preferred to one for every ring.
+            let best = list
+                .iter()
+                .map(|&i| &self.events[i])
+                .filter(|e| e.ring.as_deref().is_none_or(|r| ring_matches(r, s.ring)))
+                .max_by_key(|e| e.ring.is_some());
+            if let Some(e) = best {
+                match found {
+                    None => found = Some(e),
+                    Some(first) => return Lookup::Conflict(first, e),
+                }
+            }
+        }
+        found.map_or(Lookup::None, Lookup::One)
+    }
+}
+
+/// A schema's ring names a ring or every processor's copy of it (`SCHED` is `SCHED/1` too).
+fn ring_matches(schema: &str, ring: &str) -> bool {
+    ring == schema
+        || ring
+            .strip_prefix(schema)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+#[cfg(test)]
+mod tests;
