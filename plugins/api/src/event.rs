@@ -171,17 +171,18 @@ impl Value<'_> {
     /// The value as gdb would print it: numbers as numbers, enums and flags by name, pointers
     /// with their symbol, text quoted and escaped, faults in angle brackets.
     pub fn write(&self, out: &mut Vec<u8>) {
-        use std::io::Write;
         // Writing to a Vec cannot fail.
-        let _ = match self {
-            Value::Unsigned(n) => write!(out, "{n}"),
-            Value::Signed(n) => write!(out, "{n}"),
-            Value::Hex(n) => write!(out, "{n:#x}"),
-            Value::Enum { name: Some(n), .. } => {
-                escape_into(n.as_bytes(), out);
-                Ok(())
-            }
-            Value::Enum { value, name: None } => write!(out, "<unknown {value}>"),
+        let _ = self.write_to(out);
+    }
+
+    fn write_to(&self, out: &mut Vec<u8>) -> std::io::Result<()> {
+        use std::io::Write;
+        match self {
+            Value::Unsigned(n) => write!(out, "{n}")?,
+            Value::Signed(n) => write!(out, "{n}")?,
+            Value::Hex(n) => write!(out, "{n:#x}")?,
+            Value::Enum { name: Some(n), .. } => escape_into(n.as_bytes(), out),
+            Value::Enum { value, name: None } => write!(out, "<unknown {value}>")?,
             Value::Flags { value, names, rest } => {
                 let mut sep: &[u8] = b"";
                 for n in names {
@@ -191,52 +192,50 @@ impl Value<'_> {
                 }
                 if *rest != 0 || names.is_empty() {
                     out.extend_from_slice(sep);
-                    let _ = write!(out, "{rest:#x}");
+                    write!(out, "{rest:#x}")?;
                 }
-                match names.is_empty() {
-                    true => Ok(()),
-                    false => write!(out, " ({value:#x})"),
+                if !names.is_empty() {
+                    write!(out, " ({value:#x})")?;
                 }
             }
-            Value::Pointer { addr, symbol } => match symbol {
-                Some((name, 0)) => write!(out, "{addr:#x} <").and_then(|()| {
+            Value::Pointer { addr, symbol } => {
+                write!(out, "{addr:#x}")?;
+                if let Some((name, off)) = symbol {
+                    out.extend_from_slice(b" <");
                     escape_into(name.as_bytes(), out);
-                    write!(out, ">")
-                }),
-                Some((name, off)) => write!(out, "{addr:#x} <").and_then(|()| {
-                    escape_into(name.as_bytes(), out);
-                    write!(out, "+{off:#x}>")
-                }),
-                None => write!(out, "{addr:#x}"),
-            },
-            Value::Duration { raw, nanos: None } => write!(out, "{raw} <unit unknown>"),
+                    if *off != 0 {
+                        write!(out, "+{off:#x}")?;
+                    }
+                    out.push(b'>');
+                }
+            }
+            Value::Duration { raw, nanos: None } => write!(out, "{raw} <unit unknown>")?,
             Value::Duration {
                 nanos: Some(ns), ..
-            } => write_nanos(out, *ns),
-            Value::Time { ticks, nanos: None } => write!(out, "{ticks} ticks"),
+            } => write_nanos(out, *ns)?,
+            Value::Time { ticks, nanos: None } => write!(out, "{ticks} ticks")?,
             Value::Time {
                 nanos: Some(ns), ..
-            } => {
-                write!(out, "{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
-            }
+            } => write!(out, "{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)?,
             Value::Text(t) => {
                 out.push(b'"');
                 escape_into(t, out);
-                write!(out, "\"")
+                out.push(b'"');
             }
             Value::Bytes(b) => {
                 out.push(b'[');
                 for byte in b {
-                    let _ = write!(out, "{byte:02x}");
+                    write!(out, "{byte:02x}")?;
                 }
-                write!(out, "]")
+                out.push(b']');
             }
             Value::Unreadable { addr, reason } => {
-                let _ = write!(out, "<unreadable at {addr:#x}: ");
+                write!(out, "<unreadable at {addr:#x}: ")?;
                 escape_into(reason.as_bytes(), out);
-                write!(out, ">")
+                out.push(b'>');
             }
-        };
+        }
+        Ok(())
     }
 }
 

@@ -126,8 +126,9 @@ fn convert<'s>(
             reason: reason.clone(),
         });
     }
-    if let (Type::String { .. }, Value::Text(t)) = (ty, raw) {
-        return Ok(Value::Text(t.clone()));
+    if let (Type::String { max }, Value::Text(t)) = (ty, raw) {
+        // Text the decoder already read is held to the schema's length as read strings are.
+        return Ok(Value::Text(t[..t.len().min(*max as usize)].to_vec()));
     }
     let n = integer(raw)?;
     Ok(match ty {

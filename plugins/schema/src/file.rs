@@ -26,8 +26,7 @@ use toml::Spanned;
 
 use crate::display::Display;
 use crate::{
-    line_column, Enum, Error, EventSchema, FieldSchema, Flags, Identity, Origin, SchemaFile, Type,
-    Unit,
+    Enum, Error, EventSchema, FieldSchema, Flags, Identity, Lines, Origin, SchemaFile, Type, Unit,
 };
 
 /// Longest schema file read.
@@ -82,8 +81,9 @@ struct FieldToml {
 
 /// Parses one schema file's text; `file` names it in errors and origins.
 pub fn parse(file: &Arc<str>, text: &str) -> Result<SchemaFile, Error> {
+    let lines = Lines::new(text);
     let error = |span: Range<usize>, what: String| {
-        let (line, column) = line_column(text, span.start);
+        let (line, column) = lines.line_column(span.start);
         Error {
             file: file.clone(),
             line,
@@ -126,7 +126,7 @@ pub fn parse(file: &Arc<str>, text: &str) -> Result<SchemaFile, Error> {
         let e = spanned.into_inner();
         let origin = Origin {
             file: file.clone(),
-            line: line_column(text, span.start).0,
+            line: lines.line_column(span.start).0,
         };
         let identity = match (e.format, e.symbol, e.code, e.event) {
             (Some(f), None, None, None) => Identity::Format(f.into_bytes()),
@@ -271,20 +271,8 @@ fn field_type(
         "hex" => Type::Hex { bits },
         "pointer" => Type::Pointer,
         "clock" => Type::Clock,
-        "enum" => {
-            let n = named(f, f.enumeration.as_ref(), "enum")?;
-            let e = enums
-                .get(n.get_ref())
-                .ok_or_else(|| (n.span(), format!("no [enum.{}] table", n.get_ref())))?;
-            Type::Enum(e.clone())
-        }
-        "flags" => {
-            let n = named(f, f.flags.as_ref(), "flags")?;
-            let s = flags
-                .get(n.get_ref())
-                .ok_or_else(|| (n.span(), format!("no [flags.{}] table", n.get_ref())))?;
-            Type::Flags(s.clone())
-        }
+        "enum" => Type::Enum(table(f, f.enumeration.as_ref(), "enum", enums)?),
+        "flags" => Type::Flags(table(f, f.flags.as_ref(), "flags", flags)?),
         "string" => Type::String {
             max: match &f.max {
                 None => STRING_DEFAULT,
@@ -318,16 +306,21 @@ fn field_type(
     })
 }
 
-/// The table an enum or flags field names, or the error that it names none.
-fn named<'f>(
+/// The `[enum.NAME]` or `[flags.NAME]` table a field names, or why there is none.
+fn table<T>(
     f: &FieldToml,
-    table: Option<&'f Spanned<String>>,
+    name: Option<&Spanned<String>>,
     what: &str,
-) -> Result<&'f Spanned<String>, (Range<usize>, String)> {
-    table.ok_or_else(|| {
+    tables: &BTreeMap<String, Arc<T>>,
+) -> Result<Arc<T>, (Range<usize>, String)> {
+    let n = name.ok_or_else(|| {
         (
             f.ty.span(),
             format!("a {what} field says which: {what} = \"NAME\""),
         )
-    })
+    })?;
+    tables
+        .get(n.get_ref())
+        .cloned()
+        .ok_or_else(|| (n.span(), format!("no [{what}.{}] table", n.get_ref())))
 }

@@ -52,20 +52,40 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// The 1-based line and column of byte `at` of `text`.
+/// The 1-based line and column of byte `at` of `text` (for one error; [`Lines`] for many).
 pub fn line_column(text: &str, at: usize) -> (u32, u32) {
-    let at = at.min(text.len());
-    let before = &text.as_bytes()[..at];
-    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |p| p + 1);
-    let column = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
-    (
-        u32::try_from(line).unwrap_or(u32::MAX),
-        u32::try_from(column).unwrap_or(u32::MAX),
-    )
+    Lines::new(text).line_column(at)
+}
+
+/// A text's line starts, found once, so that placing each of many items costs a search.
+pub struct Lines<'t> {
+    text: &'t str,
+    starts: Vec<usize>,
+}
+
+impl<'t> Lines<'t> {
+    pub fn new(text: &'t str) -> Lines<'t> {
+        let newlines = text.bytes().enumerate().filter(|&(_, b)| b == b'\n');
+        let starts = std::iter::once(0)
+            .chain(newlines.map(|(i, _)| i + 1))
+            .collect();
+        Lines { text, starts }
+    }
+
+    /// The 1-based line and column (in characters) of byte `at`.
+    pub fn line_column(&self, at: usize) -> (u32, u32) {
+        let at = at.min(self.text.len());
+        let line = self.starts.partition_point(|&s| s <= at);
+        let start = self.starts[line - 1];
+        let column = String::from_utf8_lossy(&self.text.as_bytes()[start..at])
+            .chars()
+            .count()
+            + 1;
+        (
+            u32::try_from(line).unwrap_or(u32::MAX),
+            u32::try_from(column).unwrap_or(u32::MAX),
+        )
+    }
 }
 
 /// What identifies an event to a schema, as its decoder gives it (`kcrash_plugin::Key`).
@@ -282,28 +302,30 @@ impl Schemata {
                 what: format!("more than {MAX_EVENTS} event schemata in all"),
             });
         }
-        for (n, e) in f.events.iter().enumerate() {
-            let earlier = self
+        // This file's schemata by log and identity, as they are checked: a hash lookup each,
+        // so that a file of many events is not compared pairwise.
+        let mut this_file: HashMap<(&str, &Identity), Vec<&EventSchema>> = HashMap::new();
+        for e in &f.events {
+            let loaded = self
                 .by_log
                 .get(&e.log)
                 .map_or(&[][..], |index| index.get(&e.identity))
                 .iter()
-                .map(|&i| &self.events[i])
-                .chain(&f.events[..n])
-                .filter(|o| o.log == e.log && o.identity == e.identity);
-            for other in earlier {
-                if other.ring == e.ring {
-                    return Err(Error {
-                        file: e.origin.file.clone(),
-                        line: e.origin.line,
-                        column: 1,
-                        what: format!(
-                            "{} {} is claimed here and at {}",
-                            e.log, e.identity, other.origin
-                        ),
-                    });
-                }
+                .map(|&i| &self.events[i]);
+            let key = (e.log.as_str(), &e.identity);
+            let same = this_file.get(&key).into_iter().flatten().copied();
+            if let Some(other) = loaded.chain(same).find(|o| o.ring == e.ring) {
+                return Err(Error {
+                    file: e.origin.file.clone(),
+                    line: e.origin.line,
+                    column: 1,
+                    what: format!(
+                        "{} {} is claimed here and at {}",
+                        e.log, e.identity, other.origin
+                    ),
+                });
             }
+            this_file.entry(key).or_default().push(e);
         }
         self.files.push(Loaded {
             file,
@@ -349,12 +371,14 @@ impl Schemata {
         ];
         let mut found: Option<&EventSchema> = None;
         for list in lists.into_iter().flatten() {
-            // A ring's own schema is preferred to one for every ring.
+            // The closest ring wins: its own name, then its name without the processor, then
+            // every ring. `add` keeps two schemata from having one rank.
             let best = list
                 .iter()
                 .map(|&i| &self.events[i])
-                .filter(|e| e.ring.as_deref().is_none_or(|r| ring_matches(r, s.ring)))
-                .max_by_key(|e| e.ring.is_some());
+                .filter_map(|e| Some((ring_rank(e.ring.as_deref(), s.ring)?, e)))
+                .max_by_key(|&(rank, _)| rank)
+                .map(|(_, e)| e);
             if let Some(e) = best {
                 match found {
                     None => found = Some(e),
@@ -366,12 +390,17 @@ impl Schemata {
     }
 }
 
-/// A schema's ring names a ring or every processor's copy of it (`SCHED` is `SCHED/1` too).
-fn ring_matches(schema: &str, ring: &str) -> bool {
-    ring == schema
-        || ring
-            .strip_prefix(schema)
+/// How closely a schema's ring names `ring`, if it names it: exactly (2), as every processor's
+/// copy of it (`SCHED` for `SCHED/1`, 1), or not at all: every ring (0).
+fn ring_rank(schema: Option<&str>, ring: &str) -> Option<u8> {
+    match schema {
+        None => Some(0),
+        Some(r) if r == ring => Some(2),
+        Some(r) => ring
+            .strip_prefix(r)
             .is_some_and(|rest| rest.starts_with('/'))
+            .then_some(1),
+    }
 }
 
 #[cfg(test)]

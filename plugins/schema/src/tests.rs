@@ -255,3 +255,66 @@ fn integers_in_every_base() {
     assert_eq!(parse_int("-0x8000000000000000"), Some(i64::MIN));
     assert_eq!(parse_int("x"), None);
 }
+
+#[test]
+fn the_closest_ring_wins() {
+    let text = r#"
+[[event]]
+log = "KLog"
+format = "tick"
+name = "any_tick"
+
+[[event]]
+log = "KLog"
+format = "tick"
+ring = "SCHED"
+name = "sched_tick"
+
+[[event]]
+log = "KLog"
+format = "tick"
+ring = "SCHED/1"
+name = "cpu1_tick"
+"#;
+    let mut s = Schemata::default();
+    s.add(Arc::from("t.toml"), "kcrash", file(text).unwrap())
+        .unwrap();
+    let name = |ring| match s.lookup(&subject(b"tick", ring)) {
+        Lookup::One(e) => e.name.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(name("SCHED/1"), "cpu1_tick");
+    assert_eq!(name("SCHED/0"), "sched_tick");
+    assert_eq!(name("SCHED"), "sched_tick");
+    assert_eq!(name("SCHEDX"), "any_tick");
+    assert_eq!(name("FS"), "any_tick");
+}
+
+#[test]
+fn text_a_decoder_read_is_held_to_the_strings_max() {
+    let s = loaded();
+    let Lookup::One(e) = s.lookup(&subject(b"fault at %p flags %#o", "VM")) else {
+        panic!()
+    };
+    let mut raw = raw([0, 0, 0]);
+    raw[2].value = Value::Text(b"/etc/motd".to_vec());
+    let a = e.apply(&raw, &Clock::Hz(1000), &Cx);
+    assert_eq!(a.fields[2].value, Value::Text(b"/etc/mot".to_vec()));
+}
+
+#[test]
+fn a_late_duplicate_among_many_events_is_found() {
+    let mut text = String::new();
+    for i in 0..15_000 {
+        text.push_str(&format!(
+            "[[event]]\nlog = \"QNX trace\"\ncode = [{}, {}]\nname = \"e\"\n",
+            i / 1024,
+            i % 1024
+        ));
+    }
+    text.push_str("[[event]]\nlog = \"QNX trace\"\ncode = [0, 7]\nname = \"again\"\n");
+    let e = Schemata::default()
+        .add(Arc::from("t.toml"), "kcrash", file(&text).unwrap())
+        .unwrap_err();
+    assert!(e.what.ends_with("is claimed here and at t.toml:29"), "{e}");
+}
