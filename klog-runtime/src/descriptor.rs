@@ -610,8 +610,9 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, DescriptorError> {
             }
         }
     }
-    let descriptions = match (v2, optional(0xe8)) {
-        (true, Some(addr)) => {
+    // A version 1 head ends before the descriptions' fields: read them only in a version 2.
+    let descriptions = match v2.then(|| optional(0xe8)).flatten() {
+        Some(addr) => {
             let (count, stride) = (r.u32(0xe4), r.u16(0xe2));
             if stride < 8 {
                 return Err(DescriptorError::Scalar("KLogDescriptions"));
@@ -624,7 +625,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, DescriptorError> {
             }
             Some((addr, count, stride))
         }
-        _ => None,
+        None => None,
     };
     let flags = if v2 {
         sized("klogFlags", 0xf0, 0xf8)?

@@ -107,6 +107,20 @@ fn a_reader_reads_abi_1() {
     assert_eq!(descriptor::name(&b, 1), Some(&b"PARCHORE"[..]));
 }
 
+/// An ABI 1 head with no subsystems is the whole descriptor: nothing past it is read (the
+/// fields ABI 2 added sit there).
+#[test]
+fn a_reader_reads_abi_1_without_subsystems() {
+    let mut b = bytes();
+    b.truncate(0xe0);
+    b[0x10..0x12].copy_from_slice(&1u16.to_ne_bytes());
+    b[0x1a..0x1c].copy_from_slice(&0u16.to_ne_bytes());
+    b[0x1c..0x20].copy_from_slice(&0xe0u32.to_ne_bytes());
+    assert!(descriptor::reseal(&mut b));
+    let d = descriptor::parse(&b).expect("ABI 1 without subsystems parses");
+    assert_eq!((d.abi_major, d.subsystems, d.descriptions), (1, 0, None));
+}
+
 #[test]
 fn a_reader_refuses_a_descriptor_that_is_damaged_or_unsealed() {
     let good = bytes();
