@@ -288,7 +288,7 @@ fn a_schema_that_does_not_parse_types_nothing() {
     assert!(
         log.notes()
             .iter()
-            .any(|n| n.contains("line 1: unexpected character")),
+            .any(|n| n.contains("line 1, column 1: unexpected character")),
         "{:?}",
         log.notes()
     );
