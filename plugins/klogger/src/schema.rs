@@ -12,7 +12,7 @@ pub const MAX_TEXT: usize = 1 << 16;
 pub(crate) const MAX_ITEMS: usize = 1024;
 /// Most fields per event: kcrash's schema model's bound, so that every schema the decoder reads
 /// imports (`import`).
-const MAX_FIELDS: usize = kcrash_schema::file::MAX_FIELDS;
+pub(crate) const MAX_FIELDS: usize = kcrash_schema::file::MAX_FIELDS;
 /// Longest `stringN`, and largest payload.
 pub(crate) const MAX_STRING: u64 = 4096;
 const MAX_PAYLOAD: u64 = 1 << 16;
