@@ -7,6 +7,7 @@
 //! before reading its buffer, and types payloads by the schema the kernel embeds (or the one
 //! built in, [`BUILT_IN_SCHEMA`]). README.md gives the layout.
 
+pub mod import;
 pub mod schema;
 
 use std::any::Any;
@@ -22,6 +23,9 @@ pub use schema::Schema;
 /// The schema of kcrash's test kernels, for a kernel whose own is not in the dump.
 pub const BUILT_IN_SCHEMA: &str = include_str!("../schemas/.klogger.conf.kcrash");
 const BUILT_IN_NAME: &str = "plugins/klogger/schemas/.klogger.conf.kcrash";
+
+/// The log's kind, as its users say it: what schemata name it by.
+pub const KIND: &str = "Klogger";
 
 /// The log's symbol.
 pub const SYMBOL: &str = "klogger";
@@ -54,7 +58,7 @@ pub static DECODER: Klogger = Klogger;
 
 impl Decoder for Klogger {
     fn kind(&self) -> &'static str {
-        "Klogger"
+        KIND
     }
 
     fn command(&self) -> &'static str {
@@ -384,7 +388,7 @@ impl KloggerLog {
 
 impl Log for KloggerLog {
     fn kind(&self) -> &'static str {
-        "Klogger"
+        KIND
     }
 
     fn rings(&self) -> &[RingInfo] {

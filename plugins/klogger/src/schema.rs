@@ -1,30 +1,39 @@
 //! Klogger's configuration files (`.klogger.conf.NAME`): enumerations, events with C-typed
 //! fields, log levels that include and omit each other's events, `using` the level a kernel
 //! is built with, and `arch` counter bindings (read and kept out of the way). The text may come
-//! from a dump, so the parser is bounded everywhere and every error names its line.
+//! from a dump, so the parser is bounded everywhere and every error names its line and column.
 
 use std::fmt;
 
 /// Longest schema text read.
 pub const MAX_TEXT: usize = 1 << 16;
-/// Most events, enumerators and fields per event: more than any schema the HOWTO describes.
-const MAX_ITEMS: usize = 1024;
+/// Most events, enumerators, log levels and items per level: more than any schema the HOWTO
+/// describes.
+pub(crate) const MAX_ITEMS: usize = 1024;
+/// Most fields per event: kcrash's schema model's bound, so that every schema the decoder reads
+/// imports (`import`).
+pub(crate) const MAX_FIELDS: usize = kcrash_schema::file::MAX_FIELDS;
 /// Longest `stringN`, and largest payload.
-const MAX_STRING: u64 = 4096;
+pub(crate) const MAX_STRING: u64 = 4096;
 const MAX_PAYLOAD: u64 = 1 << 16;
 /// Deepest chain of `include`s.
 const MAX_INCLUDE_DEPTH: usize = 16;
 
-/// A schema error: where, and what was wrong.
+/// A schema error: where (1-based line and column, in characters), and what was wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
-    pub line: usize,
+    pub line: u32,
+    pub column: u32,
     pub what: String,
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}: {}", self.line, self.what)
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.what
+        )
     }
 }
 
@@ -43,6 +52,8 @@ pub struct Schema {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventType {
     pub name: String,
+    /// The line of its declaration.
+    pub line: usize,
     pub fields: Vec<Field>,
     /// The payload struct's size, trailing padding included.
     pub size: u64,
@@ -108,33 +119,67 @@ impl Schema {
 
     /// Parses a configuration file's text.
     pub fn parse(text: &str) -> Result<Schema, Error> {
-        if text.len() > MAX_TEXT {
-            return Err(Error {
-                line: 1,
-                what: format!("{} bytes of schema, more than {MAX_TEXT}", text.len()),
-            });
-        }
-        Parser::new(text).file()
+        let parsed = if text.len() > MAX_TEXT {
+            fault(
+                Pos { line: 1, at: 0 },
+                format!("{} bytes of schema, more than {MAX_TEXT}", text.len()),
+            )
+        } else {
+            Parser::new(text).file()
+        };
+        parsed.map_err(|f| {
+            let (line, column) = kcrash_schema::line_column(text, f.pos.at);
+            Error {
+                line,
+                column,
+                what: f.what,
+            }
+        })
     }
+}
+
+/// A place in the text: its line, counted as the text is read, and its byte offset, from which
+/// an error's column is found (once, when there is an error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pos {
+    line: usize,
+    at: usize,
+}
+
+/// An error as the parser finds it.
+struct Fault {
+    pos: Pos,
+    what: String,
 }
 
 /// An event as declared, its field types not yet resolved.
 struct Declared {
     name: String,
-    fields: Vec<(String, String, usize)>,
+    pos: Pos,
+    /// Name, type and the type's place.
+    fields: Vec<(String, String, Pos)>,
 }
 
 /// One item of a log level, in order.
 enum LevelItem {
-    Include(String, usize),
-    Omit(String, usize),
+    Include(String, Pos),
+    Omit(String, Pos),
     Event(usize),
 }
 
 struct Level {
     name: String,
-    line: usize,
     items: Vec<LevelItem>,
+}
+
+/// A level's events as resolution finds them: each level is resolved once, however often it
+/// is included, so that includes cannot multiply the work.
+#[derive(Clone)]
+enum Resolved {
+    Not,
+    /// Being resolved: including it again is a cycle.
+    Busy,
+    Done(Vec<usize>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,20 +190,21 @@ enum Token<'a> {
 }
 
 struct Parser<'a> {
+    text: &'a str,
     rest: &'a str,
     line: usize,
-    peeked: Option<(Token<'a>, usize)>,
+    peeked: Option<(Token<'a>, Pos)>,
     declared: Vec<Declared>,
     enums: Vec<Enum>,
     levels: Vec<Level>,
     /// Events declared outside any level: always in use.
     top: Vec<usize>,
-    using: Option<(String, usize)>,
+    using: Option<(String, Pos)>,
 }
 
-fn err<T>(line: usize, what: impl Into<String>) -> Result<T, Error> {
-    Err(Error {
-        line,
+fn fault<T>(pos: Pos, what: impl Into<String>) -> Result<T, Fault> {
+    Err(Fault {
+        pos,
         what: what.into(),
     })
 }
@@ -166,6 +212,7 @@ fn err<T>(line: usize, what: impl Into<String>) -> Result<T, Error> {
 impl<'a> Parser<'a> {
     fn new(text: &'a str) -> Self {
         Parser {
+            text,
             rest: text,
             line: 1,
             peeked: None,
@@ -177,8 +224,16 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The next token and its line; `None` at the end.
-    fn next(&mut self) -> Result<Option<(Token<'a>, usize)>, Error> {
+    /// Where the unread text starts.
+    fn pos(&self) -> Pos {
+        Pos {
+            line: self.line,
+            at: self.text.len() - self.rest.len(),
+        }
+    }
+
+    /// The next token and its place; `None` at the end.
+    fn next(&mut self) -> Result<Option<(Token<'a>, Pos)>, Fault> {
         if let Some(t) = self.peeked.take() {
             return Ok(Some(t));
         }
@@ -195,7 +250,7 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
-        let line = self.line;
+        let pos = self.pos();
         let Some(c) = self.rest.chars().next() else {
             return Ok(None);
         };
@@ -218,8 +273,8 @@ impl<'a> Parser<'a> {
                 None => text.parse::<i64>(),
             };
             let Ok(magnitude) = magnitude else {
-                return err(
-                    line,
+                return fault(
+                    pos,
                     format!(
                         "{:?} is not a number",
                         &self.rest[..end + usize::from(negative)]
@@ -232,12 +287,12 @@ impl<'a> Parser<'a> {
             self.rest = &self.rest[1..];
             Token::Punct(c)
         } else {
-            return err(line, format!("unexpected character {:?}", c));
+            return fault(pos, format!("unexpected character {:?}", c));
         };
-        Ok(Some((token, line)))
+        Ok(Some((token, pos)))
     }
 
-    fn peek(&mut self) -> Result<Option<&(Token<'a>, usize)>, Error> {
+    fn peek(&mut self) -> Result<Option<&(Token<'a>, Pos)>, Fault> {
         if self.peeked.is_none() {
             self.peeked = self.next()?;
         }
@@ -245,30 +300,30 @@ impl<'a> Parser<'a> {
     }
 
     /// The next token, which must exist.
-    fn need(&mut self, what: &str) -> Result<(Token<'a>, usize), Error> {
-        let line = self.line;
-        self.next()?.map_or_else(
-            || err(line, format!("the file ends where {what} should be")),
-            Ok,
-        )
-    }
-
-    fn word(&mut self, what: &str) -> Result<(&'a str, usize), Error> {
-        match self.need(what)? {
-            (Token::Word(w), line) => Ok((w, line)),
-            (other, line) => err(line, format!("expected {what}, found {}", show(&other))),
+    fn need(&mut self, what: &str) -> Result<(Token<'a>, Pos), Fault> {
+        match self.next()? {
+            Some(t) => Ok(t),
+            // At the end, where the token should have been.
+            None => fault(self.pos(), format!("the file ends where {what} should be")),
         }
     }
 
-    fn punct(&mut self, want: char) -> Result<(), Error> {
+    fn word(&mut self, what: &str) -> Result<(&'a str, Pos), Fault> {
+        match self.need(what)? {
+            (Token::Word(w), pos) => Ok((w, pos)),
+            (other, pos) => fault(pos, format!("expected {what}, found {}", show(&other))),
+        }
+    }
+
+    fn punct(&mut self, want: char) -> Result<(), Fault> {
         match self.need(&format!("{want:?}"))? {
             (Token::Punct(c), _) if c == want => Ok(()),
-            (other, line) => err(line, format!("expected {want:?}, found {}", show(&other))),
+            (other, pos) => fault(pos, format!("expected {want:?}, found {}", show(&other))),
         }
     }
 
     /// Consumes `c` if it is next.
-    fn eat(&mut self, c: char) -> Result<bool, Error> {
+    fn eat(&mut self, c: char) -> Result<bool, Fault> {
         if matches!(self.peek()?, Some((Token::Punct(p), _)) if *p == c) {
             self.peeked = None;
             return Ok(true);
@@ -276,26 +331,26 @@ impl<'a> Parser<'a> {
         Ok(false)
     }
 
-    fn file(mut self) -> Result<Schema, Error> {
-        while let Some((token, line)) = self.next()? {
+    fn file(mut self) -> Result<Schema, Fault> {
+        while let Some((token, pos)) = self.next()? {
             match token {
                 Token::Word("enum") => self.enumeration()?,
                 Token::Word("event") => {
-                    let index = self.event()?;
+                    let index = self.event(pos)?;
                     self.top.push(index);
                 }
                 Token::Word("using") => {
-                    let (name, line) = self.word("a log level's name")?;
+                    let (name, pos) = self.word("a log level's name")?;
                     if self.using.is_some() {
-                        return err(line, "a second `using`");
+                        return fault(pos, "a second `using`");
                     }
-                    self.using = Some((name.to_string(), line));
+                    self.using = Some((name.to_string(), pos));
                 }
-                Token::Word("loglevel") => self.level(line)?,
+                Token::Word("loglevel") => self.level()?,
                 Token::Word("arch") => self.arch()?,
                 other => {
-                    return err(
-                        line,
+                    return fault(
+                        pos,
                         format!(
                             "expected enum, event, using, loglevel or arch, found {}",
                             show(&other)
@@ -307,25 +362,25 @@ impl<'a> Parser<'a> {
         self.resolve()
     }
 
-    fn enumeration(&mut self) -> Result<(), Error> {
-        let (name, line) = self.word("an enumeration's name")?;
-        self.unique_type(name, line)?;
+    fn enumeration(&mut self) -> Result<(), Fault> {
+        let (name, pos) = self.word("an enumeration's name")?;
+        self.unique_type(name, pos)?;
         self.punct('{')?;
         let mut values: Vec<(String, i64)> = Vec::new();
         let mut next = 0i64;
         while !self.eat('}')? {
-            let (value_name, line) = self.word("an enumerator")?;
+            let (value_name, pos) = self.word("an enumerator")?;
             if values.len() >= MAX_ITEMS {
-                return err(line, format!("more than {MAX_ITEMS} enumerators"));
+                return fault(pos, format!("more than {MAX_ITEMS} enumerators"));
             }
             if values.iter().any(|(n, _)| n == value_name) {
-                return err(line, format!("enumerator {value_name} twice"));
+                return fault(pos, format!("enumerator {value_name} twice"));
             }
             if self.eat('=')? {
                 match self.need("a value")? {
                     (Token::Int(v), _) => next = v,
-                    (other, line) => {
-                        return err(line, format!("expected a value, found {}", show(&other)))
+                    (other, pos) => {
+                        return fault(pos, format!("expected a value, found {}", show(&other)))
                     }
                 }
             }
@@ -341,71 +396,79 @@ impl<'a> Parser<'a> {
     }
 
     /// A type name may be declared once.
-    fn unique_type(&self, name: &str, line: usize) -> Result<(), Error> {
+    fn unique_type(&self, name: &str, pos: Pos) -> Result<(), Fault> {
         if self.enums.iter().any(|e| e.name == name) || builtin(name).is_some() {
-            return err(line, format!("type {name} declared twice"));
+            return fault(pos, format!("type {name} declared twice"));
         }
         if self.enums.len() >= MAX_ITEMS {
-            return err(line, format!("more than {MAX_ITEMS} enumerations"));
+            return fault(pos, format!("more than {MAX_ITEMS} enumerations"));
         }
         Ok(())
     }
 
-    /// An event's declaration; its index in `declared`.
-    fn event(&mut self) -> Result<usize, Error> {
-        let (name, line) = self.word("an event's name")?;
+    /// An event's declaration (its `event` keyword at `pos`); its index in `declared`.
+    fn event(&mut self, pos: Pos) -> Result<usize, Fault> {
+        let (name, name_pos) = self.word("an event's name")?;
         if self.declared.iter().any(|d| d.name == name) {
-            return err(line, format!("event {name} declared twice"));
+            return fault(name_pos, format!("event {name} declared twice"));
         }
         if self.declared.len() >= MAX_ITEMS {
-            return err(line, format!("more than {MAX_ITEMS} events"));
+            return fault(name_pos, format!("more than {MAX_ITEMS} events"));
         }
         self.punct('{')?;
-        let mut fields: Vec<(String, String, usize)> = Vec::new();
+        let mut fields: Vec<(String, String, Pos)> = Vec::new();
         while !self.eat('}')? {
-            let (ty, line) = self.word("a field's type")?;
-            let (field, _) = self.word("a field's name")?;
-            if fields.len() >= MAX_ITEMS {
-                return err(line, format!("more than {MAX_ITEMS} fields"));
+            let (ty, ty_pos) = self.word("a field's type")?;
+            let (field, field_pos) = self.word("a field's name")?;
+            if fields.len() >= MAX_FIELDS {
+                return fault(ty_pos, format!("more than {MAX_FIELDS} fields in {name}"));
             }
             if fields.iter().any(|(n, _, _)| n == field) {
-                return err(line, format!("field {field} twice in {name}"));
+                return fault(field_pos, format!("field {field} twice in {name}"));
             }
-            fields.push((field.to_string(), ty.to_string(), line));
+            fields.push((field.to_string(), ty.to_string(), ty_pos));
             self.eat(';')?;
         }
         self.declared.push(Declared {
             name: name.to_string(),
+            pos,
             fields,
         });
         Ok(self.declared.len() - 1)
     }
 
-    fn level(&mut self, line: usize) -> Result<(), Error> {
-        let (name, _) = self.word("a log level's name")?;
+    fn level(&mut self) -> Result<(), Fault> {
+        let (name, name_pos) = self.word("a log level's name")?;
         if self.levels.iter().any(|l| l.name == name) {
-            return err(line, format!("log level {name} declared twice"));
+            return fault(name_pos, format!("log level {name} declared twice"));
+        }
+        if self.levels.len() >= MAX_ITEMS {
+            return fault(name_pos, format!("more than {MAX_ITEMS} log levels"));
         }
         self.punct('<')?;
         let mut items = Vec::new();
         while !self.eat('>')? {
-            let (what, line) = self.word("include, omit or event")?;
+            let (what, item_pos) = self.word("include, omit or event")?;
             let item = match what {
                 "include" => {
-                    LevelItem::Include(self.word("a log level's name")?.0.to_string(), line)
+                    let (level, pos) = self.word("a log level's name")?;
+                    LevelItem::Include(level.to_string(), pos)
                 }
-                "omit" => LevelItem::Omit(self.word("an event's name")?.0.to_string(), line),
-                "event" => LevelItem::Event(self.event()?),
+                "omit" => {
+                    let (event, pos) = self.word("an event's name")?;
+                    LevelItem::Omit(event.to_string(), pos)
+                }
+                "event" => LevelItem::Event(self.event(item_pos)?),
                 other => {
-                    return err(
-                        line,
+                    return fault(
+                        item_pos,
                         format!("expected include, omit or event, found {other}"),
                     )
                 }
             };
             if items.len() >= MAX_ITEMS {
-                return err(
-                    line,
+                return fault(
+                    item_pos,
                     format!("more than {MAX_ITEMS} items in log level {name}"),
                 );
             }
@@ -413,7 +476,6 @@ impl<'a> Parser<'a> {
         }
         self.levels.push(Level {
             name: name.to_string(),
-            line,
             items,
         });
         Ok(())
@@ -421,28 +483,29 @@ impl<'a> Parser<'a> {
 
     /// `arch NAME { counterN HARDWARE_COUNTER; ... }`: binds performance counters, which the
     /// payload already holds as plain fields; nothing of it is needed to decode.
-    fn arch(&mut self) -> Result<(), Error> {
+    fn arch(&mut self) -> Result<(), Fault> {
         self.word("an architecture's name")?;
         self.punct('{')?;
         let mut bindings = 0;
         while !self.eat('}')? {
-            let (_, line) = self.word("a virtual counter")?;
+            let (_, pos) = self.word("a virtual counter")?;
             self.word("a hardware counter")?;
             self.eat(';')?;
             bindings += 1;
             if bindings > MAX_ITEMS {
-                return err(line, format!("more than {MAX_ITEMS} counter bindings"));
+                return fault(pos, format!("more than {MAX_ITEMS} counter bindings"));
             }
         }
         Ok(())
     }
 
     /// The events in use, laid out.
-    fn resolve(self) -> Result<Schema, Error> {
+    fn resolve(self) -> Result<Schema, Fault> {
         let mut in_use = self.top.clone();
-        if let Some((using, line)) = &self.using {
-            let level = self.level_named(using, *line)?;
-            for index in self.level_events(level, 0)? {
+        if let Some((using, pos)) = &self.using {
+            let level = self.level_named(using, *pos)?;
+            let mut resolved = vec![Resolved::Not; self.levels.len()];
+            for index in self.level_events(level, *pos, &mut resolved, 0)? {
                 if !in_use.contains(&index) {
                     in_use.push(index);
                 }
@@ -462,62 +525,80 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn level_named(&self, name: &str, line: usize) -> Result<&Level, Error> {
+    /// The level named `name` (named at `pos`), by its index.
+    fn level_named(&self, name: &str, pos: Pos) -> Result<usize, Fault> {
         self.levels
             .iter()
-            .find(|l| l.name == name)
-            .map_or_else(|| err(line, format!("no log level {name}")), Ok)
+            .position(|l| l.name == name)
+            .map_or_else(|| fault(pos, format!("no log level {name}")), Ok)
     }
 
-    /// A level's events in order: its includes' where they are included, then omissions taken
-    /// out. `depth` bounds include chains (and so cycles).
-    fn level_events(&self, level: &Level, depth: usize) -> Result<Vec<usize>, Error> {
-        if depth > MAX_INCLUDE_DEPTH {
-            return err(
-                level.line,
-                format!(
-                    "log level {} includes levels more than {MAX_INCLUDE_DEPTH} deep (a cycle?)",
-                    level.name
-                ),
-            );
+    /// Level `index`'s events in order (named at `from`): its includes' where they are
+    /// included, then omissions taken out. Each level is resolved once (`resolved`); `depth`
+    /// bounds include chains, so the recursion too.
+    fn level_events(
+        &self,
+        index: usize,
+        from: Pos,
+        resolved: &mut [Resolved],
+        depth: usize,
+    ) -> Result<Vec<usize>, Fault> {
+        let level = &self.levels[index];
+        match &resolved[index] {
+            Resolved::Done(events) => return Ok(events.clone()),
+            Resolved::Busy => {
+                return fault(from, format!("log level {} includes itself", level.name))
+            }
+            Resolved::Not if depth > MAX_INCLUDE_DEPTH => {
+                return fault(
+                    from,
+                    format!("log levels include each other more than {MAX_INCLUDE_DEPTH} deep"),
+                )
+            }
+            Resolved::Not => {}
         }
+        resolved[index] = Resolved::Busy;
+        // Which declared events are already in: merging costs the included list's length.
+        let mut seen = vec![false; self.declared.len()];
         let mut events = Vec::new();
         for item in &level.items {
-            match item {
-                LevelItem::Include(name, line) => {
-                    let included = self.level_named(name, *line)?;
-                    for index in self.level_events(included, depth + 1)? {
-                        if !events.contains(&index) {
-                            events.push(index);
-                        }
-                    }
+            let added = match item {
+                LevelItem::Include(name, pos) => {
+                    let included = self.level_named(name, *pos)?;
+                    self.level_events(included, *pos, resolved, depth + 1)?
                 }
-                LevelItem::Event(index) => events.push(*index),
-                LevelItem::Omit(..) => {}
+                LevelItem::Event(index) => vec![*index],
+                LevelItem::Omit(..) => continue,
+            };
+            for index in added {
+                if !std::mem::replace(&mut seen[index], true) {
+                    events.push(index);
+                }
             }
         }
         for item in &level.items {
-            if let LevelItem::Omit(name, line) = item {
+            if let LevelItem::Omit(name, pos) = item {
                 let before = events.len();
                 events.retain(|&i| self.declared[i].name != *name);
                 if events.len() == before {
-                    return err(
-                        *line,
+                    return fault(
+                        *pos,
                         format!("omit {name}: log level {} has no such event", level.name),
                     );
                 }
             }
         }
+        resolved[index] = Resolved::Done(events.clone());
         Ok(events)
     }
 
     /// An event's fields at their C offsets.
-    fn lay_out(&self, declared: &Declared) -> Result<EventType, Error> {
+    fn lay_out(&self, declared: &Declared) -> Result<EventType, Fault> {
         let mut fields = Vec::with_capacity(declared.fields.len());
         let mut offset = 0u64;
         let mut align = 1u64;
-        for (name, ty, line) in &declared.fields {
-            let ty = self.field_type(ty, *line)?;
+        for (name, ty, pos) in &declared.fields {
+            let ty = self.field_type(ty, *pos)?;
             offset = offset.next_multiple_of(ty.align());
             align = align.max(ty.align());
             fields.push(Field {
@@ -527,20 +608,21 @@ impl<'a> Parser<'a> {
             });
             offset += ty.size();
             if offset > MAX_PAYLOAD {
-                return err(
-                    *line,
+                return fault(
+                    *pos,
                     format!("event {} is more than {MAX_PAYLOAD} bytes", declared.name),
                 );
             }
         }
         Ok(EventType {
             name: declared.name.clone(),
+            line: declared.pos.line,
             fields,
             size: offset.next_multiple_of(align),
         })
     }
 
-    fn field_type(&self, name: &str, line: usize) -> Result<Type, Error> {
+    fn field_type(&self, name: &str, pos: Pos) -> Result<Type, Fault> {
         if let Some(ty) = builtin(name) {
             return Ok(ty);
         }
@@ -550,13 +632,13 @@ impl<'a> Parser<'a> {
         if let Some(n) = name.strip_prefix("string") {
             return match n.parse::<u64>() {
                 Ok(n) if (1..=MAX_STRING).contains(&n) => Ok(Type::String(n)),
-                _ => err(
-                    line,
+                _ => fault(
+                    pos,
                     format!("{name}: a string's length must be 1 to {MAX_STRING}"),
                 ),
             };
         }
-        err(line, format!("unknown type {name}"))
+        fault(pos, format!("unknown type {name}"))
     }
 }
 
@@ -639,36 +721,73 @@ mod tests {
     }
 
     #[test]
-    fn errors_name_their_line() {
+    fn errors_name_their_line_and_column() {
         let cases = [
-            ("event A {\n  float x;\n}", 2, "unknown type float"),
+            ("event A {\n  float x;\n}", (2, 3), "unknown type float"),
             (
                 "event A { int x; }\nevent A { int y; }",
-                2,
+                (2, 7),
                 "event A declared twice",
             ),
-            ("using nope\nevent A { int x }", 1, "no log level nope"),
+            ("using nope\nevent A { int x }", (1, 7), "no log level nope"),
             (
                 "loglevel a < include b >\nloglevel b < include a >\nusing a",
-                2,
-                "more than 16 deep",
+                (2, 22),
+                "log level a includes itself",
             ),
-            ("loglevel a < omit Z >\nusing a", 1, "omit Z"),
-            ("event A { string0 s }", 1, "a string's length"),
-            ("event A { int x", 1, "the file ends"),
-            ("enum e { a = 99999999999999999999 }", 1, "is not a number"),
-            ("\n\nevent A { int x; int x; }", 3, "field x twice"),
+            ("loglevel a < omit Z >\nusing a", (1, 19), "omit Z"),
+            ("event A { string0 s }", (1, 11), "a string's length"),
+            ("event A { int x", (1, 16), "the file ends"),
+            (
+                "enum e { a = 99999999999999999999 }",
+                (1, 14),
+                "is not a number",
+            ),
+            ("\n\nevent A { int x; int x; }", (3, 22), "field x twice"),
+            ("enum e { a, a }", (1, 13), "enumerator a twice"),
+            ("enum int { a }", (1, 6), "type int declared twice"),
+            ("loglevel a < >\nloglevel a < >", (2, 10), "declared twice"),
+            ("using a\nusing b", (2, 7), "a second `using`"),
+            (
+                "loglevel a < event A { int x } mark >",
+                (1, 32),
+                "found mark",
+            ),
+            // Columns count characters, not bytes.
+            ("# é\névent A { int x }", (2, 1), "unexpected character 'é'"),
             (
                 "event A { string4096 a; string4096 b; } $",
-                1,
+                (1, 41),
                 "unexpected character",
             ),
         ];
-        for (text, line, what) in cases {
+        for (text, (line, column), what) in cases {
             let e = Schema::parse(text).unwrap_err();
-            assert_eq!(e.line, line, "{text:?}: {e}");
+            assert_eq!((e.line, e.column), (line, column), "{text:?}: {e}");
             assert!(e.what.contains(what), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn include_chains_are_bounded() {
+        let chain = |n: usize, includes: usize| {
+            let mut text = String::from("using l0\n");
+            for i in 0..n {
+                text.push_str(&format!("loglevel l{i} < event E{i} {{ int x }}"));
+                for _ in 0..includes {
+                    text.push_str(&format!(" include l{}", i + 1));
+                }
+                text.push_str(" >\n");
+            }
+            text.push_str(&format!("loglevel l{n} < >\n"));
+            text
+        };
+        let e = Schema::parse(&chain(20, 1)).unwrap_err();
+        assert!(e.what.contains("more than 16 deep"), "{e}");
+        // Each level included many times over is resolved once: this would be 40^16 walks.
+        let schema = Schema::parse(&chain(16, 40)).unwrap();
+        assert_eq!(schema.events.len(), 16);
+        assert_eq!(schema.events[15].name, "E15");
     }
 
     #[test]

@@ -288,7 +288,7 @@ fn a_schema_that_does_not_parse_types_nothing() {
     assert!(
         log.notes()
             .iter()
-            .any(|n| n.contains("line 1: unexpected character")),
+            .any(|n| n.contains("line 1, column 1: unexpected character")),
         "{:?}",
         log.notes()
     );
@@ -334,4 +334,121 @@ fn a_buffer_overlapping_an_earlier_cpus_is_refused() {
     );
     assert_eq!(events(&log, &mem, 1, Order::NewestFirst), []);
     assert_eq!(events(&log, &mem, 0, Order::NewestFirst).len(), 5);
+}
+
+/// What a schema reads besides the event: no symbols, the dump's memory.
+struct Dump<'m>(&'m Runs);
+
+impl kcrash_schema::Resolve for Dump<'_> {
+    fn symbol_at(&self, _addr: u64) -> Option<(String, u64)> {
+        None
+    }
+    fn memory(&self) -> &dyn Memory {
+        self.0
+    }
+}
+
+#[test]
+fn the_sample_schemata_read_decoded_events() {
+    use klogger_writer::events::{DumpFinish, KloggerStart};
+    let mut k = Kernel::new();
+    k.log(0, 1, &KloggerStart::new(512, 0, "0.98-kcrash"));
+    k.log(0, 2, &SchedOut::new(17, 1 << 40));
+    k.log(0, 3, &SchedIn::new(18, 4, -3));
+    k.log(1, 4, &TryToWakeup::new(19, -1, 0x8001));
+    k.log(1, 5, &ProcessExists::new(20, 5, "kworker/0:1"));
+    k.log(1, 6, &DumpFinish::new(4096, 7));
+    let mem = k.memory();
+    let log = read(&mem, k.addr());
+    let file: std::sync::Arc<str> = BUILT_IN_NAME.into();
+    let sample = import::import(&file, BUILT_IN_SCHEMA).unwrap();
+    let mut schemata = kcrash_schema::Schemata::default();
+    schemata.add(file, "klogger", sample).unwrap();
+    let mut seen = Vec::new();
+    let mut marks = Vec::new();
+    for ring in 0..2 {
+        for event in events(&log, &mem, ring, Order::OldestFirst) {
+            let subject = kcrash_schema::Subject {
+                log: log.kind(),
+                ring: &log.rings()[ring].name,
+                name: &event.name,
+                format: None,
+                symbol: None,
+                code: None,
+            };
+            let kcrash_schema::Lookup::One(schema) = schemata.lookup(&subject) else {
+                panic!("no one schema for {event:?}");
+            };
+            let applied = schema.apply(&event.fields, log.clock(), &Dump(&mem));
+            marks.extend(applied.marks.iter().map(|m| format!("{}: {m}", event.name)));
+            let values: Vec<(&str, &Value)> = applied
+                .fields
+                .iter()
+                .map(|f| (f.name.as_ref(), &f.value))
+                .collect();
+            seen.push((event.name.to_string(), format!("{values:?}")));
+        }
+    }
+    let enumerated = |value: i64, name: Option<&'static str>| Value::Enum {
+        value: value as u64,
+        name: name.map(Into::into),
+    };
+    let want: [(&str, Vec<(&str, Value)>); 6] = [
+        (
+            "KLOGGER_START",
+            vec![
+                ("buffer_size", Value::Unsigned(512)),
+                ("cpu", Value::Signed(0)),
+                ("version", Value::Text(b"0.98-kcrash".to_vec())),
+            ],
+        ),
+        (
+            "SCHEDOUT",
+            vec![
+                ("pid", Value::Signed(17)),
+                ("l2_cache_misses_user", Value::Unsigned(1 << 40)),
+            ],
+        ),
+        (
+            "SCHEDIN",
+            vec![
+                ("pid", Value::Signed(18)),
+                ("policy", enumerated(4, None)),
+                ("prio", Value::Signed(-3)),
+            ],
+        ),
+        (
+            "TRY_TO_WAKEUP",
+            vec![
+                ("pid", Value::Signed(19)),
+                ("state", enumerated(-1, Some("DEAD"))),
+                ("flags", Value::Unsigned(0x8001)),
+            ],
+        ),
+        (
+            "PROCESS_EXISTS",
+            vec![
+                ("pid", Value::Signed(20)),
+                ("policy", enumerated(5, Some("IDLE"))),
+                ("comm", Value::Text(b"kworker/0:1".to_vec())),
+            ],
+        ),
+        (
+            "DUMP_FINISH",
+            vec![
+                ("bytes", Value::Unsigned(4096)),
+                ("index", Value::Unsigned(7)),
+            ],
+        ),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(name, fields)| {
+            let fields: Vec<(&str, &Value)> = fields.iter().map(|(n, v)| (*n, v)).collect();
+            (name.to_string(), format!("{fields:?}"))
+        })
+        .collect();
+    assert_eq!(seen, want);
+    // A value the enumeration has no name for is read and marked, as the decoder shows it.
+    assert_eq!(marks, ["SCHEDIN: policy: 4 has no name in the enum"]);
 }

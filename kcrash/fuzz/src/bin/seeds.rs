@@ -1,7 +1,8 @@
 //! Writes seed inputs made from real dumps and images: `seeds OUT` fills OUT/klog, OUT/printf,
 //! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line, OUT/dprobes,
-//! OUT/qnx and OUT/klogger, from the corpus,
-//! the gcc fixtures and the small text files under kcrash/fuzz/seeds. Run by `.ci/fuzz` before
+//! OUT/qnx, OUT/klogger and OUT/schema_klogger, from the corpus,
+//! the gcc fixtures, the small text files under kcrash/fuzz/seeds and the schema files the
+//! decoders ship. Run by `.ci/fuzz` before
 //! fuzzing; nothing it writes is committed.
 
 use std::collections::HashMap;
@@ -41,6 +42,18 @@ fn main() {
     lines("kcrash/fuzz/seeds/shell/lines", &out.join("shell_line"));
     dprobes(&out.join("dprobes"));
     klogger(&out.join("klogger"));
+    files("plugins/klogger/schemas", &out.join("schema_klogger"));
+}
+
+/// Every file of a committed directory, each a seed (named without a leading dot: hidden files
+/// are easy to miss in a corpus directory).
+fn files(from: &str, dir: &Path) {
+    for entry in std::fs::read_dir(repo().join(from)).expect("committed files") {
+        let path = entry.expect("committed file").path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let name = name.trim_start_matches('.');
+        write(dir, name, &std::fs::read(&path).expect("seed"));
+    }
 }
 
 /// The test kernels' Klogger writer, each of its scenarios into two 1 KiB buffers, relocated
