@@ -274,12 +274,13 @@ pub fn fields(
     let mut out = Vec::new();
     let Some(l) = layout(class, event) else {
         unknown_code(class, event, &mut out);
-        if payload.len() == 8 {
-            let word = |i: usize| u32::from_le_bytes(payload[i..i + 4].try_into().unwrap());
-            out.push(field("d0", Value::Hex(word(0).into())));
-            out.push(field("d1", Value::Hex(word(4).into())));
-        } else {
-            out.push(field("payload", Value::Bytes(payload.to_vec())));
+        // A payload is whole parts of two words each: no bytes are left over.
+        for (i, w) in payload.chunks_exact(4).enumerate() {
+            let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            out.push(Field {
+                name: Cow::Owned(format!("d{i}")),
+                value: Value::Hex(w.into()),
+            });
         }
         return out;
     };
@@ -387,6 +388,20 @@ mod tests {
         );
         assert_eq!(f[2].value, Value::Hex(1));
         assert!(damage.is_empty());
+    }
+
+    #[test]
+    fn an_unknown_codes_payload_is_its_words() {
+        let mut damage = Vec::new();
+        let f = fields(
+            21,
+            1,
+            &[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0],
+            &mut damage,
+        );
+        let names: Vec<&str> = f.iter().map(|f| f.name.as_ref()).collect();
+        assert_eq!(names, ["class", "event", "d0", "d1", "d2", "d3"]);
+        assert_eq!(f[5].value, Value::Hex(4));
     }
 
     #[test]
