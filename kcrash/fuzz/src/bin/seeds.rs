@@ -1,7 +1,7 @@
 //! Writes seed inputs made from real dumps and images: `seeds OUT` fills OUT/klog, OUT/printf,
 //! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line, OUT/dprobes,
-//! OUT/qnx and OUT/klogger, from the corpus,
-//! the gcc fixtures and the small text files under kcrash/fuzz/seeds. Run by `.ci/fuzz` before
+//! OUT/qnx, OUT/klogger and OUT/schema_qnx, from the corpus, the gcc fixtures, the schema files
+//! kcrash ships and the small text files under kcrash/fuzz/seeds. Run by `.ci/fuzz` before
 //! fuzzing; nothing it writes is committed.
 
 use std::collections::HashMap;
@@ -24,15 +24,7 @@ fn main() {
     let mut formats = Vec::new();
     klog(&out.join("klog"), &mut formats);
     printf(&out.join("printf"), &formats);
-    for entry in std::fs::read_dir(repo().join("kcrash/fuzz/seeds/printf")).expect("committed") {
-        let path = entry.expect("committed format").path();
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        write(
-            &out.join("printf"),
-            &name,
-            &std::fs::read(&path).expect("format"),
-        );
-    }
+    files("kcrash/fuzz/seeds/printf", &out.join("printf"));
     expr(&out);
     linux(&out.join("linux"));
     descriptors(&out.join("descriptor"), &out.join("scan"));
@@ -41,6 +33,16 @@ fn main() {
     lines("kcrash/fuzz/seeds/shell/lines", &out.join("shell_line"));
     dprobes(&out.join("dprobes"));
     klogger(&out.join("klogger"));
+    files("plugins/qnx/schemas", &out.join("schema_qnx"));
+}
+
+/// Every committed file in `from`, each whole.
+fn files(from: &str, dir: &Path) {
+    for entry in std::fs::read_dir(repo().join(from)).expect("committed files") {
+        let path = entry.expect("committed file").path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        write(dir, &name, &std::fs::read(&path).expect("committed file"));
+    }
 }
 
 /// The test kernels' Klogger writer, each of its scenarios into two 1 KiB buffers, relocated
