@@ -3,10 +3,12 @@
 //! syntax; this one is line-based and printf-like (README.md, "Schemata"):
 //!
 //! ```text
-//! # class  event  name                      format
-//! INT      0x20   INT/TIMER_ENTER           "vector %{enum:vector}:vector ip %p:ip sp %x:sp"
-//! 21       0x155  USER/MAGIC                "magic %x:magic %2$u:count"
-//! enum vector 0x20=TIMER 0x21=KEYBOARD
+//! # class     event  name                        format
+//! INT         0x21   INT/ENTER                   "%{enum:irq}:vector ip %p:ip sp %x:sp"
+//! PROC_THREAD 7      PROC_THREAD/PROCCREATE_NAME "%3$.64s:name pid %2$u:pid parent %1$u:ppid"
+//! 21          0x155  USER21/MAGIC                "magic %x:magic access %{flags:access}:access"
+//! enum irq 0x20=TIMER 0x21=KEYBOARD
+//! flags access 0=READ 1=WRITE 2=EXEC
 //! ```
 //!
 //! An event line names one code (class and event, as the decoder numbers them); each conversion
