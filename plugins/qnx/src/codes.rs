@@ -98,7 +98,7 @@ impl Raw {
 }
 
 /// The design's six classes, by number.
-const CLASSES: [&str; 6] = [
+pub const CLASSES: [&str; 6] = [
     "EMPTY",
     "CONTROL",
     "KER_CALL",
@@ -229,6 +229,38 @@ fn class_name(class: u32) -> Option<&'static str> {
     CLASSES.get(class as usize).copied()
 }
 
+/// The number of the class named `name` (`KER_CALL`), for schemata that name it.
+pub fn class_number(name: &str) -> Option<u32> {
+    CLASSES.iter().position(|&c| c == name).map(|n| n as u32)
+}
+
+/// Most payload words a combine event can have: every part's two.
+pub const MAX_WORDS: usize = crate::stream::MAX_PARTS * 2;
+
+/// The name [`fields`] gives the `index`th raw field of events of this code: a layout's own
+/// fields in order, `d0`, `d1`, ... (the payload's 32-bit words) for a code without one. When
+/// there is none, the names there are, for the error.
+pub fn raw_field(class: u32, event: u32, index: usize) -> Result<Cow<'static, str>, String> {
+    let Some(l) = layout(class, event) else {
+        return if index < MAX_WORDS {
+            Ok(Cow::Owned(format!("d{index}")))
+        } else {
+            Err(format!("d0 to d{}", MAX_WORDS - 1))
+        };
+    };
+    let mut names: Vec<&'static str> = l.from_code.map(|(name, _)| name).into_iter().collect();
+    names.extend(l.words.iter().map(|&(name, _)| name));
+    match l.tail {
+        Tail::None => {}
+        Tail::Text(name) => names.push(name),
+        Tail::Counted(name) => names.extend(["len", name]),
+    }
+    names
+        .get(index)
+        .map(|&name| Cow::Borrowed(name))
+        .ok_or_else(|| names.join(", "))
+}
+
 /// The event's name: `CLASS/EVENT`, `CLASS/unknown` or `unknown`.
 pub fn name(class: u32, event: u32) -> Name<'static> {
     match (layout(class, event), class_name(class)) {
@@ -274,12 +306,13 @@ pub fn fields(
     let mut out = Vec::new();
     let Some(l) = layout(class, event) else {
         unknown_code(class, event, &mut out);
-        if payload.len() == 8 {
-            let word = |i: usize| u32::from_le_bytes(payload[i..i + 4].try_into().unwrap());
-            out.push(field("d0", Value::Hex(word(0).into())));
-            out.push(field("d1", Value::Hex(word(4).into())));
-        } else {
-            out.push(field("payload", Value::Bytes(payload.to_vec())));
+        // A payload is whole parts of two words each: no bytes are left over.
+        for (i, w) in payload.chunks_exact(4).enumerate() {
+            let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            out.push(Field {
+                name: Cow::Owned(format!("d{i}")),
+                value: Value::Hex(w.into()),
+            });
         }
         return out;
     };
@@ -387,6 +420,32 @@ mod tests {
         );
         assert_eq!(f[2].value, Value::Hex(1));
         assert!(damage.is_empty());
+    }
+
+    #[test]
+    fn an_unknown_codes_payload_is_its_words() {
+        let mut damage = Vec::new();
+        let f = fields(
+            21,
+            1,
+            &[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0],
+            &mut damage,
+        );
+        let names: Vec<&str> = f.iter().map(|f| f.name.as_ref()).collect();
+        assert_eq!(names, ["class", "event", "d0", "d1", "d2", "d3"]);
+        assert_eq!(f[5].value, Value::Hex(4));
+    }
+
+    #[test]
+    fn raw_fields_are_named_as_fields_names_them() {
+        assert_eq!(raw_field(3, 0x220, 0).unwrap(), "vector");
+        assert_eq!(raw_field(3, 0x220, 2).unwrap(), "status");
+        assert_eq!(raw_field(5, 1, 1).unwrap(), "data");
+        assert_eq!(raw_field(4, 7, 3).unwrap_err(), "ppid, pid, name");
+        assert_eq!(raw_field(2, 77, 5).unwrap(), "d5");
+        assert!(raw_field(21, 1, MAX_WORDS).is_err());
+        assert_eq!(class_number("PROC_THREAD"), Some(4));
+        assert_eq!(class_number("proc_thread"), None);
     }
 
     #[test]

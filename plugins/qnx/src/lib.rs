@@ -4,6 +4,7 @@
 //! other events. See README.md for the layout and what is checked.
 
 mod codes;
+pub mod import;
 mod ring;
 mod stream;
 
@@ -13,6 +14,9 @@ pub use ring::MAX_EVENTS;
 use ring::{Ring, Syspage, SYSPAGE_SYMBOL};
 use stream::Span;
 
+/// The log's kind, as its events and schemata name it.
+pub const KIND: &str = "QNX trace";
+
 /// The decoder: `tracelog`.
 pub struct Qnx;
 
@@ -21,7 +25,7 @@ pub static DECODER: Qnx = Qnx;
 
 impl Decoder for Qnx {
     fn kind(&self) -> &'static str {
-        "QNX trace"
+        KIND
     }
 
     fn command(&self) -> &'static str {
@@ -96,7 +100,7 @@ impl TraceLog {
 
 impl Log for TraceLog {
     fn kind(&self) -> &'static str {
-        "QNX trace"
+        KIND
     }
 
     fn rings(&self) -> &[RingInfo] {

@@ -368,6 +368,7 @@ impl<'a> Assembler<'a> {
             codes::name(raw.class(), raw.event()),
         );
         event.processor = Some(raw.cpu());
+        event.key = kcrash_plugin::Key::Code(raw.class(), raw.event());
         if let Some(gap) = &self.log.spans[slot.span].gap {
             if p == 0 || self.slots[p - 1].span != slot.span {
                 event.damage.push(Damage::Inconsistent(gap.clone()));

@@ -1,9 +1,8 @@
 //! Writes seed inputs made from real dumps and images: `seeds OUT` fills OUT/klog, OUT/printf,
 //! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line, OUT/dprobes,
-//! OUT/qnx, OUT/klogger and OUT/schema_klogger, from the corpus,
-//! the gcc fixtures, the small text files under kcrash/fuzz/seeds and the schema files the
-//! decoders ship. Run by `.ci/fuzz` before
-//! fuzzing; nothing it writes is committed.
+//! OUT/qnx, OUT/klogger, OUT/schema_klogger and OUT/schema_qnx, from the corpus, the gcc fixtures,
+//! the small text files under kcrash/fuzz/seeds and the schema files the decoders ship. Run by
+//! `.ci/fuzz` before fuzzing; nothing it writes is committed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -25,15 +24,7 @@ fn main() {
     let mut formats = Vec::new();
     klog(&out.join("klog"), &mut formats);
     printf(&out.join("printf"), &formats);
-    for entry in std::fs::read_dir(repo().join("kcrash/fuzz/seeds/printf")).expect("committed") {
-        let path = entry.expect("committed format").path();
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        write(
-            &out.join("printf"),
-            &name,
-            &std::fs::read(&path).expect("format"),
-        );
-    }
+    files("kcrash/fuzz/seeds/printf", &out.join("printf"));
     expr(&out);
     linux(&out.join("linux"));
     descriptors(&out.join("descriptor"), &out.join("scan"));
@@ -43,6 +34,7 @@ fn main() {
     dprobes(&out.join("dprobes"));
     klogger(&out.join("klogger"));
     files("plugins/klogger/schemas", &out.join("schema_klogger"));
+    files("plugins/qnx/schemas", &out.join("schema_qnx"));
 }
 
 /// Every file of a committed directory, each a seed (named without a leading dot: hidden files
