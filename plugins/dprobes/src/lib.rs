@@ -167,7 +167,7 @@ fn read_templates(mem: &dyn Memory, addr: u64, len: u64, notes: &mut Vec<String>
         templates.0.len()
     ));
     if let Some(error) = error {
-        notes.push(error);
+        notes.push(error.to_string());
     }
     templates
 }
