@@ -4,6 +4,7 @@
 //! and minor code. A read the handler could not make is logged as a fault token, and shown as
 //! unreadable with the address (or selector) it names. Layout and checks: README.md.
 
+pub mod import;
 mod record;
 mod ring;
 pub mod template;

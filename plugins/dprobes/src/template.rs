@@ -2,6 +2,8 @@
 //! template files (`major=`, then per minor code `minor=`, `desc=`, `fmt=` statements) and the
 //! printf-like interpreter that turns a record's logged data into a message and typed fields.
 
+use std::ops::Range;
+
 use kcrash_plugin::{Damage, Field, Value};
 
 /// One probe's template: its description and its `fmt` statements, concatenated.
@@ -248,7 +250,7 @@ const TOKEN_FAULT_FLAT: u8 = 0xff;
 const TOKEN_FAULT_SELECTOR: u8 = 0xfe;
 
 /// How deep `%r(...)` expressions may nest: templates come from the dump.
-const MAX_DEPTH: usize = 4;
+pub const MAX_DEPTH: usize = 4;
 
 /// Most message bytes one record's formatting keeps: `%r` and literal text could grow it
 /// without bound.
@@ -336,8 +338,10 @@ pub enum Piece<'f> {
         /// The word before a `=` ending the literal text since the last control: the field's
         /// name, when not empty.
         word: &'f [u8],
-        /// The expression of `%r( … )`.
-        group: Option<&'f [u8]>,
+        /// Where in the template the expression of `%r( … )` is.
+        group: Option<Range<usize>>,
+        /// Where in the template the control starts.
+        at: usize,
     },
 }
 
@@ -364,7 +368,7 @@ impl<'f> Scan<'f> {
         let (control, mut next) = parse_control(fmt, start + 1)?;
         let group = if control.letter == b'(' {
             let end = group_end(fmt, next)?;
-            let g = &fmt[next..end];
+            let g = next..end;
             next = end + 1;
             Some(g)
         } else {
@@ -377,6 +381,7 @@ impl<'f> Scan<'f> {
             control,
             word,
             group,
+            at: start,
         })
     }
 }
@@ -443,6 +448,7 @@ impl Formatter<'_> {
                     control,
                     word,
                     group,
+                    ..
                 } => (control, word, group),
             };
             let name = match &self.group {
@@ -451,7 +457,7 @@ impl Formatter<'_> {
             };
             if control.mode == Some(b'r') {
                 let group = match group {
-                    Some(g) => g.to_vec(),
+                    Some(g) => fmt[g].to_vec(),
                     None => {
                         let mut g = vec![b'%'];
                         if control.count != 1 {
