@@ -24,15 +24,7 @@ fn main() {
     let mut formats = Vec::new();
     klog(&out.join("klog"), &mut formats);
     printf(&out.join("printf"), &formats);
-    for entry in std::fs::read_dir(repo().join("kcrash/fuzz/seeds/printf")).expect("committed") {
-        let path = entry.expect("committed format").path();
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        write(
-            &out.join("printf"),
-            &name,
-            &std::fs::read(&path).expect("format"),
-        );
-    }
+    shipped("kcrash/fuzz/seeds/printf", &out.join("printf"));
     expr(&out);
     linux(&out.join("linux"));
     descriptors(&out.join("descriptor"), &out.join("scan"));
@@ -41,6 +33,16 @@ fn main() {
     lines("kcrash/fuzz/seeds/shell/lines", &out.join("shell_line"));
     dprobes(&out.join("dprobes"));
     klogger(&out.join("klogger"));
+    shipped("plugins/dprobes/schemas", &out.join("schema_dprobes"));
+}
+
+/// Every file committed in `from`, as it is.
+fn shipped(from: &str, dir: &Path) {
+    for entry in std::fs::read_dir(repo().join(from)).expect("shipped") {
+        let path = entry.expect("shipped file").path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        write(dir, &name, &std::fs::read(&path).expect("shipped file"));
+    }
 }
 
 /// The test kernels' Klogger writer, each of its scenarios into two 1 KiB buffers, relocated
