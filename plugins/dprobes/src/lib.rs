@@ -4,6 +4,7 @@
 //! and minor code. A read the handler could not make is logged as a fault token, and shown as
 //! unreadable with the address (or selector) it names. Layout and checks: README.md.
 
+pub mod import;
 mod record;
 mod ring;
 pub mod template;
@@ -167,7 +168,7 @@ fn read_templates(mem: &dyn Memory, addr: u64, len: u64, notes: &mut Vec<String>
         templates.0.len()
     ));
     if let Some(error) = error {
-        notes.push(error);
+        notes.push(error.to_string());
     }
     templates
 }

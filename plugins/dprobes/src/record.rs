@@ -8,7 +8,7 @@ use crate::template::{self, Templates};
 /// The header items in the order they follow the flag word: flag bit, name, bytes, how shown.
 /// `eip` and `esp` are 8 bytes on this 64-bit port (the paper's IA32 layout has 4); the process
 /// name is 16 bytes with its NUL (Linux's TASK_COMM_LEN; the paper says only "string").
-const ITEMS: [(u32, &str, usize, Kind); 11] = [
+pub(crate) const ITEMS: [(u32, &str, usize, Kind); 11] = [
     (0x0001, "major", 4, Kind::Unsigned),
     (0x0002, "minor", 4, Kind::Unsigned),
     (0x0004, "cpu", 4, Kind::Unsigned),
@@ -26,7 +26,7 @@ const ITEMS: [(u32, &str, usize, Kind); 11] = [
 const KNOWN_FLAGS: u32 = 0x07ff;
 
 #[derive(Clone, Copy)]
-enum Kind {
+pub(crate) enum Kind {
     Unsigned,
     Hex,
     Name,
@@ -38,6 +38,8 @@ pub struct Decoded {
     pub fields: Vec<Field<'static>>,
     pub message: Option<Vec<u8>>,
     pub damage: Vec<Damage>,
+    /// The major and minor code, when the header has both: what a schema knows it by.
+    pub code: Option<(u32, u32)>,
 }
 
 /// Decodes a record's logged bytes (flag word onwards), formatting its data by the template of
@@ -48,6 +50,7 @@ pub fn decode(bytes: &[u8], templates: &Templates) -> Decoded {
         fields: Vec::new(),
         message: None,
         damage: Vec::new(),
+        code: None,
     };
     let Some(flags) = bytes.get(..4) else {
         d.name = "DProbes".into();
@@ -114,7 +117,8 @@ pub fn decode(bytes: &[u8], templates: &Templates) -> Decoded {
         header_ok = false;
     }
     let data = bytes.get(at..).unwrap_or_default();
-    let template = major.zip(minor).and_then(|(ma, mi)| templates.get(ma, mi));
+    d.code = major.zip(minor);
+    let template = d.code.and_then(|(ma, mi)| templates.get(ma, mi));
     match template {
         Some(t) if header_ok => {
             d.name = String::from_utf8_lossy(&t.desc).into_owned();
@@ -157,6 +161,7 @@ mod tests {
         b.extend_from_slice(&7u64.to_le_bytes());
         let d = decode(&b, &templates());
         assert_eq!(d.name, "tick");
+        assert_eq!(d.code, Some((1, 3)));
         assert_eq!(d.damage, vec![]);
         let names: Vec<&str> = d.fields.iter().map(|f| &*f.name).collect();
         assert_eq!(
@@ -190,5 +195,6 @@ mod tests {
         assert!(matches!(&d.damage[0], Damage::Inconsistent(w) if w.contains("0x8000")));
         let d = decode(&[1, 2], &templates());
         assert_eq!(d.name, "DProbes");
+        assert_eq!(d.code, None);
     }
 }

@@ -2,7 +2,7 @@
 //! from `tail` by each record's size, and back from `head` by each record's closing length
 //! word when the forward walk cannot reach `head`.
 
-use kcrash_plugin::{Damage, Event, Memory, Order, RingInfo};
+use kcrash_plugin::{Damage, Event, Key, Memory, Order, RingInfo};
 
 use crate::record;
 use crate::template::Templates;
@@ -319,6 +319,9 @@ impl Ring {
         e.fields = d.fields;
         e.message = d.message;
         e.damage = d.damage;
+        if let Some((major, minor)) = d.code {
+            e.key = Key::Code(major, minor);
+        }
         e
     }
 }

@@ -2,6 +2,8 @@
 //! template files (`major=`, then per minor code `minor=`, `desc=`, `fmt=` statements) and the
 //! printf-like interpreter that turns a record's logged data into a message and typed fields.
 
+use std::ops::Range;
+
 use kcrash_plugin::{Damage, Field, Value};
 
 /// One probe's template: its description and its `fmt` statements, concatenated.
@@ -11,11 +13,29 @@ pub struct Template {
     pub minor: u32,
     pub desc: Vec<u8>,
     pub fmt: Vec<u8>,
+    /// Where its `minor` statement starts in the text: an importer's errors say where.
+    pub at: usize,
+    /// Per `fmt` statement: where its text starts in `fmt`, and where its opening quote is in
+    /// the text ([`source_offset`] finds a byte of `fmt` in the text from them).
+    pub fmt_at: Vec<(usize, usize)>,
 }
 
 /// Every template of a directory, in the order given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Templates(pub Vec<Template>);
+
+/// Why template text does not parse, and the offset in the text where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub at: usize,
+    pub what: String,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "template text offset {:#x}: {}", self.at, self.what)
+    }
+}
 
 impl Templates {
     /// The template for `(major, minor)`.
@@ -25,47 +45,79 @@ impl Templates {
 
     /// Parses template files' text. What parses before an error is kept; the error says where
     /// parsing stopped and why.
-    pub fn parse(text: &[u8]) -> (Templates, Option<String>) {
+    pub fn parse(text: &[u8]) -> (Templates, Option<ParseError>) {
         let mut p = Parser { text, at: 0 };
         let mut out = Templates::default();
         let mut major = None;
         let error = loop {
-            match p.statement() {
+            let s = match p.statement() {
+                Ok(Some(s)) => s,
                 Ok(None) => break None,
-                Ok(Some((key, value))) => match (key.as_slice(), value) {
-                    (b"major", Literal::Number(n)) => major = Some(n),
-                    (b"minor", Literal::Number(n)) => match major {
-                        Some(major) => out.0.push(Template {
-                            major,
-                            minor: n,
-                            desc: Vec::new(),
-                            fmt: Vec::new(),
-                        }),
-                        None => break Some(p.error("minor before any major")),
-                    },
-                    (b"desc", Literal::Text(t)) => match out.0.last_mut() {
-                        Some(last) => last.desc = t,
-                        None => break Some(p.error("desc before any minor")),
-                    },
-                    (b"fmt", Literal::Text(t)) => match out.0.last_mut() {
-                        Some(last) => last.fmt.extend_from_slice(&t),
-                        None => break Some(p.error("fmt before any minor")),
-                    },
-                    _ => {
-                        let key = String::from_utf8_lossy(&key).into_owned();
-                        break Some(p.error(&format!("unexpected statement {key:?}")));
-                    }
-                },
                 Err(e) => break Some(e),
+            };
+            let fail = |what: &str| {
+                Some(ParseError {
+                    at: s.at,
+                    what: what.into(),
+                })
+            };
+            match (s.key.as_slice(), s.value) {
+                (b"major", Literal::Number(n)) => major = Some(n),
+                (b"minor", Literal::Number(n)) => match major {
+                    Some(major) => out.0.push(Template {
+                        major,
+                        minor: n,
+                        desc: Vec::new(),
+                        fmt: Vec::new(),
+                        at: s.at,
+                        fmt_at: Vec::new(),
+                    }),
+                    None => break fail("minor before any major"),
+                },
+                (b"desc", Literal::Text(t)) => match out.0.last_mut() {
+                    Some(last) => last.desc = t,
+                    None => break fail("desc before any minor"),
+                },
+                (b"fmt", Literal::Text(t)) => match out.0.last_mut() {
+                    Some(last) => {
+                        last.fmt_at.push((last.fmt.len(), s.value_at));
+                        last.fmt.extend_from_slice(&t);
+                    }
+                    None => break fail("fmt before any minor"),
+                },
+                (b"major" | b"minor", _) => break fail("major and minor take a number"),
+                (b"desc" | b"fmt", _) => break fail("desc and fmt take a quoted string"),
+                (key, _) => {
+                    let key = String::from_utf8_lossy(key);
+                    break fail(&format!(
+                        "unexpected statement {key:?}: major, minor, desc or fmt"
+                    ));
+                }
             }
         };
         (out, error)
     }
 }
 
+/// The offset in `text` of byte `n` of the string literal whose opening quote is at `quote`
+/// (its end when it has fewer): escapes make the two differ.
+pub fn source_offset(text: &[u8], quote: usize, n: usize) -> usize {
+    let mut p = Parser { text, at: quote };
+    let _ = p.string(n);
+    p.at
+}
+
 enum Literal {
     Number(u32),
     Text(Vec<u8>),
+}
+
+/// One `keyword=value` statement, with where it and its value start.
+struct Statement {
+    key: Vec<u8>,
+    value: Literal,
+    at: usize,
+    value_at: usize,
 }
 
 struct Parser<'a> {
@@ -74,8 +126,11 @@ struct Parser<'a> {
 }
 
 impl Parser<'_> {
-    fn error(&self, why: &str) -> String {
-        format!("template text offset {:#x}: {why}", self.at)
+    fn error(&self, at: usize, why: &str) -> ParseError {
+        ParseError {
+            at,
+            what: why.into(),
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -83,13 +138,13 @@ impl Parser<'_> {
     }
 
     /// Skips blanks, commas (the statements' optional separators), NULs and comments.
-    fn skip(&mut self) -> Result<(), String> {
+    fn skip(&mut self) -> Result<(), ParseError> {
         loop {
             match self.peek() {
                 Some(b' ' | b'\t' | b'\r' | b'\n' | b',' | 0) => self.at += 1,
                 Some(b'/') if self.text.get(self.at + 1) == Some(&b'*') => {
                     let end = find(&self.text[self.at + 2..], b"*/")
-                        .ok_or_else(|| self.error("comment not closed"))?;
+                        .ok_or_else(|| self.error(self.at, "comment not closed"))?;
                     self.at += 2 + end + 2;
                 }
                 Some(b'/') if self.text.get(self.at + 1) == Some(&b'/') => {
@@ -102,7 +157,7 @@ impl Parser<'_> {
         }
     }
 
-    fn statement(&mut self) -> Result<Option<(Vec<u8>, Literal)>, String> {
+    fn statement(&mut self) -> Result<Option<Statement>, ParseError> {
         self.skip()?;
         if self.peek().is_none() {
             return Ok(None);
@@ -113,19 +168,25 @@ impl Parser<'_> {
         }
         let key = self.text[start..self.at].to_vec();
         if key.is_empty() || self.peek() != Some(b'=') {
-            return Err(self.error("expected keyword=value"));
+            return Err(self.error(self.at, "expected keyword=value"));
         }
         self.at += 1;
+        let value_at = self.at;
         let value = if self.peek() == Some(b'"') {
-            Literal::Text(self.string()?)
+            Literal::Text(self.string(usize::MAX)?)
         } else {
             Literal::Number(self.number()?)
         };
-        Ok(Some((key, value)))
+        Ok(Some(Statement {
+            key,
+            value,
+            at: start,
+            value_at,
+        }))
     }
 
     /// A number in C notation: decimal or `0x` hex.
-    fn number(&mut self) -> Result<u32, String> {
+    fn number(&mut self) -> Result<u32, ParseError> {
         let start = self.at;
         while self.peek().is_some_and(|c| c.is_ascii_alphanumeric()) {
             self.at += 1;
@@ -135,16 +196,24 @@ impl Parser<'_> {
             Some(hex) => u32::from_str_radix(hex, 16),
             None => word.parse(),
         };
-        parsed.map_err(|_| self.error(&format!("{word:?} is not a number")))
+        parsed.map_err(|_| {
+            let why = match word {
+                "" => "expected a number or a quoted string".into(),
+                _ => format!("{word:?} is not a number of 0 to 4294967295"),
+            };
+            self.error(start, &why)
+        })
     }
 
-    /// A C string literal: `\n`, `\t`, `\\`, `\"` and `\0` escapes.
-    fn string(&mut self) -> Result<Vec<u8>, String> {
+    /// A C string literal (`\n`, `\t`, `\\`, `\"` and `\0` escapes), its first `most` bytes:
+    /// all of it, up to its closing quote, unless [`source_offset`] asks for fewer.
+    fn string(&mut self, most: usize) -> Result<Vec<u8>, ParseError> {
+        let quote = self.at;
         self.at += 1;
         let mut out = Vec::new();
-        loop {
+        while out.len() < most {
             match self.peek() {
-                None => return Err(self.error("string not closed")),
+                None => return Err(self.error(quote, "string not closed")),
                 Some(b'"') => {
                     self.at += 1;
                     return Ok(out);
@@ -155,7 +224,7 @@ impl Parser<'_> {
                         Some(b't') => b'\t',
                         Some(b'0') => 0,
                         Some(&c @ (b'\\' | b'"')) => c,
-                        _ => return Err(self.error("unknown escape")),
+                        _ => return Err(self.error(self.at, "unknown escape")),
                     };
                     out.push(c);
                     self.at += 2;
@@ -166,6 +235,7 @@ impl Parser<'_> {
                 }
             }
         }
+        Ok(out)
     }
 }
 
@@ -180,7 +250,7 @@ const TOKEN_FAULT_FLAT: u8 = 0xff;
 const TOKEN_FAULT_SELECTOR: u8 = 0xfe;
 
 /// How deep `%r(...)` expressions may nest: templates come from the dump.
-const MAX_DEPTH: usize = 4;
+pub const MAX_DEPTH: usize = 4;
 
 /// Most message bytes one record's formatting keeps: `%r` and literal text could grow it
 /// without bound.
@@ -204,7 +274,6 @@ pub fn format(fmt: &[u8], data: &[u8]) -> Formatted {
         data,
         at: 0,
         out: Formatted::default(),
-        literal_start: 0,
         unnamed: 0,
         group: None,
         cut: None,
@@ -244,9 +313,6 @@ struct Formatter<'a> {
     data: &'a [u8],
     at: usize,
     out: Formatted,
-    /// Where the message's literal text since the last control began: a field takes its name
-    /// from a `name=` there.
-    literal_start: usize,
     unnamed: usize,
     /// Inside `%r`: the name unnamed fields take (the `%r` item's).
     group: Option<String>,
@@ -255,55 +321,156 @@ struct Formatter<'a> {
 }
 
 /// One parsed control: `%[p|r]<n><letter>`, or `%r(` for a group.
-struct Control {
-    mode: Option<u8>,
-    count: usize,
-    letter: u8,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Control {
+    /// `p` (the item behind a prefix) or `r` (repeated over it).
+    pub mode: Option<u8>,
+    pub count: usize,
+    pub letter: u8,
+}
+
+/// One piece of a `fmt` template, read the same way by the formatter and the importer.
+pub enum Piece<'f> {
+    /// A byte of literal text (`%%`, `%(` and `%)` give theirs).
+    Text(u8),
+    Control {
+        control: Control,
+        /// The word before a `=` ending the literal text since the last control: the field's
+        /// name, when not empty.
+        word: &'f [u8],
+        /// Where in the template the expression of `%r( … )` is.
+        group: Option<Range<usize>>,
+        /// Where in the template the control starts.
+        at: usize,
+    },
+}
+
+/// The pieces of a `fmt` template in order; an error (with its offset in the template) ends
+/// them.
+pub struct Scan<'f> {
+    fmt: &'f [u8],
+    at: usize,
+    /// Where the literal text since the last control starts.
+    literal: usize,
+}
+
+impl<'f> Scan<'f> {
+    pub fn new(fmt: &'f [u8]) -> Self {
+        Scan {
+            fmt,
+            at: 0,
+            literal: 0,
+        }
+    }
+
+    fn control(&mut self, start: usize) -> Result<Piece<'f>, String> {
+        let fmt = self.fmt;
+        let (control, mut next) = parse_control(fmt, start + 1)?;
+        let group = if control.letter == b'(' {
+            let end = group_end(fmt, next)?;
+            let g = next..end;
+            next = end + 1;
+            Some(g)
+        } else {
+            None
+        };
+        let word = name_word(&fmt[self.literal..start]);
+        self.at = next;
+        self.literal = next;
+        Ok(Piece::Control {
+            control,
+            word,
+            group,
+            at: start,
+        })
+    }
+}
+
+impl<'f> Iterator for Scan<'f> {
+    type Item = Result<Piece<'f>, (usize, String)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let start = self.at;
+        let c = *self.fmt.get(start)?;
+        if c != b'%' {
+            self.at += 1;
+            return Some(Ok(Piece::Text(c)));
+        }
+        let piece = match self.fmt.get(start + 1) {
+            Some(&lit @ (b'%' | b'(' | b')')) => {
+                self.at += 2;
+                return Some(Ok(Piece::Text(lit)));
+            }
+            None => Err("template ends with a lone %".to_string()),
+            _ => self.control(start),
+        };
+        if piece.is_err() {
+            self.at = self.fmt.len();
+        }
+        Some(piece.map_err(|why| (start, why)))
+    }
+}
+
+/// The word before a `=` that ends `literal`, or nothing.
+fn name_word(literal: &[u8]) -> &[u8] {
+    let Some(before) = literal.strip_suffix(b"=") else {
+        return &[];
+    };
+    let start = before
+        .iter()
+        .rposition(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+        .map_or(0, |p| p + 1);
+    &before[start..]
+}
+
+/// A field's name: its `word`, else `dN` by the count of unnamed fields so far; `suffix` after
+/// it (`[i]` inside a repetition).
+pub fn field_name(word: &[u8], unnamed: &mut usize, suffix: &str) -> String {
+    if word.is_empty() {
+        *unnamed += 1;
+        format!("d{}{suffix}", *unnamed - 1)
+    } else {
+        format!("{}{suffix}", String::from_utf8_lossy(word))
+    }
 }
 
 impl Formatter<'_> {
     /// Formats by `fmt`; `suffix` goes after every field name (`[i]` inside a repetition).
     fn run(&mut self, fmt: &[u8], suffix: &str, depth: usize) -> Result<(), String> {
-        let mut i = 0;
-        while i < fmt.len() {
+        for piece in Scan::new(fmt) {
             self.check_caps()?;
-            let c = fmt[i];
-            if c != b'%' {
-                self.out.message.push(c);
-                i += 1;
-                continue;
-            }
-            match fmt.get(i + 1) {
-                Some(&lit @ (b'%' | b'(' | b')')) => {
-                    self.out.message.push(lit);
-                    i += 2;
+            let (control, word, group) = match piece.map_err(|(_, why)| why)? {
+                Piece::Text(c) => {
+                    self.out.message.push(c);
                     continue;
                 }
-                None => return Err("template ends with a lone %".into()),
-                _ => {}
-            }
-            let (control, next) = parse_control(fmt, i + 1)?;
-            i = next;
-            let name = self.name(suffix);
+                Piece::Control {
+                    control,
+                    word,
+                    group,
+                    ..
+                } => (control, word, group),
+            };
+            let name = match &self.group {
+                Some(g) if word.is_empty() => format!("{g}{suffix}"),
+                _ => field_name(word, &mut self.unnamed, suffix),
+            };
             if control.mode == Some(b'r') {
-                let group = if control.letter == b'(' {
-                    let end = group_end(fmt, i)?;
-                    let g = &fmt[i..end];
-                    i = end + 1;
-                    g.to_vec()
-                } else {
-                    let mut g = vec![b'%'];
-                    if control.count != 1 {
-                        g.extend_from_slice(control.count.to_string().as_bytes());
+                let group = match group {
+                    Some(g) => fmt[g].to_vec(),
+                    None => {
+                        let mut g = vec![b'%'];
+                        if control.count != 1 {
+                            g.extend_from_slice(control.count.to_string().as_bytes());
+                        }
+                        g.push(control.letter);
+                        g
                     }
-                    g.push(control.letter);
-                    g
                 };
                 self.repeat(&name, &group, depth)?;
             } else {
                 self.control(&name, &control)?;
             }
-            self.literal_start = self.out.message.len();
         }
         Ok(())
     }
@@ -320,27 +487,6 @@ impl Formatter<'_> {
         };
         self.cut = Some(why.clone());
         Err(why)
-    }
-
-    /// The next field's name: the word before a `=` ending the literal text since the last
-    /// control, or `dN`.
-    fn name(&mut self, suffix: &str) -> String {
-        let lit = &self.out.message[self.literal_start..];
-        let word = lit.strip_suffix(b"=").map(|before| {
-            let start = before
-                .iter()
-                .rposition(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
-                .map_or(0, |p| p + 1);
-            &before[start..]
-        });
-        match word {
-            Some(w) if !w.is_empty() => format!("{}{suffix}", String::from_utf8_lossy(w)),
-            _ if self.group.is_some() => format!("{}{suffix}", self.group.as_deref().unwrap_or("")),
-            _ => {
-                self.unnamed += 1;
-                format!("d{}{suffix}", self.unnamed - 1)
-            }
-        }
     }
 
     fn take(&mut self, n: usize) -> Result<&[u8], String> {
@@ -424,9 +570,6 @@ impl Formatter<'_> {
                 self.out.fields.push(field(name, Value::Text(bytes)));
             }
             b'd' | b'u' | b'x' => {
-                if !(1..=8).contains(&n) {
-                    return Err(format!("%{n}{} needs 1 to 8 bytes", c.letter as char));
-                }
                 let v = le(self.take(n)?);
                 let (value, text) = match c.letter {
                     b'd' => {
@@ -441,13 +584,13 @@ impl Formatter<'_> {
                 self.out.fields.push(field(name, value));
             }
             b'f' => {
+                // parse_control admits 4 and 8 bytes only.
                 let text =
                     match n {
                         4 => f32::from_le_bytes(self.take(4)?.try_into().unwrap_or_default())
                             .to_string(),
-                        8 => f64::from_le_bytes(self.take(8)?.try_into().unwrap_or_default())
+                        _ => f64::from_le_bytes(self.take(8)?.try_into().unwrap_or_default())
                             .to_string(),
-                        _ => return Err(format!("%{n}f needs 4 or 8 bytes")),
                     };
                 self.out.message.extend_from_slice(text.as_bytes());
                 self.out.fields.push(field(name, Value::Text(text.into())));
@@ -461,14 +604,14 @@ impl Formatter<'_> {
                 self.at += (text.len() + 1).min(end - self.at);
                 self.text_field(name, &text);
             }
-            b'z' => {
+            // `z`: parse_control admits no other letter.
+            _ => {
                 let end = limit.unwrap_or(self.data.len());
                 let bytes = self.data[self.at..end].to_vec();
                 self.at = end;
                 dump(&bytes, &mut self.out.message);
                 self.out.fields.push(field(name, Value::Bytes(bytes)));
             }
-            other => return Err(format!("unknown control %{}", other as char)),
         }
         if let Some(end) = limit {
             if self.at > end {
@@ -511,7 +654,6 @@ impl Formatter<'_> {
         let mut i = 0;
         while self.at < end {
             let before = self.at;
-            self.literal_start = self.out.message.len();
             let outer_group = self.group.replace(base.clone());
             let run = self.run(group, &format!("[{i}]"), depth + 1);
             self.group = outer_group;
@@ -549,8 +691,14 @@ fn parse_control(fmt: &[u8], mut i: usize) -> Result<(Control, usize), String> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     let letter = *fmt.get(i).ok_or("template ends inside a control")?;
-    if letter == b'(' && mode != Some(b'r') {
-        return Err("a ( group without %r".into());
+    match (letter, count) {
+        (b'(', _) if mode != Some(b'r') => return Err("a ( group without %r".into()),
+        (b'(' | b'c' | b'i' | b's' | b'z', _) | (b'f', 4 | 8) | (b'd' | b'u' | b'x', 1..=8) => {}
+        (b'f', n) => return Err(format!("%{n}f needs 4 or 8 bytes")),
+        (b'd' | b'u' | b'x', n) => {
+            return Err(format!("%{n}{} needs 1 to 8 bytes", letter as char))
+        }
+        (other, _) => return Err(format!("unknown control %{}", other as char)),
     }
     Ok((
         Control {
@@ -639,9 +787,9 @@ mod tests {
     fn parse_errors_keep_what_parsed() {
         let (t, err) = Templates::parse(b"major=1 minor=1 desc=\"a\" fmt=\"unclosed");
         assert_eq!(t.0.len(), 1);
-        assert!(err.unwrap().contains("string not closed"));
+        assert!(err.unwrap().what.contains("string not closed"));
         let (_, err) = Templates::parse(b"minor=1");
-        assert!(err.unwrap().contains("minor before any major"));
+        assert!(err.unwrap().what.contains("minor before any major"));
     }
 
     fn prefixed(token: u8, bytes: &[u8]) -> Vec<u8> {

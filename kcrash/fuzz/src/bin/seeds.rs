@@ -1,8 +1,8 @@
 //! Writes seed inputs made from real dumps and images: `seeds OUT` fills OUT/klog, OUT/printf,
 //! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line, OUT/dprobes,
-//! OUT/qnx, OUT/klogger, OUT/schema_klogger and OUT/schema_qnx, from the corpus, the gcc fixtures,
-//! the small text files under kcrash/fuzz/seeds and the schema files the decoders ship. Run by
-//! `.ci/fuzz` before fuzzing; nothing it writes is committed.
+//! OUT/qnx, OUT/klogger, OUT/schema_klogger, OUT/schema_qnx and OUT/schema_dprobes, from the
+//! corpus, the gcc fixtures, the small text files under kcrash/fuzz/seeds and the schema files the
+//! decoders ship. Run by `.ci/fuzz` before fuzzing; nothing it writes is committed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -35,6 +35,7 @@ fn main() {
     klogger(&out.join("klogger"));
     files("plugins/klogger/schemas", &out.join("schema_klogger"));
     files("plugins/qnx/schemas", &out.join("schema_qnx"));
+    files("plugins/dprobes/schemas", &out.join("schema_dprobes"));
 }
 
 /// Every file of a committed directory, each a seed (named without a leading dot: hidden files
