@@ -43,7 +43,8 @@ pub enum Key<'a> {
     /// Nothing beyond its name.
     #[default]
     Name,
-    /// A format string it was logged with (KLog's `desc`): its address and text.
+    /// A format string it was logged with (KLog's `desc`): its address (0 when the format is not
+    /// at an address of its own) and text.
     Format { addr: u64, text: Cow<'a, [u8]> },
     /// A numeric code pair (QNX class and event, DProbes major and minor).
     Code(u32, u32),

@@ -159,4 +159,10 @@ pub trait Decoder: Sync {
 
     /// Looks for the log in the session's dump and checks its control structures.
     fn find<'d>(&self, cx: &dyn Context<'d>) -> Result<Found<'d>, Missing>;
+
+    /// The event schema files this decoder ships, built into kcrash: each one's path in the
+    /// project (which also says its syntax) and its text.
+    fn schemata(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
 }

@@ -23,6 +23,13 @@ const LOG: &str = "DProbes";
 /// A fault and the offset in the text where it is.
 type Fault = (usize, String);
 
+/// DProbes template files, `*.dpt`.
+pub static SYNTAX: kcrash_schema::Syntax = kcrash_schema::Syntax {
+    name: "DProbes",
+    claims: |name| name.ends_with(".dpt"),
+    parse: import,
+};
+
 /// Reads one template file's text; `file` names it in errors and origins.
 pub fn import(file: &Arc<str>, text: &str) -> Result<SchemaFile, Error> {
     let error = |(at, what): Fault| {

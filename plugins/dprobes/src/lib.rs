@@ -50,6 +50,13 @@ impl Decoder for DProbes {
         "DProbes trace buffers: per-processor records, headers by flag word, fault tokens"
     }
 
+    fn schemata(&self) -> &'static [(&'static str, &'static str)] {
+        &[(
+            "plugins/dprobes/schemas/test-kernels.dpt",
+            include_str!("../schemas/test-kernels.dpt"),
+        )]
+    }
+
     fn find<'d>(&self, cx: &dyn Context<'d>) -> Result<Found<'d>, Missing> {
         let sym = cx
             .symbol(SYMBOL)

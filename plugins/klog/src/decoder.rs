@@ -6,10 +6,10 @@ use std::any::Any;
 use std::borrow::Cow;
 
 use kcrash_plugin::{
-    Clock, Context, Damage, Decoder, Event, Field, Found, Log, Memory, Missing, Order, RingInfo,
-    Value,
+    Clock, Context, Damage, Decoder, Event, Field, Found, Key, Log, Memory, Missing, Order,
+    RingInfo, Value,
 };
-use klog_runtime::split_proc_dom;
+use klog_runtime::{split_proc_dom, Desc};
 
 use crate::find::find_layout;
 use crate::render::{self, Printer};
@@ -32,6 +32,13 @@ impl Decoder for KlogDecoder {
 
     fn summary(&self) -> &'static str {
         "the Tera kernel event log: every KLogs ring (klog 0 full)"
+    }
+
+    fn schemata(&self) -> &'static [(&'static str, &'static str)] {
+        &[(
+            "plugins/klog/schemas/test-kernels.toml",
+            include_str!("../schemas/test-kernels.toml"),
+        )]
     }
 
     fn find<'d>(&self, cx: &dyn Context<'d>) -> Result<Found<'d>, Missing> {
@@ -128,8 +135,15 @@ impl Log for Klog {
     }
 }
 
-/// A record as an event: the subsystem names it, its chore and domain are its fields, the format
-/// string with its arguments its message.
+impl Klog {
+    /// `rec` as the timeline sees it (`klog` reads it through a schema so).
+    pub fn event<'a>(&'a self, printer: &mut Printer<'_>, rec: &Record) -> Event<'a> {
+        event(printer, &self.subsystem_names, rec)
+    }
+}
+
+/// A record as an event: the subsystem names it, its chore, domain and data words are its fields,
+/// the format string with its arguments its message, and the format string its key.
 fn event<'a>(printer: &mut Printer<'_>, names: &'a [String], rec: &Record) -> Event<'a> {
     let mut e = Event::new(
         rec.sort_clock,
@@ -166,11 +180,26 @@ fn event<'a>(printer: &mut Printer<'_>, names: &'a [String], rec: &Record) -> Ev
     e.processor = Some(processor);
     // What klog's FULL line shows besides the message, which holds the data words as its
     // format prints them (klog --json has them raw).
+    let [data1, data2, data3] = rec.data();
     e.fields = vec![
         field("chore", Value::Hex(rec.id())),
         field("domain", Value::Unsigned(domain.into())),
+        field("data1", Value::Hex(data1)),
+        field("data2", Value::Hex(data2)),
+        field("data3", Value::Hex(data3)),
     ];
     e.message = Some(printer.message_text(rec).to_vec());
+    // A schema knows the record by its format string: the text, and the address it is at (a
+    // pointer desc's; an inline or numbered desc is no address of a format).
+    if let Some(text) = printer.decoder.format(rec) {
+        e.key = Key::Format {
+            addr: match rec.desc_kind {
+                Desc::Pointer => rec.desc(),
+                Desc::Inline | Desc::Event => 0,
+            },
+            text: Cow::Owned(text.into_owned()),
+        };
+    }
     e
 }
 

@@ -16,6 +16,13 @@ use crate::schema::{self, Schema};
 /// What the names of files in Klogger's syntax start with.
 pub const FILE_PREFIX: &str = ".klogger.conf.";
 
+/// Klogger's configuration files, `.klogger.conf.NAME`.
+pub static SYNTAX: kcrash_schema::Syntax = kcrash_schema::Syntax {
+    name: "Klogger",
+    claims: |name| name.starts_with(FILE_PREFIX),
+    parse: import,
+};
+
 // The parser's bounds are within the model's, so every schema it reads imports whole.
 const _: () = assert!(schema::MAX_TEXT <= MAX_FILE);
 const _: () = assert!(schema::MAX_FIELDS <= MAX_FIELDS);

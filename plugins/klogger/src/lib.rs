@@ -69,6 +69,13 @@ impl Decoder for Klogger {
         "Klogger's per-CPU event buffers, payloads typed by the kernel's schema"
     }
 
+    fn schemata(&self) -> &'static [(&'static str, &'static str)] {
+        &[(
+            "plugins/klogger/schemas/.klogger.conf.kcrash",
+            BUILT_IN_SCHEMA,
+        )]
+    }
+
     fn find<'d>(&self, cx: &dyn Context<'d>) -> Result<Found<'d>, Missing> {
         let symbol = cx
             .symbol(SYMBOL)

@@ -28,6 +28,13 @@ use kcrash_schema::{
 
 use crate::codes;
 
+/// QNX's formatting files, `*.fmt`.
+pub static SYNTAX: kcrash_schema::Syntax = kcrash_schema::Syntax {
+    name: "QNX .fmt",
+    claims: |name| name.ends_with(".fmt"),
+    parse: import,
+};
+
 /// Reads one `.fmt` file's text; `file` names it in errors and origins.
 pub fn import(file: &Arc<str>, text: &str) -> Result<SchemaFile, Error> {
     let error = |(at, what): Located| {

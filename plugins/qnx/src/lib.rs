@@ -36,6 +36,13 @@ impl Decoder for Qnx {
         "QNX Neutrino's kernel trace buffers, as traceinfo/tracelog show them: the ring of tracebufs, simple and combine events"
     }
 
+    fn schemata(&self) -> &'static [(&'static str, &'static str)] {
+        &[(
+            "plugins/qnx/schemas/qnx-writer.fmt",
+            include_str!("../schemas/qnx-writer.fmt"),
+        )]
+    }
+
     fn find<'d>(&self, cx: &dyn Context<'d>) -> Result<Found<'d>, Missing> {
         let sym = cx.symbol(SYSPAGE_SYMBOL).ok_or_else(|| {
             Missing::Absent(format!(

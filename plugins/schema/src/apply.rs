@@ -58,6 +58,17 @@ impl EventSchema {
                     Part::Field(i) => {
                         let name = self.fields.get(*i).map(|f| f.name.as_str());
                         match fields.iter().find(|f| Some(f.name.as_ref()) == name) {
+                            // The field says why; the line only where.
+                            Some(Field {
+                                value: Value::Unreadable { addr, .. },
+                                ..
+                            }) => out
+                                .extend_from_slice(format!("<unreadable at {addr:#x}>").as_bytes()),
+                            // Text as a format's %s puts it: bare (escaped when printed).
+                            Some(Field {
+                                value: Value::Text(t),
+                                ..
+                            }) => out.extend_from_slice(t),
                             Some(f) => f.value.write(&mut out),
                             None => out.extend_from_slice(b"<unknown>"),
                         }
@@ -79,7 +90,8 @@ impl EventSchema {
 fn misfit(v: &Value<'_>) -> Option<String> {
     match v {
         Value::Enum { value, name: None } => Some(format!("{value} has no name in the enum")),
-        Value::Unreadable { addr, reason } => Some(format!("unreadable at {addr:#x}: {reason}")),
+        // The field itself says why.
+        Value::Unreadable { addr, .. } => Some(format!("unreadable at {addr:#x}")),
         _ => None,
     }
 }

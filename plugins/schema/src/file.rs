@@ -29,6 +29,13 @@ use crate::{
     Enum, Error, EventSchema, FieldSchema, Flags, Identity, Lines, Origin, SchemaFile, Type, Unit,
 };
 
+/// kcrash's own syntax: TOML files named `*.toml`.
+pub static SYNTAX: crate::Syntax = crate::Syntax {
+    name: "kcrash",
+    claims: |name| name.ends_with(".toml"),
+    parse,
+};
+
 /// Longest schema file read.
 pub const MAX_FILE: usize = 1 << 20;
 /// Most fields of one event, and most names of one enum or flag set.

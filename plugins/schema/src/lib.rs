@@ -31,6 +31,17 @@ impl fmt::Display for Origin {
     }
 }
 
+/// A schema file syntax: which files are in it and how they are read. kcrash's own is
+/// [`file::SYNTAX`]; each importer of a seed system's format gives one too.
+pub struct Syntax {
+    /// As `schema` lists it ("kcrash", "Klogger", "QNX .fmt", "DProbes").
+    pub name: &'static str,
+    /// Says whether a file of this name (the last part of its path) is in this syntax.
+    pub claims: fn(&str) -> bool,
+    /// Reads a file's text; the path names it in errors and origins.
+    pub parse: fn(&Arc<str>, &str) -> Result<SchemaFile, Error>,
+}
+
 /// A schema file that could not be read: the file, the line and column, and what was wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
@@ -350,6 +361,18 @@ impl Schemata {
 
     pub fn events(&self) -> &[EventSchema] {
         &self.events
+    }
+
+    /// Where `e`, one of [`Schemata::events`], is among them (for counting matches by schema).
+    pub fn index_of(&self, e: &EventSchema) -> Option<usize> {
+        // By its address: a lookup per event, so not a search.
+        let from_start =
+            (e as *const EventSchema as usize).checked_sub(self.events.as_ptr() as usize)?;
+        let at = from_start / std::mem::size_of::<EventSchema>().max(1);
+        self.events
+            .get(at)
+            .filter(|x| std::ptr::eq(*x, e))
+            .map(|_| at)
     }
 
     /// Whether any schema is for log `log`: a caller skips the per-event lookup otherwise.
