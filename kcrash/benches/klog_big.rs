@@ -63,6 +63,7 @@ fn klog_big(c: &mut Criterion) {
                     &argv,
                     &session,
                     klog,
+                    kcrash::schemata::Reader::of(&session, false),
                     &mut io::sink(),
                     &mut io::sink(),
                 )

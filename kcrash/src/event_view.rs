@@ -3,13 +3,14 @@
 
 use std::io::Write;
 
-use kcrash_plugin::{Clock, Damage, Event, Log, Value};
+use kcrash_plugin::{Clock, Damage, Event, Field, Log, Value};
 use serde::Serialize;
 
 use crate::escape::{escape_into, escaped};
 use crate::klog::render::{push_dec_padded, Clock as TimeText};
 use crate::paint::Paint;
 use crate::report::{Dec, Hex, Report};
+use crate::schemata::Schematized;
 
 /// One event as JSON shows it (text: [`write_line`]).
 #[derive(Serialize)]
@@ -29,6 +30,56 @@ pub struct EventView {
     fields: Vec<FieldView>,
     message: Option<String>,
     damage: Vec<DamageView>,
+    #[serde(flatten)]
+    schema: SchemaPart,
+}
+
+/// What JSON says of an event's schema, beside its raw fields (`timeline`, the decoders'
+/// commands, `klog`); nothing when no schema claims it.
+#[derive(Serialize)]
+pub struct SchemaPart {
+    /// The event read through the schema that claims it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schema: Option<SchemaView>,
+    /// Where the two schemata that claim the event are written, when two do (neither is used).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schema_conflict: Option<[String; 2]>,
+}
+
+/// An event as its schema reads it.
+#[derive(Serialize)]
+struct SchemaView {
+    name: String,
+    /// Where the schema is written: `FILE:LINE`.
+    origin: String,
+    fields: Vec<FieldView>,
+    /// The schema's display line filled in, when it has one.
+    display: Option<String>,
+    /// What did not fit the schema's types, one line each.
+    marks: Vec<String>,
+}
+
+impl SchemaPart {
+    pub fn new(schema: Option<&Schematized<'_>>) -> SchemaPart {
+        SchemaPart {
+            schema: match schema {
+                Some(Schematized::One(a)) => Some(SchemaView {
+                    name: escaped(a.schema.name.as_bytes()),
+                    origin: escaped(a.schema.origin.to_string().as_bytes()),
+                    fields: FieldView::all(&a.fields),
+                    display: a.display.as_deref().map(escaped),
+                    marks: a.marks.iter().map(|m| escaped(m.as_bytes())).collect(),
+                }),
+                _ => None,
+            },
+            schema_conflict: match schema {
+                Some(Schematized::Conflict(a, b)) => {
+                    Some([a, b].map(|s| escaped(s.origin.to_string().as_bytes())))
+                }
+                _ => None,
+            },
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -98,7 +149,7 @@ struct DamageView {
 }
 
 impl EventView {
-    pub fn new(log: &dyn Log, event: &Event) -> EventView {
+    pub fn new(log: &dyn Log, event: &Event, schema: Option<&Schematized<'_>>) -> EventView {
         let ring = log.rings().get(event.ring).map_or("?", |r| r.name.as_str());
         let clock = log.clock();
         EventView {
@@ -114,17 +165,23 @@ impl EventView {
             placed_at: Dec(event.ticks.into()),
             seq: Dec(event.seq.into()),
             name: escaped(event.name.as_bytes()),
-            fields: event
-                .fields
-                .iter()
-                .map(|f| FieldView {
-                    name: escaped(f.name.as_bytes()),
-                    value: ValueView::of(&f.value),
-                })
-                .collect(),
+            fields: FieldView::all(&event.fields),
             message: event.message.as_deref().map(escaped),
             damage: event.damage.iter().map(DamageView::of).collect(),
+            schema: SchemaPart::new(schema),
         }
+    }
+}
+
+impl FieldView {
+    fn all(fields: &[Field<'_>]) -> Vec<FieldView> {
+        fields
+            .iter()
+            .map(|f| FieldView {
+                name: escaped(f.name.as_bytes()),
+                value: ValueView::of(&f.value),
+            })
+            .collect()
     }
 }
 
@@ -218,13 +275,16 @@ impl RingPrefix {
 
 /// Appends `event`'s text line to `out`: time, log (when `prefix` has it), processor, ring,
 /// name, fields as gdb prints values, the message quoted, damage in angle brackets, every string
-/// from the dump escaped. `keep` sees the line after the processor (what `-g` matches); when it
-/// says no, nothing is appended. Says whether the line was kept.
+/// from the dump escaped. Through a schema: its name, its fields, then the raw fields it does
+/// not read, its display line for the message when it has one, what did not fit as
+/// `<schema: ...>`. `keep` sees the line after the processor (what `-g` matches); when it says
+/// no, nothing is appended. Says whether the line was kept.
 pub fn write_line(
     out: &mut Vec<u8>,
     prefix: &RingPrefix,
     clock: &Clock,
     event: &Event,
+    schema: Option<&Schematized<'_>>,
     paint: Paint,
     keep: impl FnOnce(&[u8]) -> bool,
 ) -> bool {
@@ -249,23 +309,33 @@ pub fn write_line(
     ));
     let body = out.len();
     out.extend_from_slice(&prefix.ring);
-    escape_into(event.name.as_bytes(), out);
-    for f in &event.fields {
+    let applied = match schema {
+        Some(Schematized::One(a)) => Some(a),
+        _ => None,
+    };
+    let name = applied.map_or(event.name.as_ref(), |a| a.schema.name.as_str());
+    escape_into(name.as_bytes(), out);
+    let read = applied.map_or(&[][..], |a| &a.fields[..]);
+    let unread = event
+        .fields
+        .iter()
+        .filter(|f| applied.is_none_or(|a| !a.schema.fields.iter().any(|s| s.from == f.name)));
+    for f in read.iter().chain(unread) {
         out.push(b' ');
         escape_into(f.name.as_bytes(), out);
         out.push(b'=');
         f.value.write(out);
     }
-    if let Some(m) = &event.message {
+    let message = applied.and_then(|a| a.display.as_deref());
+    if let Some(m) = message.or(event.message.as_deref()) {
         out.extend_from_slice(b" \"");
         escape_into(m, out);
         out.push(b'"');
     }
     for d in &event.damage {
-        out.extend_from_slice(b" <");
-        escape_into(d.describe().as_bytes(), out);
-        out.push(b'>');
+        mark(out, "", &d.describe());
     }
+    write_marks(out, schema);
     if !keep(&out[body..]) {
         out.truncate(start);
         return false;
@@ -277,6 +347,45 @@ pub fn write_line(
     }
     out.push(b'\n');
     true
+}
+
+/// ` <WHATTEXT>`, escaped.
+fn mark(out: &mut Vec<u8>, what: &str, text: &str) {
+    out.extend_from_slice(b" <");
+    out.extend_from_slice(what.as_bytes());
+    escape_into(text.as_bytes(), out);
+    out.push(b'>');
+}
+
+/// ` <schema: ...>` for each value that did not fit the schema, or for two schemata claiming
+/// the event.
+fn write_marks(out: &mut Vec<u8>, schema: Option<&Schematized<'_>>) {
+    match schema {
+        Some(Schematized::One(a)) => a.marks.iter().for_each(|m| mark(out, "schema: ", m)),
+        Some(Schematized::Conflict(a, b)) => mark(
+            out,
+            "schema: ",
+            &format!("claimed by {} and {}; neither is used", a.origin, b.origin),
+        ),
+        None => {}
+    }
+}
+
+/// What `klog`'s text line adds for a schema, after the kernel's own message:
+/// ` {NAME field=value ...}` and the marks.
+pub fn write_named(out: &mut Vec<u8>, schema: &Schematized<'_>) {
+    if let Schematized::One(a) = schema {
+        out.extend_from_slice(b" {");
+        escape_into(a.schema.name.as_bytes(), out);
+        for f in &a.fields {
+            out.push(b' ');
+            escape_into(f.name.as_bytes(), out);
+            out.push(b'=');
+            f.value.write(out);
+        }
+        out.push(b'}');
+    }
+    write_marks(out, Some(schema));
 }
 
 /// `text` padded with spaces to `width`, and one space after it.

@@ -17,6 +17,7 @@ pub mod plugins;
 pub mod redirect;
 pub mod regress;
 pub mod report;
+pub mod schemata;
 pub mod session;
 pub mod shell;
 pub mod symbolize;

@@ -81,6 +81,10 @@ struct Cli {
     /// Colour: on a terminal only (auto; NO_COLOR turns it off), always, or never.
     #[arg(long, value_name = "WHEN", default_value = "auto")]
     color: ColorChoice,
+    /// Also read event schemata from FILE, or from every schema file in DIR (repeatable);
+    /// besides those kcrash ships and those in ~/.config/kcrash/schemata. `schema` lists them.
+    #[arg(long = "schema", value_name = "FILE|DIR")]
+    schemata: Vec<PathBuf>,
 }
 
 /// Run a corpus's checks on every dump (corpus/README.md) and compare each output with the
@@ -150,10 +154,18 @@ fn main() -> ExitCode {
         Ok(d) => d,
         Err(e) => return fail_open(errors, &e),
     };
-    let session = match Session::open(&dump, files.image) {
+    let mut session = match Session::open(&dump, files.image) {
         Ok(s) => s,
         Err(e) => return fail_open(errors, &e.to_string()),
     };
+    session.schemata.add_config_dir();
+    for path in &cli.schemata {
+        session.schemata.add_path(path);
+    }
+    // A refused schema file is left out, not fatal: one line each, whatever -s says.
+    for why in &session.schemata.refused {
+        eprintln!("kcrash: {}", one_line(why));
+    }
     // Modules on the command line load as `mod -s NAME FILE` would, as drgn's -s does.
     for ko in &files.modules {
         let loaded = match module_name(ko) {

@@ -22,6 +22,8 @@ use regex::bytes::Regex;
 use crate::event_view::{write_line, EventView, RingPrefix};
 use crate::paint::Paint;
 use crate::report;
+use crate::schemata::Reader;
+use crate::session::Session;
 
 /// The options every event command takes.
 #[derive(clap::Args, Debug)]
@@ -47,6 +49,9 @@ pub struct Select {
     /// One JSON object per event.
     #[arg(long)]
     pub json: bool,
+    /// Events as their decoder reads them: no schema names or types their fields.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 /// Events rendered per batch: large enough to amortise the hand-over between threads, small
@@ -78,6 +83,8 @@ struct Render<'r> {
     /// Times on the log's own clock (one log), else in nanoseconds.
     own_clock: bool,
     order: Order,
+    /// The schemata events are read through, unless `--raw` or none is loaded.
+    schemata: Option<Reader<'r>>,
     /// Set when the merge has written all it will: the rings' threads stop reading.
     done: AtomicBool,
 }
@@ -138,18 +145,28 @@ impl Producer<'_, '_> {
         let r = self.render;
         let grep = |body: &[u8]| r.filter.grep.as_ref().is_none_or(|re| re.is_match(body));
         let clock = self.log.clock();
+        let schema = r.schemata.and_then(|s| s.apply(self.log, event));
+        let schema = schema.as_ref();
         if !r.json {
-            return write_line(out, &self.prefix, clock, event, r.paint, grep);
+            return write_line(out, &self.prefix, clock, event, schema, r.paint, grep);
         }
         // -g matches the text line, which JSON does not print.
         self.scratch.clear();
         let off = Paint::default();
         if r.filter.grep.is_some()
-            && !write_line(&mut self.scratch, &self.prefix, clock, event, off, grep)
+            && !write_line(
+                &mut self.scratch,
+                &self.prefix,
+                clock,
+                event,
+                schema,
+                off,
+                grep,
+            )
         {
             return false;
         }
-        report::json_line(&EventView::new(self.log, event), out).is_ok()
+        report::json_line(&EventView::new(self.log, event, schema), out).is_ok()
     }
 }
 
@@ -192,7 +209,7 @@ impl Lane<'_, '_> {
 /// log on its text line. Says on `err` which logs cannot be merged and when nothing was kept.
 pub fn print<'a>(
     logs: &[&'a dyn Log],
-    mem: &'a (dyn Memory + Sync),
+    session: &'a Session<'_>,
     select: &Select,
     show_log: bool,
     out: &mut dyn Write,
@@ -227,6 +244,7 @@ pub fn print<'a>(
         } else {
             Order::NewestFirst
         },
+        schemata: Reader::of(session, select.raw),
         done: AtomicBool::new(false),
     };
     let limit = select.limit.unwrap_or(u64::MAX);
@@ -241,7 +259,7 @@ pub fn print<'a>(
             }
             producers.push(Producer {
                 events: None,
-                mem,
+                mem: session,
                 ring: r,
                 log,
                 stream: producers.len(),

@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 mod common;
 
@@ -17,6 +19,7 @@ use kcrash::regress::manifest::Manifest;
 use kcrash_harness::corpus;
 use kcrash_harness::expected::{message_matches, Expected, Fnv1a, Ring};
 use kcrash_harness::run::stdout;
+use kcrash_schema::{Identity, SchemaFile, Type};
 use serde_json::Value;
 
 /// The corpus under test: `KCRASH_CORPUS`, else the committed one.
@@ -95,10 +98,118 @@ fn every_corpus_dump_reads_as_its_kernel_logged_it() {
             checked += 1;
         }
     }
+    let named = NAMED.load(Ordering::Relaxed);
     eprintln!(
-        "checked {checked} dumps of {} corpus entries",
+        "checked {checked} dumps of {} corpus entries, {named} named fields",
         entries.len()
     );
+    assert!(named > 0, "no record was read through a schema");
+}
+
+/// Named fields checked against the oracle, over every dump.
+static NAMED: AtomicUsize = AtomicUsize::new(0);
+
+/// The shipped schemata of the test kernels' KLog events, read by the syntax's own parser: which
+/// data word each named field reads, and its type.
+fn klog_schemata() -> SchemaFile {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/klog/schemas/test-kernels.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    kcrash_schema::file::parse(&Arc::from(path.display().to_string()), &text).unwrap()
+}
+
+/// Every record `klog --json` read through a schema: each named field is the data word the
+/// kernel logged (the oracle's `args`) as the schema's type reads it, a string is the text the
+/// kernel's own message holds, or unreadable exactly where the oracle says the dump cannot hold
+/// it. Returns how many fields were checked.
+fn check_named(what: &str, got: &HashMap<(u64, u64), Value>, expected: &Expected) -> usize {
+    let schemata = klog_schemata();
+    let mut checked = 0;
+    for ring in &expected.rings {
+        for rec in &ring.records {
+            let (Some(ev), Some(v)) = (&rec.event, got.get(&(ring.ring, rec.seq))) else {
+                continue;
+            };
+            // A schema finds a record by its format string: none when it cannot be read.
+            if v["format"].is_null() {
+                continue;
+            }
+            let Some(schema) = schemata
+                .events
+                .iter()
+                .find(|s| matches!(&s.identity, Identity::Format(f) if f == ev.format.as_bytes()))
+            else {
+                assert!(
+                    v.get("schema").is_none(),
+                    "{what}: {v} has a schema it should not"
+                );
+                continue;
+            };
+            let named = &v["schema"];
+            assert_eq!(named["name"], schema.name.as_str(), "{what}: {v}");
+            for (f, got) in schema
+                .fields
+                .iter()
+                .zip(named["fields"].as_array().unwrap())
+            {
+                let word = ["data1", "data2", "data3"]
+                    .iter()
+                    .position(|d| *d == f.from)
+                    .map(|i| ev.args[i])
+                    .expect("a data word");
+                let mask = |bits: u8| {
+                    if bits >= 64 {
+                        u64::MAX
+                    } else {
+                        (1 << bits) - 1
+                    }
+                };
+                let at = format!("{what}: {} of {v}", f.name);
+                assert_eq!(got["name"], f.name.as_str(), "{at}");
+                match &f.ty {
+                    Type::Unsigned { bits } => {
+                        assert_eq!(dec(&got["value"]), (word & mask(*bits)) as i128, "{at}")
+                    }
+                    Type::Signed { bits } => {
+                        let shift = 64 - u32::from(*bits);
+                        let want = ((word << shift) as i64 >> shift) as i128;
+                        assert_eq!(dec(&got["value"]), want, "{at}");
+                    }
+                    Type::Hex { bits } => {
+                        assert_eq!(common::hex(&got["value"]), word & mask(*bits), "{at}")
+                    }
+                    Type::Pointer | Type::Flags(_) => {
+                        assert_eq!(common::hex(&got["value"]), word, "{at}")
+                    }
+                    Type::Enum(e) => {
+                        assert_eq!(dec(&got["value"]), word as i128, "{at}");
+                        assert_eq!(got["symbol"].as_str(), e.name_of(word as i64), "{at}");
+                    }
+                    Type::String { .. } if ev.unreadable_at.contains(&word) => {
+                        assert_eq!(got["type"], "unreadable", "{at}");
+                        assert_eq!(common::hex(&got["addr"]), word, "{at}");
+                    }
+                    Type::String { .. } => {
+                        let text = got["value"].as_str().expect("a string's text");
+                        assert!(
+                            ev.message.contains(text),
+                            "{at}: {text:?} is not in the kernel's message"
+                        );
+                    }
+                    other => panic!("{at}: the test kernels' schemata have no {other:?} field"),
+                }
+                checked += 1;
+            }
+        }
+    }
+    checked
+}
+
+/// A JSON decimal string as a number.
+fn dec(v: &Value) -> i128 {
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{v} is not a decimal string"))
 }
 
 /// The dump, and its image unless the run is without one.
@@ -205,6 +316,7 @@ fn check_json(what: &str, files: &[&str], expected: &Expected) {
         check_untrusted(what, files, ring, &stderr);
     }
     check_records(&got, expected, what);
+    NAMED.fetch_add(check_named(what, &got, expected), Ordering::Relaxed);
     // Most recent first: a damaged record sorts just after the record before it in its ring,
     // so only whole records are checked for order.
     let whole: Vec<u64> = text
@@ -348,11 +460,19 @@ fn check_untrusted(what: &str, files: &[&str], ring: &Ring, stderr: &str) {
 }
 
 /// FULL and TERSE lines, in the JSON's order, built from the expected fields by the documented
-/// formats.
+/// formats; the schemata only add to the end of a line.
 fn check_text(what: &str, files: &[&str], expected: &Expected) {
     let json = stdout(&run("klog 0 --json", files), what);
-    let full = stdout(&run("klog 0 full", files), what);
-    let terse = stdout(&run("klog 0 terse", files), what);
+    let full = stdout(&run("klog 0 full --raw", files), what);
+    let terse = stdout(&run("klog 0 terse --raw", files), what);
+    let named = stdout(&run("klog 0 full", files), what);
+    assert_eq!(named.lines().count(), full.lines().count(), "{what}");
+    for (n, f) in named.lines().zip(full.lines()) {
+        assert!(
+            n.starts_with(f),
+            "{what}: {n:?} is not {f:?} and a schema's fields"
+        );
+    }
     let by_key: HashMap<(u64, u64), (&Ring, &kcrash_harness::expected::Record)> = expected
         .rings
         .iter()

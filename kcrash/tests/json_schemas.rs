@@ -92,6 +92,9 @@ const COMMON: &[Check] = &[
     ("sys --json", "sys", Shape::Document),
     ("plugins --json", "plugins", Shape::Document),
     ("timeline --json", "event", Shape::Lines),
+    ("timeline --json --raw -n 50", "event", Shape::Lines),
+    ("schema --json", "schema", Shape::Document),
+    ("schema -e --json", "schema", Shape::Document),
 ];
 
 /// Types of the KLog's image (the test kernels and programs): whatis, ptype and struct read
@@ -238,4 +241,20 @@ fn schemas_reject_what_breaks_the_conventions() {
     let mut extra = record;
     extra["surprise"] = serde_json::json!(1);
     assert!(!klog.is_valid(&extra), "an undocumented field");
+}
+
+/// `klog.schema.json` holds its own copy of the event schema's definitions of a schema's
+/// reading (a validator resolves no reference to another file): the two must not drift.
+#[test]
+fn klog_and_event_schemas_define_schemata_alike() {
+    let defs = |name: &str| {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("schemas/{name}.schema.json"));
+        let value: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        value["$defs"].clone()
+    };
+    let (klog, event) = (defs("klog"), defs("event"));
+    for def in ["hex", "dec", "field", "schema", "schema_conflict"] {
+        assert_eq!(klog[def], event[def], "$defs/{def} differs");
+    }
 }

@@ -343,7 +343,7 @@ fn klog_command_arguments() {
     let run = |line: &str| {
         let argv: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let r = kcrash::commands::klog::run_on(&argv, &mem, &klog, &mut out, &mut err);
+        let r = kcrash::commands::klog::run_on(&argv, &mem, &klog, None, &mut out, &mut err);
         (
             r.map_err(|e| e.to_string()),
             String::from_utf8(out).unwrap(),

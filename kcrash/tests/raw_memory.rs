@@ -194,7 +194,8 @@ fn without_an_image_klog_reads_through_the_descriptor() {
     assert_eq!(summary["layout"]["source"], "scan", "{summary}");
     let notes = summary["layout"]["notes"].to_string();
     assert!(notes.contains("page tables at physical"), "{notes}");
-    for command in ["klog 0 full", "klog 0 --json -n 16"] {
+    // --raw: without the image no pointer a schema types has a symbol to name it by.
+    for command in ["klog 0 full --raw", "klog 0 --json -n 16 --raw"] {
         let raw = run(&[&p.raw], &[command], "raw, no image");
         let elf = run(&[&p.elf, &p.image], &[command], "elf");
         assert_eq!(raw, elf, "{command}");
@@ -226,7 +227,7 @@ fn without_page_tables_the_descriptor_implies_a_linear_map() {
         serde_json::from_str(&run(&[&edited], &["klog -s --json"], "klog -s")).unwrap();
     let notes = summary["layout"]["notes"].to_string();
     assert!(notes.contains("linear map"), "{notes}");
-    let raw = run(&[&edited], &["klog 0 full"], "raw, no page tables");
-    let elf = run(&[&p.elf, &p.image], &["klog 0 full"], "elf");
+    let raw = run(&[&edited], &["klog 0 full --raw"], "raw, no page tables");
+    let elf = run(&[&p.elf, &p.image], &["klog 0 full --raw"], "elf");
     assert_eq!(raw, elf);
 }

@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::args::number;
 use super::{Context, Flow};
 use crate::error::one_line;
+use crate::event_view::{write_named, SchemaPart};
 use crate::klog::descriptor::LayoutSource;
 use crate::klog::live::Snapshot;
 use crate::klog::render::{Clock, Printer, Style};
@@ -21,6 +22,7 @@ use crate::klog::{Klog, Selection};
 use crate::memory::Memory;
 use crate::paint::Paint;
 use crate::report::{self, Dec, Hex, Report};
+use crate::schemata::Reader;
 use crate::session::Session;
 use crate::timeline::{grep, ticks_at};
 use kcrash_plugin::pipeline::render_stream;
@@ -80,6 +82,11 @@ pub struct Args {
     /// its size in records between two looks loses the difference (and says so).
     #[arg(long, value_name = "SECONDS", default_value = "0.2", requires = "follow", value_parser = parse_interval)]
     interval: std::time::Duration,
+    /// Records as the kernel logged them: no schema names or types their data words (by
+    /// default a record a schema claims has ` {NAME field=value ...}` after its message, and a
+    /// `schema` object in JSON).
+    #[arg(long)]
+    raw: bool,
 }
 
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
@@ -154,16 +161,19 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     if cx.session.dump.is_live() {
         run_live(argv, cx.session, klog, cx.out, cx.err)?;
     } else {
-        run_on(argv, cx.session, klog, cx.out, cx.err)?;
+        let schemata = Reader::of(cx.session, false);
+        run_on(argv, cx.session, klog, schemata, cx.out, cx.err)?;
     }
     Ok(Flow::Continue)
 }
 
-/// Runs `klog` with `argv` (without the command name) over `mem`, a dump's memory.
+/// Runs `klog` with `argv` (without the command name) over `mem`, a dump's memory, reading
+/// records through `schemata` when given.
 pub fn run_on(
     argv: &[String],
     mem: &(dyn Memory + Sync),
     klog: &Klog,
+    schemata: Option<Reader<'_>>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<()> {
@@ -171,21 +181,22 @@ pub fn run_on(
     if args.follow {
         bail!("--follow needs a running kernel (kcrash with no dump reads /proc/kcore)");
     }
-    show(&args, mem, klog, &[], out, err)
+    show(&args, mem, klog, schemata, &[], out, err)
 }
 
 /// Runs `klog` on a running kernel: each look at the rings is a [`Snapshot`], so nothing read
 /// by an earlier command (or poll) is reused.
 fn run_live(
     argv: &[String],
-    mem: &(dyn Memory + Sync),
+    session: &Session<'_>,
     found: &Klog,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<()> {
     let args = parse(argv)?;
+    let schemata = Reader::of(session, false);
     let snapshot = |err: &mut dyn Write| -> Result<Snapshot<'_>> {
-        let (mut snap, notes) = Snapshot::take(mem, found.layout.clone());
+        let (mut snap, notes) = Snapshot::take(session, found.layout.clone());
         // Where the layout came from is the session's finding, not the snapshot's.
         snap.klog.source = found.source.clone();
         snap.klog.notes = found.notes.clone();
@@ -195,7 +206,7 @@ fn run_live(
         Ok(snap)
     };
     let snap = snapshot(err)?;
-    show(&args, &snap, &snap.klog, &[], out, err)?;
+    show(&args, &snap, &snap.klog, schemata, &[], out, err)?;
     if !args.follow {
         return Ok(());
     }
@@ -230,7 +241,7 @@ fn run_live(
                 )?;
             }
         }
-        show(&args, &snap, &snap.klog, &seen, out, err)?;
+        show(&args, &snap, &snap.klog, schemata, &seen, out, err)?;
         for r in &snap.klog.rings {
             if let Some(last) = seen.get_mut(r.index) {
                 *last = r.written();
@@ -257,6 +268,7 @@ fn show(
     args: &Args,
     mem: &(dyn Memory + Sync),
     klog: &Klog,
+    schemata: Option<Reader<'_>>,
     from: &[u64],
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -287,15 +299,32 @@ fn show(
     let limit = args.count.unwrap_or(u64::MAX);
     let ring_names: Vec<String> = klog.rings.iter().map(Ring::label).collect();
     let json = args.json;
+    let schemata = schemata.filter(|s| !args.raw && s.reads(klog));
     let render = |printer: &mut Printer<'_>, rec: &Record, buf: &mut Vec<u8>| -> io::Result<bool> {
         if !filter.keeps(rec, printer) {
             return Ok(false);
         }
+        let start = buf.len();
         if json {
             let ring_name = ring_names.get(rec.ring).map_or("", String::as_str);
             printer.json(buf, rec, ring_name);
         } else {
             printer.text(buf, rec, style);
+        }
+        if let Some(schema) = schemata.and_then(|s| s.apply(klog, &klog.event(printer, rec))) {
+            // Before the line's end: the object's closing brace, or the newline.
+            let end = if json { b"}\n".as_slice() } else { b"\n" };
+            if buf[start..].ends_with(end) {
+                buf.truncate(buf.len() - end.len());
+                if json {
+                    let part = serde_json::to_vec(&SchemaPart::new(Some(&schema)))?;
+                    buf.push(b',');
+                    buf.extend_from_slice(part.get(1..part.len() - 1).unwrap_or_default());
+                } else {
+                    write_named(buf, &schema);
+                }
+                buf.extend_from_slice(end);
+            }
         }
         Ok(true)
     };

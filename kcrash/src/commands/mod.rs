@@ -20,6 +20,7 @@ pub mod modules;
 pub mod plugins;
 pub mod print;
 pub mod rd;
+pub mod schema;
 mod set;
 pub mod sym;
 pub mod sys;
@@ -172,6 +173,13 @@ pub const COMMANDS: &[Command] = &[
         summary: "the log decoders, and which of their logs this dump holds: plugins [--json]",
         help: clap_help::<plugins::Args>,
         run: plugins::run,
+    },
+    Command {
+        name: "schema",
+        aliases: &[],
+        summary: "the event schemata loaded and the events each names: schema [-e] [--json]",
+        help: clap_help::<schema::Args>,
+        run: schema::run,
     },
     Command {
         name: "set",

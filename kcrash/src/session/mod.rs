@@ -34,6 +34,8 @@ pub struct Session<'d> {
     pub notes: Vec<String>,
     /// Set when the dump is a Linux kernel's and its vmlinux was given.
     pub linux: Option<Linux>,
+    /// The event schemata: the shipped ones from the start; the front end adds the user's.
+    pub schemata: crate::schemata::Catalog,
     /// Every image searched as one: the image, then the kernel modules whose `.ko` is loaded at
     /// their sections' addresses (`mod -s`, `mod -S`, a `.ko` on the command line). Loading a
     /// module swaps in a new set while commands may hold the old one, hence the lock and Arc.
@@ -86,6 +88,7 @@ impl<'d> Session<'d> {
             file_backed: FileBacked::default(),
             notes: Vec::new(),
             linux: None,
+            schemata: crate::schemata::Catalog::shipped(),
             images: RwLock::default(),
             logs: DECODERS.iter().map(|_| OnceLock::new()).collect(),
             missing: Mutex::new(vec![None; DECODERS.len()]),

@@ -28,6 +28,7 @@ impl Kcrash {
         let mut cmd = Command::new(&self.binary);
         cmd.env_remove("NO_COLOR")
             .env("HOME", home)
+            .env_remove("XDG_CONFIG_HOME")
             .env("KCRASH_INDEX_CACHE", self.scratch.join("index-cache"))
             .stdin(Stdio::null());
         cmd
