@@ -166,6 +166,11 @@ impl<'a> Reader<'a> {
         apply(self.set, log, event, self.resolve)
     }
 
+    /// Whether a schema could claim an event of `log` logged with `format`.
+    pub fn may_claim(&self, log: &dyn Log, format: &[u8]) -> bool {
+        self.set.may_claim(log.kind(), format)
+    }
+
     /// Whether any schema is for `log`: a caller skips making events for one otherwise.
     pub fn reads(&self, log: &dyn Log) -> bool {
         self.set.has_log(log.kind())
@@ -198,7 +203,7 @@ pub fn lookup<'s>(
     let (format, symbol) = match &event.key {
         Key::Format { addr, text } => {
             // A format string with a symbol of its own (a named static) may be keyed by it.
-            let symbol = (*addr != 0)
+            let symbol = (*addr != 0 && schemata.keys_symbols(log.kind()))
                 .then(|| cx.symbol_at(*addr))
                 .flatten()
                 .filter(|&(_, off)| off == 0)

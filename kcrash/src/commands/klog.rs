@@ -311,7 +311,16 @@ fn show(
         } else {
             printer.text(buf, rec, style);
         }
-        if let Some(schema) = schemata.and_then(|s| s.apply(klog, &klog.event(printer, rec))) {
+        // Only a record a schema could claim is made an event and looked up: most are not.
+        let claimable = schemata.filter(|s| {
+            printer
+                .decoder
+                .format(rec)
+                .is_some_and(|f| s.may_claim(klog, &f))
+        });
+        if let Some(schema) =
+            claimable.and_then(|s| s.apply(klog, &klog.unformatted_event(printer, rec)))
+        {
             // Before the line's end: the object's closing brace, or the newline.
             let end = if json { b"}\n".as_slice() } else { b"\n" };
             if buf[start..].ends_with(end) {

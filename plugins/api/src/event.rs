@@ -179,9 +179,15 @@ impl Value<'_> {
     fn write_to(&self, out: &mut Vec<u8>) -> std::io::Result<()> {
         use std::io::Write;
         match self {
-            Value::Unsigned(n) => write!(out, "{n}")?,
-            Value::Signed(n) => write!(out, "{n}")?,
-            Value::Hex(n) => write!(out, "{n:#x}")?,
+            // By hand, not `write!`: the timeline writes millions of these.
+            Value::Unsigned(n) => push_dec(out, *n),
+            Value::Signed(n) => {
+                if *n < 0 {
+                    out.push(b'-');
+                }
+                push_dec(out, n.unsigned_abs());
+            }
+            Value::Hex(n) => push_hex(out, *n),
             Value::Enum { name: Some(n), .. } => escape_into(n.as_bytes(), out),
             Value::Enum { value, name: None } => write!(out, "<unknown {value}>")?,
             Value::Flags { value, names, rest } => {
@@ -200,7 +206,7 @@ impl Value<'_> {
                 }
             }
             Value::Pointer { addr, symbol } => {
-                write!(out, "{addr:#x}")?;
+                push_hex(out, *addr);
                 if let Some((name, off)) = symbol {
                     out.extend_from_slice(b" <");
                     escape_into(name.as_bytes(), out);
@@ -252,4 +258,61 @@ fn write_nanos(out: &mut Vec<u8>, ns: u64) -> std::io::Result<()> {
     let whole = ns / scale;
     let frac = (ns % scale) * 1000 / scale;
     write!(out, "{whole}.{frac:03} {unit}")
+}
+
+/// `n` in decimal.
+fn push_dec(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// `n` as `0x` and lower-case hex, as `{:#x}` writes it.
+fn push_hex(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(b"0x");
+    let nibbles = (64 - n.leading_zeros()).div_ceil(4).max(1);
+    for i in (0..nibbles).rev() {
+        out.push(b"0123456789abcdef"[(n >> (4 * i) & 0xf) as usize]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Value;
+
+    #[test]
+    fn numbers_are_written_as_std_formats_them() {
+        let edges = [
+            0,
+            1,
+            9,
+            10,
+            15,
+            16,
+            255,
+            256,
+            u64::from(u32::MAX),
+            i64::MAX as u64,
+            u64::MAX,
+        ];
+        for n in edges.into_iter().chain((0..64).map(|b| 1u64 << b)) {
+            for (v, want) in [
+                (Value::Unsigned(n), format!("{n}")),
+                (Value::Hex(n), format!("{n:#x}")),
+                (Value::Signed(n as i64), format!("{}", n as i64)),
+            ] {
+                let mut out = Vec::new();
+                v.write(&mut out);
+                assert_eq!(String::from_utf8(out).unwrap(), want);
+            }
+        }
+    }
 }

@@ -127,7 +127,9 @@ impl Log for Klog {
         };
         let mut printer = Printer::new(mem, self.names(), clock).with_descriptions(self);
         let names = &self.subsystem_names;
-        Box::new(Cursor::new(mem, r, order, None).map(move |rec| event(&mut printer, names, &rec)))
+        Box::new(
+            Cursor::new(mem, r, order, None).map(move |rec| event(&mut printer, names, &rec, true)),
+        )
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -136,15 +138,22 @@ impl Log for Klog {
 }
 
 impl Klog {
-    /// `rec` as the timeline sees it (`klog` reads it through a schema so).
-    pub fn event<'a>(&'a self, printer: &mut Printer<'_>, rec: &Record) -> Event<'a> {
-        event(printer, &self.subsystem_names, rec)
+    /// `rec` as the timeline sees it but without its message, for reading it through a schema
+    /// after `printer` has printed it (its format is read then, and kept).
+    pub fn unformatted_event<'a>(&'a self, printer: &mut Printer<'_>, rec: &Record) -> Event<'a> {
+        event(printer, &self.subsystem_names, rec, false)
     }
 }
 
 /// A record as an event: the subsystem names it, its chore, domain and data words are its fields,
-/// the format string with its arguments its message, and the format string its key.
-fn event<'a>(printer: &mut Printer<'_>, names: &'a [String], rec: &Record) -> Event<'a> {
+/// the format string with its arguments its message (when `message`), and the format string its
+/// key.
+fn event<'a>(
+    printer: &mut Printer<'_>,
+    names: &'a [String],
+    rec: &Record,
+    message: bool,
+) -> Event<'a> {
     let mut e = Event::new(
         rec.sort_clock,
         rec.seq,
@@ -188,7 +197,9 @@ fn event<'a>(printer: &mut Printer<'_>, names: &'a [String], rec: &Record) -> Ev
         field("data2", Value::Hex(data2)),
         field("data3", Value::Hex(data3)),
     ];
-    e.message = Some(printer.message_text(rec).to_vec());
+    if message {
+        e.message = Some(printer.message_text(rec).to_vec());
+    }
     // A schema knows the record by its format string: the text, and the address it is at (a
     // pointer desc's; an inline or numbered desc is no address of a format).
     if let Some(text) = printer.decoder.format(rec) {

@@ -1,8 +1,8 @@
 //! Writes seed inputs made from real dumps and images: `seeds OUT` fills OUT/klog, OUT/printf,
 //! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line, OUT/dprobes,
-//! OUT/qnx, OUT/klogger, OUT/schema_klogger, OUT/schema_qnx and OUT/schema_dprobes, from the
-//! corpus, the gcc fixtures, the small text files under kcrash/fuzz/seeds and the schema files the
-//! decoders ship. Run by `.ci/fuzz` before fuzzing; nothing it writes is committed.
+//! OUT/qnx, OUT/klogger, OUT/schema_file, OUT/schema_klogger, OUT/schema_qnx and
+//! OUT/schema_dprobes, from the corpus, the gcc fixtures, the small text files under
+//! kcrash/fuzz/seeds and the schema files the decoders ship. Run by `.ci/fuzz` before fuzzing; nothing it writes is committed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +33,7 @@ fn main() {
     lines("kcrash/fuzz/seeds/shell/lines", &out.join("shell_line"));
     dprobes(&out.join("dprobes"));
     klogger(&out.join("klogger"));
+    files("plugins/klog/schemas", &out.join("schema_file"));
     files("plugins/klogger/schemas", &out.join("schema_klogger"));
     files("plugins/qnx/schemas", &out.join("schema_qnx"));
     files("plugins/dprobes/schemas", &out.join("schema_dprobes"));
