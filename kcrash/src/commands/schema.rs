@@ -152,7 +152,7 @@ impl Report for SchemaReport {
             (Some(events), true) => {
                 writeln!(
                     out,
-                    "{:<10} {:<40} {:<20} {:>8}  ORIGIN",
+                    "{:<10} {:<40} {:<28} {:>8}  ORIGIN",
                     "LOG", "IDENTITY", "NAME", "MATCHED"
                 )?;
                 for e in events {
@@ -162,7 +162,7 @@ impl Report for SchemaReport {
                     };
                     writeln!(
                         out,
-                        "{:<10} {identity:<40} {:<20} {:>8}  {}",
+                        "{:<10} {identity:<40} {:<28} {:>8}  {}",
                         e.log, e.name, e.matched.0, e.origin
                     )?;
                 }
