@@ -3,8 +3,8 @@
 //! KLogBuffer, then strings), anything past it
 //! unreadable. Every ring is read, merged in both orders, summarised and salvaged, and every
 //! record rendered in both text styles and as JSON; every ring is read again as the timeline's
-//! events, each rendered as its text line and its JSON. A panic, or output without bound, is a
-//! bug.
+//! events, each read through the shipped schemata (strings they name read from the same memory)
+//! and rendered as its text line and its JSON. A panic, or output without bound, is a bug.
 //!
 //! Seeds: `seeds klog` relocates the corpus dumps' rings to these addresses.
 
@@ -15,9 +15,24 @@ use kcrash::klog::render::{Clock, Printer, Style};
 use kcrash::klog::ring::Order;
 use kcrash::klog::{Klog, Selection};
 use kcrash::paint::Paint;
+use kcrash::schemata::{Catalog, Reader};
 use kcrash_fuzz::{fixed, Windows};
-use kcrash_plugin::Log;
+use kcrash_plugin::{Log, Memory};
+use kcrash_schema::Resolve;
 use libfuzzer_sys::fuzz_target;
+
+/// The fuzzed memory, with no symbols.
+struct Bare<'a>(&'a Windows<'a>);
+
+impl Resolve for Bare<'_> {
+    fn symbol_at(&self, _: u64) -> Option<(String, u64)> {
+        None
+    }
+
+    fn memory(&self) -> &dyn Memory {
+        self.0
+    }
+}
 
 fuzz_target!(|data: &[u8]| {
     let mem = Windows::at(fixed::BASE, data);
@@ -70,6 +85,12 @@ fuzz_target!(|data: &[u8]| {
     klog.summary(&mem);
     // The KLog as every decoder's log: the rings' table, and each ring's events.
     let log: &dyn Log = &klog;
+    let catalog = Catalog::shipped();
+    let bare = Bare(&mem);
+    let schemata = Reader {
+        set: &catalog.set,
+        resolve: &bare,
+    };
     for ring in 0..log.rings().len() {
         let prefix = RingPrefix::new(log, ring, true);
         for order in [Order::NewestFirst, Order::OldestFirst] {
@@ -77,17 +98,20 @@ fuzz_target!(|data: &[u8]| {
             for event in log.events(&mem, ring, order) {
                 n += 1;
                 assert!(n <= fixed::RECORDS, "more events than slots");
+                let schema = schemata.apply(log, &event);
                 line.clear();
                 write_line(
                     &mut line,
                     &prefix,
                     log.clock(),
                     &event,
+                    schema.as_ref(),
                     Paint::default(),
                     |_| true,
                 );
                 line.clear();
-                kcrash::report::json_line(&EventView::new(log, &event), &mut line).unwrap();
+                let view = EventView::new(log, &event, schema.as_ref());
+                kcrash::report::json_line(&view, &mut line).unwrap();
             }
         }
     }
