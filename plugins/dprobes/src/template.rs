@@ -698,7 +698,8 @@ fn parse_control(fmt: &[u8], mut i: usize) -> Result<(Control, usize), String> {
         (b'd' | b'u' | b'x', n) => {
             return Err(format!("%{n}{} needs 1 to 8 bytes", letter as char))
         }
-        (other, _) => return Err(format!("unknown control %{}", other as char)),
+        // Escaped: the byte may be a newline, and an error is one line.
+        (other, _) => return Err(format!("unknown control %{}", other.escape_ascii())),
     }
     Ok((
         Control {
