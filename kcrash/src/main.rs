@@ -31,6 +31,8 @@ Commands (help CMD at the prompt for each one's text):
   mod [-s NAME [FILE]] [-S [DIR]]   Linux's modules; load a module's .ko
   sym NAME|ADDR, sym -l [RE]   symbols
   rd [-p] [-8|-16|-32|-64] [-s] [-a] ADDR|SYMBOL [COUNT]   memory
+  timeline, plugins            every log merged by time; the decoders and their logs
+  schema [-e]                  the event schemata loaded (--schema FILE|DIR adds some)
   set scroll on|off, help, q
 Any command line may end in `| pipeline`, `> file` or `>> file`; `!cmd` runs a shell command.
 

@@ -327,8 +327,9 @@ fn show(
                 buf.truncate(buf.len() - end.len());
                 if json {
                     let part = serde_json::to_vec(&SchemaPart::new(Some(&schema)))?;
+                    let inner = part.strip_prefix(b"{").and_then(|p| p.strip_suffix(b"}"));
                     buf.push(b',');
-                    buf.extend_from_slice(part.get(1..part.len() - 1).unwrap_or_default());
+                    buf.extend_from_slice(inner.unwrap_or_default());
                 } else {
                     write_named(buf, &schema);
                 }
