@@ -63,7 +63,7 @@ fn klog_big(c: &mut Criterion) {
                     &argv,
                     &session,
                     klog,
-                    kcrash::schemata::Reader::of(&session, false),
+                    session.schema_reader(false),
                     &mut io::sink(),
                     &mut io::sink(),
                 )

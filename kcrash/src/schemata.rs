@@ -152,15 +152,6 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    /// The session's schemata, unless the command was asked for raw events or none is loaded.
-    pub fn of(session: &'a crate::session::Session<'_>, raw: bool) -> Option<Reader<'a>> {
-        let set = &session.schemata.set;
-        (!raw && !set.is_empty()).then_some(Reader {
-            set,
-            resolve: session,
-        })
-    }
-
     /// The event read through the schema that claims it, if one does.
     pub fn apply(&self, log: &dyn Log, event: &Event<'_>) -> Option<Schematized<'a>> {
         apply(self.set, log, event, self.resolve)
@@ -224,16 +215,4 @@ pub fn lookup<'s>(
         },
     };
     schemata.lookup(&subject)
-}
-
-impl Resolve for crate::session::Session<'_> {
-    fn symbol_at(&self, addr: u64) -> Option<(String, u64)> {
-        let images = self.images();
-        let (_, sym, off) = images.set.symbolize(addr)?;
-        Some((crate::symbolize::display_name(&sym.name), off))
-    }
-
-    fn memory(&self) -> &dyn kcrash_plugin::Memory {
-        self
-    }
 }

@@ -244,7 +244,7 @@ pub fn print<'a>(
         } else {
             Order::NewestFirst
         },
-        schemata: Reader::of(session, select.raw),
+        schemata: session.schema_reader(select.raw),
         done: AtomicBool::new(false),
     };
     let limit = select.limit.unwrap_or(u64::MAX);

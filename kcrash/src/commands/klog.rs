@@ -161,7 +161,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     if cx.session.dump.is_live() {
         run_live(argv, cx.session, klog, cx.out, cx.err)?;
     } else {
-        let schemata = Reader::of(cx.session, false);
+        let schemata = cx.session.schema_reader(false);
         run_on(argv, cx.session, klog, schemata, cx.out, cx.err)?;
     }
     Ok(Flow::Continue)
@@ -194,7 +194,7 @@ fn run_live(
     err: &mut dyn Write,
 ) -> Result<()> {
     let args = parse(argv)?;
-    let schemata = Reader::of(session, false);
+    let schemata = session.schema_reader(false);
     let snapshot = |err: &mut dyn Write| -> Result<Snapshot<'_>> {
         let (mut snap, notes) = Snapshot::take(session, found.layout.clone());
         // Where the layout came from is the session's finding, not the snapshot's.

@@ -17,7 +17,9 @@ use crate::klog::Klog;
 use crate::linux::{self, Linux};
 use crate::memory::{Memory, Unreadable};
 use crate::plugins::DECODERS;
+use crate::schemata::{Catalog, Reader};
 use kcrash_plugin::{Log, Missing};
+use kcrash_schema::Resolve;
 
 pub use files::{is_gzip, open_dump, parse_phys_address, sort_files, split_raw, Files};
 pub use process::{FileBacked, FileRange, Verdict};
@@ -35,7 +37,7 @@ pub struct Session<'d> {
     /// Set when the dump is a Linux kernel's and its vmlinux was given.
     pub linux: Option<Linux>,
     /// The event schemata: the shipped ones from the start; the front end adds the user's.
-    pub schemata: crate::schemata::Catalog,
+    pub schemata: Catalog,
     /// Every image searched as one: the image, then the kernel modules whose `.ko` is loaded at
     /// their sections' addresses (`mod -s`, `mod -S`, a `.ko` on the command line). Loading a
     /// module swaps in a new set while commands may hold the old one, hence the lock and Arc.
@@ -88,7 +90,7 @@ impl<'d> Session<'d> {
             file_backed: FileBacked::default(),
             notes: Vec::new(),
             linux: None,
-            schemata: crate::schemata::Catalog::shipped(),
+            schemata: Catalog::shipped(),
             images: RwLock::default(),
             logs: DECODERS.iter().map(|_| OnceLock::new()).collect(),
             missing: Mutex::new(vec![None; DECODERS.len()]),
@@ -349,9 +351,29 @@ impl<'d> Session<'d> {
         self.missing.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The session's schemata for a command that prints events, unless it was asked for raw
+    /// events or none is loaded.
+    pub fn schema_reader(&self, raw: bool) -> Option<Reader<'_>> {
+        let set = &self.schemata.set;
+        (!raw && !set.is_empty()).then_some(Reader { set, resolve: self })
+    }
+
     /// The dump's own translations, without those a log's finding added.
     pub fn base_space(&self) -> &AddressSpace<'d> {
         &self.space
+    }
+}
+
+/// What a schema reads besides the event: the images' symbols and the dump's memory.
+impl Resolve for Session<'_> {
+    fn symbol_at(&self, addr: u64) -> Option<(String, u64)> {
+        let images = self.images();
+        let (_, sym, off) = images.set.symbolize(addr)?;
+        Some((crate::symbolize::display_name(&sym.name), off))
+    }
+
+    fn memory(&self) -> &dyn Memory {
+        self
     }
 }
 
