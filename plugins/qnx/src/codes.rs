@@ -234,8 +234,10 @@ pub fn class_number(name: &str) -> Option<u32> {
     CLASSES.iter().position(|&c| c == name).map(|n| n as u32)
 }
 
+/// Most parts of one combine event (the stream gives up on one with more).
+pub const MAX_PARTS: usize = 256;
 /// Most payload words a combine event can have: every part's two.
-pub const MAX_WORDS: usize = crate::stream::MAX_PARTS * 2;
+pub const MAX_WORDS: usize = MAX_PARTS * 2;
 
 /// The name [`fields`] gives the `index`th raw field of events of this code: a layout's own
 /// fields in order, `d0`, `d1`, ... (the payload's 32-bit words) for a code without one. When

@@ -7,13 +7,12 @@ use std::collections::{HashMap, VecDeque};
 use kcrash_plugin::{Count, Damage, Event, Field, Memory, Order, RingInfo, Unreadable, Value};
 
 use crate::codes::{self, Key, Part, Raw};
+use crate::codes::MAX_PARTS;
 use crate::ring::{Buffer, Ring, Syspage};
 use crate::TraceLog;
 
 /// How far after its begin part a combine event's parts may come.
 pub const WINDOW: usize = 4096;
-/// Most parts of one combine event.
-pub const MAX_PARTS: usize = 256;
 
 /// A buffer that holds events, in sequence order.
 #[derive(Clone, Debug)]
