@@ -6,8 +6,8 @@ use std::collections::{HashMap, VecDeque};
 
 use kcrash_plugin::{Count, Damage, Event, Field, Memory, Order, RingInfo, Unreadable, Value};
 
-use crate::codes::{self, Key, Part, Raw};
-use crate::codes::MAX_PARTS;
+use crate::codes::{self, Key, Part, Raw, MAX_PARTS};
+
 use crate::ring::{Buffer, Ring, Syspage};
 use crate::TraceLog;
 
