@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use kcrash_schema::file::{MAX_FIELDS, MAX_FILE, STRING_DEFAULT};
+use kcrash_schema::file::{MAX_FIELDS, STRING_DEFAULT};
 use kcrash_schema::{
     line_column, Error, EventSchema, FieldSchema, Identity, Origin, SchemaFile, Type,
 };
@@ -32,18 +32,8 @@ pub static SYNTAX: kcrash_schema::Syntax = kcrash_schema::Syntax {
 
 /// Reads one template file's text; `file` names it in errors and origins.
 pub fn import(file: &Arc<str>, text: &str) -> Result<SchemaFile, Error> {
-    let error = |(at, what): Fault| {
-        let (line, column) = line_column(text, at);
-        Error {
-            file: file.clone(),
-            line,
-            column,
-            what,
-        }
-    };
-    if text.len() > MAX_FILE {
-        return Err(error((0, format!("larger than {MAX_FILE} bytes"))));
-    }
+    Error::check_size(file, text)?;
+    let error = |(at, what): Fault| Error::at(file, text, at, what);
     let (templates, fault) = Templates::parse(text.as_bytes());
     if let Some(e) = fault {
         return Err(error((e.at, e.what)));

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use kcrash_schema::display::{Display, Part, MAX_TEMPLATE};
-use kcrash_schema::file::{parse_int, MAX_FIELDS, MAX_FILE, MAX_NAMES, STRING_DEFAULT, STRING_MAX};
+use kcrash_schema::file::{parse_int, MAX_FIELDS, MAX_NAMES, STRING_DEFAULT, STRING_MAX};
 use kcrash_schema::{
     line_column, Enum, Error, EventSchema, FieldSchema, Flags, Identity, Origin, SchemaFile, Type,
     Unit,
@@ -37,18 +37,8 @@ pub static SYNTAX: kcrash_schema::Syntax = kcrash_schema::Syntax {
 
 /// Reads one `.fmt` file's text; `file` names it in errors and origins.
 pub fn import(file: &Arc<str>, text: &str) -> Result<SchemaFile, Error> {
-    let error = |(at, what): Located| {
-        let (line, column) = line_column(text, at);
-        Error {
-            file: file.clone(),
-            line,
-            column,
-            what,
-        }
-    };
-    if text.len() > MAX_FILE {
-        return Err(error((0, format!("larger than {MAX_FILE} bytes"))));
-    }
+    Error::check_size(file, text)?;
+    let error = |(at, what): Located| Error::at(file, text, at, what);
     let mut fmt = Fmt::default();
     let mut start = 0;
     for (n, line) in text.split('\n').enumerate() {

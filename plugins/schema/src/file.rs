@@ -88,19 +88,9 @@ struct FieldToml {
 
 /// Parses one schema file's text; `file` names it in errors and origins.
 pub fn parse(file: &Arc<str>, text: &str) -> Result<SchemaFile, Error> {
+    Error::check_size(file, text)?;
     let lines = Lines::new(text);
-    let error = |span: Range<usize>, what: String| {
-        let (line, column) = lines.line_column(span.start);
-        Error {
-            file: file.clone(),
-            line,
-            column,
-            what,
-        }
-    };
-    if text.len() > MAX_FILE {
-        return Err(error(0..0, format!("larger than {MAX_FILE} bytes")));
-    }
+    let error = |span: Range<usize>, what: String| Error::at(file, text, span.start, what);
     let parsed: FileToml = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         error(span, e.message().trim_end().replace('\n', " "))

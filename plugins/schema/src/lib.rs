@@ -51,6 +51,33 @@ pub struct Error {
     pub what: String,
 }
 
+impl Error {
+    /// The fault `what` at byte `at` of `text`, the file `file`'s text.
+    pub fn at(file: &Arc<str>, text: &str, at: usize, what: String) -> Error {
+        let (line, column) = line_column(text, at);
+        Error {
+            file: file.clone(),
+            line,
+            column,
+            what,
+        }
+    }
+
+    /// Refuses a text longer than any schema file is let be ([`file::MAX_FILE`]), before any
+    /// syntax reads it.
+    pub fn check_size(file: &Arc<str>, text: &str) -> Result<(), Error> {
+        if text.len() > file::MAX_FILE {
+            return Err(Error::at(
+                file,
+                "",
+                0,
+                format!("larger than {} bytes", file::MAX_FILE),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

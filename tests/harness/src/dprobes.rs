@@ -413,7 +413,8 @@ fn compare_named(json: &Json, want: &Event) -> Result<()> {
             Val::Unsigned(n) | Val::Hex(n) => number(value) == Some(i128::from(*n)),
             Val::Signed(n) => number(value) == Some(i128::from(*n)),
             Val::Text(t) => value == escaped(t),
-            Val::Bytes(_) => true,
+            // No schema type reads bytes: a named field the oracle has as bytes is wrong.
+            Val::Bytes(_) => false,
             Val::Unreadable { addr, .. } => {
                 f["type"] == "unreadable" && json_num(f, "addr")? == *addr
             }

@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use kcrash_plugin::{Clock, Field, Memory, Runs, Value};
+use kcrash_schema::file::MAX_FILE;
 use kcrash_schema::{Lookup, Resolve, Schemata, Subject};
 
 use super::*;

@@ -3,6 +3,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use kcrash_plugin::{Clock, Log, Memory, Order, Runs, Value};
+use kcrash_schema::file::MAX_FILE;
 use kcrash_schema::{Lookup, Resolve, Schemata, Subject};
 
 use super::*;
