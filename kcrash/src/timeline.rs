@@ -16,13 +16,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 
 use anyhow::{bail, Context as _, Result};
-use kcrash_plugin::{Event, Log, Memory, Order};
+use kcrash_plugin::{Clock, Event, Log, Memory, Order};
 use regex::bytes::Regex;
 
 use crate::event_view::{write_line, EventView, RingPrefix};
 use crate::paint::Paint;
 use crate::report;
-use crate::schemata::Reader;
+use crate::schemata::{Reader, Schematized};
 use crate::session::Session;
 
 /// The options every event command takes.
@@ -75,21 +75,112 @@ struct Batch {
     bytes: Vec<u8>,
 }
 
-/// How a ring's events become lines: the filters, the rendering, the time axis.
-struct Render<'r> {
-    filter: &'r Filter,
-    json: bool,
-    paint: Paint,
-    /// Times on the log's own clock (one log), else in nanoseconds.
-    own_clock: bool,
-    order: Order,
-    /// The schemata events are read through, unless `--raw` or none is loaded.
-    schemata: Option<Reader<'r>>,
-    /// Set when the merge has written all it will: the rings' threads stop reading.
-    done: AtomicBool,
+/// How one ring's kept events become bytes in the merged stream: a text or JSON line, or an
+/// export's record. One per ring, made and used on the thread that reads the ring.
+pub trait Emit: Send {
+    /// Appends the event's bytes when the filters its output applies (`-g`) keep it; says
+    /// whether. `time` is where it sorts: the log's ticks when one log is read, else nanoseconds.
+    fn emit(&mut self, event: &Event<'_>, time: u64, out: &mut Vec<u8>) -> bool;
 }
 
-/// One ring's events, read and rendered a batch at a time.
+/// What one run reads: the logs that can be placed on its time axis, its filters and order,
+/// and the schemata events are read through.
+pub struct Plan<'a> {
+    pub logs: Vec<&'a dyn Log>,
+    /// Times on the log's own clock (one log), else in nanoseconds.
+    pub own_clock: bool,
+    pub filter: Filter,
+    pub order: Order,
+    pub limit: u64,
+    /// Unless `--raw` or none is loaded.
+    pub schemata: Option<Reader<'a>>,
+    /// A command's own filter besides `select`'s (klog's subsystem and chore).
+    pub keep: Option<&'a (dyn Fn(&Event<'_>) -> bool + Sync)>,
+}
+
+impl<'a> Plan<'a> {
+    /// The logs of `logs` that `select` can place in one time order: with several, those whose
+    /// clock rate is known (the others are named on `err`).
+    pub fn new(
+        logs: &[&'a dyn Log],
+        schemata: Option<Reader<'a>>,
+        select: &Select,
+        err: &mut dyn Write,
+    ) -> Result<Plan<'a>> {
+        let own_clock = logs.len() == 1;
+        let mut placed = Vec::new();
+        for &log in logs {
+            match log.clock().unknown_because() {
+                Some(why) if own_clock => writeln!(err, "times are in ticks: {why}")?,
+                Some(why) => writeln!(
+                    err,
+                    "{}: left out: its clock rate is unknown ({why}), so its events cannot be \
+                     placed among the others'",
+                    log.kind()
+                )?,
+                None => {}
+            }
+            if own_clock || log.clock().hz().is_some() {
+                placed.push(log);
+            }
+        }
+        Ok(Plan {
+            filter: Filter::new(select, own_clock.then(|| logs[0]))?,
+            logs: placed,
+            own_clock,
+            order: if select.reverse {
+                Order::OldestFirst
+            } else {
+                Order::NewestFirst
+            },
+            limit: select.limit.unwrap_or(u64::MAX),
+            schemata: schemata.filter(|_| !select.raw),
+            keep: None,
+        })
+    }
+
+    /// An event's `time` on the run's axis in nanoseconds: its log's ticks converted when one
+    /// log is read on its own clock; ticks as they are when that clock's rate is unknown.
+    pub fn nanos(&self, log: &dyn Log, time: u64) -> u64 {
+        match self.own_clock {
+            true => log.clock().nanos(time).unwrap_or(time),
+            false => time,
+        }
+    }
+
+    /// Whether the axis is nanoseconds (false: ticks of a clock whose rate is unknown).
+    pub fn in_nanos(&self) -> bool {
+        !self.own_clock || self.logs.iter().all(|l| l.clock().hz().is_some())
+    }
+}
+
+/// A ring's events as text or JSON lines.
+struct Lines<'r> {
+    plan: &'r Plan<'r>,
+    log: &'r dyn Log,
+    prefix: RingPrefix,
+    json: bool,
+    paint: Paint,
+    /// For a -g match in JSON mode, which prints no text line.
+    scratch: Vec<u8>,
+}
+
+impl Emit for Lines<'_> {
+    fn emit(&mut self, event: &Event<'_>, _: u64, out: &mut Vec<u8>) -> bool {
+        let filter = &self.plan.filter;
+        let clock = self.log.clock();
+        let schema = self.plan.schemata.and_then(|s| s.apply(self.log, event));
+        let schema = schema.as_ref();
+        if !self.json {
+            let grep = |body: &[u8]| filter.matches(body);
+            return write_line(out, &self.prefix, clock, event, schema, self.paint, grep);
+        }
+        filter.grep_keeps(&mut self.scratch, &self.prefix, clock, event, schema)
+            && report::json_line(&EventView::new(self.log, event, schema), out).is_ok()
+    }
+}
+
+/// One ring's events, read and emitted a batch at a time.
 struct Producer<'a, 'r> {
     /// The ring's stream, opened on first use: on the thread that reads it, since a decoder may
     /// index the ring when it opens the stream.
@@ -98,75 +189,49 @@ struct Producer<'a, 'r> {
     ring: usize,
     log: &'a dyn Log,
     stream: usize,
-    render: &'r Render<'r>,
-    prefix: RingPrefix,
+    plan: &'r Plan<'r>,
+    emit: Box<dyn Emit + 'r>,
     batch_size: usize,
-    /// For a -g match in JSON mode, which prints no text line.
-    scratch: Vec<u8>,
+    /// Set when the merge has written all it will: the rings' threads stop reading.
+    done: &'r AtomicBool,
 }
 
 impl Producer<'_, '_> {
     /// The next batch of kept lines; an empty one when the ring has no more.
     fn next_batch(&mut self) -> Batch {
         let mut b = Batch::default();
-        let r = self.render;
+        let plan = self.plan;
         // A batch of kept lines, or the ring's end; filtered-out events do not count.
         while b.ends.len() < self.batch_size {
-            if r.done.load(Ordering::Relaxed) || crate::interrupt::requested() {
+            if self.done.load(Ordering::Relaxed) || crate::interrupt::requested() {
                 break;
             }
-            let (log, mem, ring, order) = (self.log, self.mem, self.ring, r.order);
+            let (log, mem, ring, order) = (self.log, self.mem, self.ring, plan.order);
             let events = self
                 .events
                 .get_or_insert_with(|| log.events(mem, ring, order));
             let Some(event) = events.next() else {
                 break;
             };
-            let time = if r.own_clock {
+            let time = if plan.own_clock {
                 event.ticks
             } else {
                 self.log.clock().nanos(event.ticks).unwrap_or(u64::MAX)
             };
-            if !r.filter.keeps(time, &event) || !self.render_line(&event, &mut b.bytes) {
+            if !plan.filter.keeps(time, &event)
+                || plan.keep.is_some_and(|keep| !keep(&event))
+                || !self.emit.emit(&event, time, &mut b.bytes)
+            {
                 continue;
             }
             let key = (time, event.seq, self.stream);
-            b.keys.push(match r.order {
+            b.keys.push(match plan.order {
                 Order::NewestFirst => key,
                 Order::OldestFirst => (!key.0, !key.1, !key.2),
             });
             b.ends.push(b.bytes.len());
         }
         b
-    }
-
-    /// Appends the event's line when `-g` keeps it; says whether it did.
-    fn render_line(&mut self, event: &Event<'_>, out: &mut Vec<u8>) -> bool {
-        let r = self.render;
-        let grep = |body: &[u8]| r.filter.grep.as_ref().is_none_or(|re| re.is_match(body));
-        let clock = self.log.clock();
-        let schema = r.schemata.and_then(|s| s.apply(self.log, event));
-        let schema = schema.as_ref();
-        if !r.json {
-            return write_line(out, &self.prefix, clock, event, schema, r.paint, grep);
-        }
-        // -g matches the text line, which JSON does not print.
-        self.scratch.clear();
-        let off = Paint::default();
-        if r.filter.grep.is_some()
-            && !write_line(
-                &mut self.scratch,
-                &self.prefix,
-                clock,
-                event,
-                schema,
-                off,
-                grep,
-            )
-        {
-            return false;
-        }
-        report::json_line(&EventView::new(self.log, event, schema), out).is_ok()
     }
 }
 
@@ -216,57 +281,60 @@ pub fn print<'a>(
     err: &mut dyn Write,
     paint: Paint,
 ) -> Result<u64> {
-    let own_clock = logs.len() == 1;
-    let mut placed = Vec::new();
-    for &log in logs {
-        match log.clock().unknown_because() {
-            Some(why) if own_clock => writeln!(err, "times are in ticks: {why}")?,
-            Some(why) => writeln!(
-                err,
-                "{}: left out: its clock rate is unknown ({why}), so its events cannot be placed \
-                 among the others'",
-                log.kind()
-            )?,
-            None => {}
-        }
-        if own_clock || log.clock().hz().is_some() {
-            placed.push(log);
-        }
-    }
-    let filter = Filter::new(select, own_clock.then(|| logs[0]))?;
-    let render = Render {
-        filter: &filter,
-        json: select.json,
-        paint,
-        own_clock,
-        order: if select.reverse {
-            Order::OldestFirst
-        } else {
-            Order::NewestFirst
-        },
-        schemata: session.schema_reader(select.raw),
-        done: AtomicBool::new(false),
+    let plan = Plan::new(logs, session.schema_reader(false), select, err)?;
+    let lines = |log: &'a dyn Log, ring: usize, _: usize| -> Box<dyn Emit + '_> {
+        Box::new(Lines {
+            plan: &plan,
+            log,
+            prefix: RingPrefix::new(log, ring, show_log),
+            json: select.json,
+            paint,
+            scratch: Vec::new(),
+        })
     };
-    let limit = select.limit.unwrap_or(u64::MAX);
-    let batch_size = limit.clamp(MIN_BATCH as u64, BATCH as u64) as usize;
+    let shown = stream(&plan, session, &lines, out)?;
+    if shown == 0 {
+        writeln!(err, "no event to show")?;
+    }
+    Ok(shown)
+}
+
+/// Makes the [`Emit`] of a ring: its log, its index in the log, its stream number in the run.
+pub type MakeEmit<'a, 'r> = dyn Fn(&'a dyn Log, usize, usize) -> Box<dyn Emit + 'r> + Sync + 'r;
+
+/// Reads every ring of the plan's logs on a thread of its own, emits each kept event with the
+/// ring's [`Emit`] and writes the bytes to `out` in time order, at most the plan's limit.
+/// Returns how many events were written; Ctrl-C stops it with an error.
+pub fn stream<'a, 'r>(
+    plan: &'r Plan<'a>,
+    mem: &'a (dyn Memory + Sync),
+    make: &'r MakeEmit<'a, 'r>,
+    out: &mut dyn Write,
+) -> Result<u64>
+where
+    'a: 'r,
+{
+    let batch_size = plan.limit.clamp(MIN_BATCH as u64, BATCH as u64) as usize;
+    let done = AtomicBool::new(false);
     let mut producers = Vec::new();
-    for &log in &placed {
+    for &log in &plan.logs {
         for (r, ring) in log.rings().iter().enumerate() {
             // Every ring is read, whatever --cpu says: which rings a processor writes is the
             // log's business (a KLog processor logs into set `cpu % sets`), its events say.
             if ring.refused.is_some() {
                 continue;
             }
+            let stream = producers.len();
             producers.push(Producer {
                 events: None,
-                mem: session,
+                mem,
                 ring: r,
                 log,
-                stream: producers.len(),
-                render: &render,
-                prefix: RingPrefix::new(log, r, show_log),
+                stream,
+                plan,
+                emit: make(log, r, stream),
                 batch_size,
-                scratch: Vec::new(),
+                done: &done,
             });
         }
     }
@@ -298,15 +366,12 @@ pub fn print<'a>(
                 }
             })
             .collect();
-        let shown = merge(lanes, limit, out);
+        let shown = merge(lanes, plan.limit, out);
         // The merge dropped the lanes, closing the channels; a thread still reading stops.
-        render.done.store(true, Ordering::Relaxed);
+        done.store(true, Ordering::Relaxed);
         shown
     })?;
     crate::interrupt::check()?;
-    if shown == 0 {
-        writeln!(err, "no event to show")?;
-    }
     Ok(shown)
 }
 
@@ -363,10 +428,11 @@ pub fn grep(re: Option<&str>) -> Result<Option<Regex>> {
 }
 
 /// The filters of one invocation.
-struct Filter {
+pub struct Filter {
     cpu: Option<u32>,
-    since: Option<u64>,
-    until: Option<u64>,
+    /// `--since` and `--until` on the run's time axis.
+    pub since: Option<u64>,
+    pub until: Option<u64>,
     grep: Option<Regex>,
 }
 
@@ -384,6 +450,31 @@ impl Filter {
             since: select.since.map(time).transpose()?,
             until: select.until.map(time).transpose()?,
             grep: grep(select.grep.as_deref())?,
+        })
+    }
+
+    /// Whether `-g` keeps a text line whose body (after the processor) is `body`.
+    pub fn matches(&self, body: &[u8]) -> bool {
+        self.grep.as_ref().is_none_or(|re| re.is_match(body))
+    }
+
+    /// Whether `-g` keeps the event, matched on the text line it would print (rendered into
+    /// `scratch`), for an output that prints no text line.
+    pub fn grep_keeps(
+        &self,
+        scratch: &mut Vec<u8>,
+        prefix: &RingPrefix,
+        clock: &Clock,
+        event: &Event<'_>,
+        schema: Option<&Schematized<'_>>,
+    ) -> bool {
+        if self.grep.is_none() {
+            return true;
+        }
+        scratch.clear();
+        let off = Paint::default();
+        write_line(scratch, prefix, clock, event, schema, off, |b| {
+            self.matches(b)
         })
     }
 
