@@ -8,26 +8,16 @@
 //! dumps included); every entry whose files are there is checked.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 mod common;
 
-use common::{check_records, json_records, kcrash};
-use kcrash::regress::manifest::Manifest;
-use kcrash_harness::corpus;
+use common::{check_records, corpus, json_records, kcrash, klog_entries as entries, klog_schemata};
 use kcrash_harness::expected::{message_matches, Expected, Fnv1a, Ring};
 use kcrash_harness::run::stdout;
-use kcrash_schema::{Identity, SchemaFile, Type};
+use kcrash_schema::{Identity, Type};
 use serde_json::Value;
-
-/// The corpus under test: `KCRASH_CORPUS`, else the committed one.
-fn corpus() -> PathBuf {
-    std::env::var_os("KCRASH_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(corpus::default_dir)
-}
 
 /// The `[time] ` prefix of a FULL line, from the documented rule: seconds with nine decimals when
 /// the kernel recorded its clock rate, `t=<ticks>` otherwise.
@@ -37,33 +27,6 @@ fn time(clock: u64, hz: u64) -> String {
     }
     let nanos = (clock % hz) as u128 * 1_000_000_000 / hz as u128;
     format!("{:>5}.{nanos:09}", clock / hz)
-}
-
-/// Every corpus entry whose files are here, with its image, dumps and expected result.
-fn entries() -> Vec<(String, PathBuf, Vec<PathBuf>, Expected)> {
-    let dir = corpus();
-    let manifest = Manifest::load(&dir).expect("corpus/manifest.toml");
-    manifest
-        .entries
-        .iter()
-        .filter(|e| dir.join(&e.expected).exists())
-        // Entries of other logs (the QNX trace ring's) have expected results of their own.
-        .filter(|e| e.checks.iter().any(|c| c.command.starts_with("klog")))
-        // Klogger's entries hold no KLog: the harness's check compares them with their oracle.
-        .filter(|e| !kcrash_harness::klogger::owns(&e.scenario))
-        .map(|e| {
-            let kernel = manifest
-                .kernels
-                .iter()
-                .find(|k| k.name == e.kernel)
-                .expect("entry's kernel");
-            let text = std::fs::read_to_string(dir.join(&e.expected)).expect("expected.json");
-            let expected: Expected = serde_json::from_str(&text).expect("expected.json parses");
-            // As kcrash's command line names each: a raw memory image is FILE@ADDRESS.
-            let dumps = e.dumps.iter().map(|d| d.argument(&dir)).collect();
-            (e.name.clone(), dir.join(&kernel.image), dumps, expected)
-        })
-        .collect()
 }
 
 #[test]
@@ -108,15 +71,6 @@ fn every_corpus_dump_reads_as_its_kernel_logged_it() {
 
 /// Named fields checked against the oracle, over every dump.
 static NAMED: AtomicUsize = AtomicUsize::new(0);
-
-/// The shipped schemata of the test kernels' KLog events, read by the syntax's own parser: which
-/// data word each named field reads, and its type.
-fn klog_schemata() -> SchemaFile {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/klog/schemas/test-kernels.toml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    kcrash_schema::file::parse(&Arc::from(path.display().to_string()), &text).unwrap()
-}
 
 /// Every record `klog --json` read through a schema: each named field is the data word the
 /// kernel logged (the oracle's `args`) as the schema's type reads it, a string is the text the

@@ -11,10 +11,13 @@ pub mod linux;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
+use kcrash::regress::manifest::Manifest;
 use kcrash_harness::expected::{message_matches, Expected};
 use kcrash_harness::run::Kcrash;
 use kcrash_harness::{corpus, tools};
+use kcrash_schema::SchemaFile;
 use serde_json::Value;
 
 /// The kcrash binary of this build; what it keeps between runs goes to the target directory.
@@ -200,4 +203,48 @@ pub fn check_records(got: &HashMap<(u64, u64), Value>, expected: &Expected, what
         want,
         "{what}: kcrash printed records the oracle does not have"
     );
+}
+
+/// The corpus under test: `KCRASH_CORPUS`, else the committed one.
+pub fn corpus() -> PathBuf {
+    std::env::var_os("KCRASH_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(corpus::default_dir)
+}
+
+/// Every KLog entry of the corpus whose files are here, with its image, dumps (as kcrash's
+/// command line names them) and expected result.
+pub fn klog_entries() -> Vec<(String, PathBuf, Vec<PathBuf>, Expected)> {
+    let dir = corpus();
+    let manifest = Manifest::load(&dir).expect("corpus/manifest.toml");
+    manifest
+        .entries
+        .iter()
+        .filter(|e| dir.join(&e.expected).exists())
+        // Entries of other logs (the QNX trace ring's) have expected results of their own.
+        .filter(|e| e.checks.iter().any(|c| c.command.starts_with("klog")))
+        // Klogger's entries hold no KLog: the harness's check compares them with their oracle.
+        .filter(|e| !kcrash_harness::klogger::owns(&e.scenario))
+        .map(|e| {
+            let kernel = manifest
+                .kernels
+                .iter()
+                .find(|k| k.name == e.kernel)
+                .expect("entry's kernel");
+            let text = std::fs::read_to_string(dir.join(&e.expected)).expect("expected.json");
+            let expected: Expected = serde_json::from_str(&text).expect("expected.json parses");
+            // As kcrash's command line names each: a raw memory image is FILE@ADDRESS.
+            let dumps = e.dumps.iter().map(|d| d.argument(&dir)).collect();
+            (e.name.clone(), dir.join(&kernel.image), dumps, expected)
+        })
+        .collect()
+}
+
+/// The shipped schemata of the test kernels' KLog events, read by the syntax's own parser: which
+/// data word each named field reads, and its type.
+pub fn klog_schemata() -> SchemaFile {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/klog/schemas/test-kernels.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    kcrash_schema::file::parse(&Arc::from(path.display().to_string()), &text).unwrap()
 }
