@@ -7,6 +7,7 @@ pub mod commands;
 pub mod error;
 pub mod event_view;
 pub use kcrash_plugin::escape;
+pub mod export;
 pub mod expr;
 pub mod interrupt;
 pub use kcrash_klog as klog;

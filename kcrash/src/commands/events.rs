@@ -8,6 +8,7 @@ use kcrash_plugin::Decoder;
 
 use super::{Context, Flow};
 use crate::event_view::Rings;
+use crate::export::{self, Exports};
 use crate::report;
 use crate::timeline::{self, Select};
 
@@ -18,11 +19,13 @@ use crate::timeline::{self, Select};
 #[derive(Parser, Debug)]
 #[command(no_binary_name = true, disable_version_flag = true)]
 #[command(
-    after_help = "Examples:\n  CMD -n 20\n  CMD --cpu 1 --since 2.5\n  CMD -g 'fault|lost'\n  CMD -s\n  CMD --json | jq .name"
+    after_help = "Examples:\n  CMD -n 20\n  CMD --cpu 1 --since 2.5\n  CMD -g 'fault|lost'\n  CMD -s\n  CMD --json | jq .name\n  CMD --perfetto trace.pftrace --lanes cpu"
 )]
 pub struct Args {
     #[command(flatten)]
     select: Select,
+    #[command(flatten)]
+    exports: Exports,
     /// A table of the rings: capacity, written, overwritten and lost events (with --json, a
     /// JSON document).
     #[arg(short = 's', long = "summary")]
@@ -45,6 +48,9 @@ pub fn run(cx: &mut Context<'_, '_>, decoder: &dyn Decoder, argv: &[String]) -> 
     let log = cx.session.log(crate::plugins::index_of(decoder))?;
     if args.summary {
         report::document(&Rings::new(log), args.select.json, cx.out, cx.paint)?;
+    } else if args.exports.any() {
+        let (session, select) = (cx.session, &args.select);
+        export::run(&args.exports, &[log], session, select, None, cx.out, cx.err)?;
     } else {
         timeline::print(
             &[log],

@@ -13,6 +13,7 @@ use super::args::number;
 use super::{Context, Flow};
 use crate::error::one_line;
 use crate::event_view::{write_named, SchemaPart};
+use crate::export::{self, Exports};
 use crate::klog::descriptor::LayoutSource;
 use crate::klog::live::Snapshot;
 use crate::klog::render::{Clock, Printer, Style};
@@ -24,7 +25,7 @@ use crate::paint::Paint;
 use crate::report::{self, Dec, Hex, Report};
 use crate::schemata::Reader;
 use crate::session::Session;
-use crate::timeline::{grep, ticks_at};
+use crate::timeline::{grep, ticks_at, Select};
 use kcrash_plugin::pipeline::render_stream;
 
 /// Print the kernel event log (KLog rings) as it was at the crash.
@@ -34,7 +35,7 @@ use kcrash_plugin::pipeline::render_stream;
 #[derive(Parser, Debug)]
 #[command(name = "klog", no_binary_name = true, disable_version_flag = true)]
 #[command(
-    after_help = "Examples:\n  klog 0 full\n  klog SCHED\n  klog 0 full -n 20 --cpu 1\n  klog FS --grep 'open .*motd'\n  klog -s\n  klog 0 --json | jq .message"
+    after_help = "Examples:\n  klog 0 full\n  klog SCHED\n  klog 0 full -n 20 --cpu 1\n  klog FS --grep 'open .*motd'\n  klog -s\n  klog 0 --json | jq .message\n  klog 0 --perfetto crash.pftrace\n  klog SCHED --svg sched.svg --lanes cpu"
 )]
 pub struct Args {
     /// 0 for every subsystem, a subsystem number, or a name (SCHED, case-insensitive).
@@ -87,6 +88,8 @@ pub struct Args {
     /// `schema` object in JSON).
     #[arg(long)]
     raw: bool,
+    #[command(flatten)]
+    exports: Exports,
 }
 
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
@@ -158,13 +161,66 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         }
         Err(e) => return Err(e.into()),
     };
-    if cx.session.dump.is_live() {
+    let args = parse(argv)?;
+    if args.exports.any() && !(args.summary || args.salvage || args.follow) {
+        export(&args, cx.session, klog, cx.out, cx.err)?;
+    } else if cx.session.dump.is_live() {
         run_live(argv, cx.session, klog, cx.out, cx.err)?;
     } else {
         let schemata = cx.session.schema_reader(false);
         run_on(argv, cx.session, klog, schemata, cx.out, cx.err)?;
     }
     Ok(Flow::Continue)
+}
+
+/// Writes the records `args` select to the files its exports name: the KLog's events as the
+/// timeline exports them, with klog's subsystem and chore filters.
+fn export(
+    args: &Args,
+    session: &Session<'_>,
+    klog: &Klog,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<()> {
+    if args.kind != "terse" {
+        bail!("an export holds every field of a record: full or terse is for printing");
+    }
+    let subsystem = match klog
+        .select(&args.subsys)
+        .map_err(crate::error::Error::Usage)?
+    {
+        Selection::All => None,
+        Selection::Subsystem(id) => klog.names().get(usize::from(id)).cloned(),
+    };
+    let chore = args.chore;
+    let keep = move |e: &kcrash_plugin::Event<'_>| {
+        subsystem.as_deref().is_none_or(|s| e.name == s)
+            && chore.is_none_or(|c| {
+                e.fields
+                    .iter()
+                    .any(|f| f.name == "chore" && f.value == kcrash_plugin::Value::Hex(c))
+            })
+    };
+    let select = Select {
+        limit: args.count,
+        reverse: args.oldest_first,
+        cpu: args.cpu,
+        since: args.since,
+        until: args.until,
+        grep: args.grep.clone(),
+        json: args.json,
+        raw: args.raw,
+    };
+    let log: &dyn kcrash_plugin::Log = klog;
+    export::run(
+        &args.exports,
+        &[log],
+        session,
+        &select,
+        Some(&keep),
+        out,
+        err,
+    )
 }
 
 /// Runs `klog` with `argv` (without the command name) over `mem`, a dump's memory, reading

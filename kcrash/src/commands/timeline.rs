@@ -6,6 +6,7 @@ use clap::Parser;
 use kcrash_plugin::Log;
 
 use super::{Context, Flow};
+use crate::export::{self, Exports};
 use crate::plugins::DECODERS;
 use crate::timeline::{self, Select};
 
@@ -18,11 +19,13 @@ use crate::timeline::{self, Select};
 #[derive(Parser, Debug)]
 #[command(name = "timeline", no_binary_name = true, disable_version_flag = true)]
 #[command(
-    after_help = "Examples:\n  timeline -n 40\n  timeline --log KLog --log printk\n  timeline --since 12.5 --cpu 0\n  timeline --json | jq -r .log"
+    after_help = "Examples:\n  timeline -n 40\n  timeline --log KLog --log printk\n  timeline --since 12.5 --cpu 0\n  timeline --json | jq -r .log\n  timeline --perfetto crash.pftrace\n  timeline --svg last-50ms.svg --since 12.45"
 )]
 pub struct Args {
     #[command(flatten)]
     select: Select,
+    #[command(flatten)]
+    exports: Exports,
     /// Only these logs (as `plugins` names them: KLog, printk, ...); may be repeated.
     #[arg(long = "log", value_name = "LOG")]
     logs: Vec<String>,
@@ -50,6 +53,11 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     }
     if logs.is_empty() {
         bail!("no log found in this dump (plugins says why, log by log)");
+    }
+    if args.exports.any() {
+        let (select, session) = (&args.select, cx.session);
+        export::run(&args.exports, &logs, session, select, None, cx.out, cx.err)?;
+        return Ok(Flow::Continue);
     }
     let multi = logs.len() > 1;
     timeline::print(

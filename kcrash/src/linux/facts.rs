@@ -130,13 +130,6 @@ pub fn uptime_nsec(kernel: Kernel<'_>) -> Result<i64> {
 /// What the kernel said about the crash: the last "Kernel panic - not syncing" line of the
 /// log, else the last Oops, BUG or general protection fault.
 pub fn panic_message(ring: &Ring) -> Option<String> {
-    const PANIC: &str = "Kernel panic - not syncing";
-    const OOPS: [&str; 4] = [
-        "BUG: ",
-        "Oops: ",
-        "general protection fault",
-        "kernel BUG at",
-    ];
     let mut panic = None;
     let mut oops = None;
     for r in ring.records() {
@@ -144,13 +137,29 @@ pub fn panic_message(ring: &Ring) -> Option<String> {
         let Some(first) = text.lines().next() else {
             continue;
         };
-        if first.contains(PANIC) && !first.starts_with("---[") {
+        if is_panic(first) {
             panic = Some(first.trim().to_owned());
-        } else if OOPS.iter().any(|o| first.starts_with(o)) {
+        } else if is_oops(first) {
             oops = Some(first.trim().to_owned());
         }
     }
     panic.or(oops)
+}
+
+/// Whether a log line is the kernel's panic message (not the `---[ end Kernel panic` trailer).
+pub fn is_panic(line: &str) -> bool {
+    line.contains("Kernel panic - not syncing") && !line.starts_with("---[")
+}
+
+/// Whether a log line opens an Oops-like report: BUG, Oops, a protection fault.
+pub fn is_oops(line: &str) -> bool {
+    const OOPS: [&str; 4] = [
+        "BUG: ",
+        "Oops: ",
+        "general protection fault",
+        "kernel BUG at",
+    ];
+    OOPS.iter().any(|o| line.starts_with(o))
 }
 
 /// `Sun Nov 22 04:51:35 UTC 2026` for seconds since the epoch (proleptic Gregorian, UTC).
