@@ -510,7 +510,7 @@ fn svg_draws_a_lane_per_ring_and_renders() {
             let svg_text = std::fs::read_to_string(&svg).unwrap();
             let texts = texts(&svg_text);
             let drawn = format!(
-                "{}: {want} events",
+                "{}: {want} events of KLog",
                 dump.file_name().unwrap().to_string_lossy()
             );
             assert!(
@@ -665,4 +665,97 @@ fn an_export_that_fails_leaves_no_file_passed_off_as_complete() {
         .filter(|n| n.ends_with(".part"))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// The Linux guest (Debian's kernel with the KLog module, panicked by sysrq): the timeline of the
+/// KLog and printk rings, exported. The picture marks the panic at the time the kernel printed it;
+/// the trace holds every record of the module's log as it logged it, and the panic message at
+/// its console time.
+#[test]
+fn a_linux_guests_timeline_marks_its_panic_and_holds_the_modules_log() {
+    let test = "a_linux_guests_timeline_marks_its_panic_and_holds_the_modules_log";
+    let Some(python) = python(test) else {
+        return;
+    };
+    if !tools::available_for(test, &["rsvg-convert"]) {
+        return;
+    }
+    let files = ["vmcore.elf", "vmlinux", "klogtest.ko"];
+    let Some(dir) = common::linux::guest(
+        test,
+        &[&files[..], &["expected.json", "console.log"]].concat(),
+    ) else {
+        return;
+    };
+    let expected: Expected =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let (svg, trace) = (
+        scratch.path().join("t.svg"),
+        scratch.path().join("t.pftrace"),
+    );
+    let o = common::linux::kcrash_on(
+        &dir,
+        &files,
+        &[
+            &format!("timeline --svg {}", svg.display()),
+            &format!("timeline --perfetto {}", trace.display()),
+        ],
+    );
+    ok(&o, test);
+    let texts = texts(&std::fs::read_to_string(&svg).unwrap());
+    assert!(
+        texts.iter().any(|t| t == "panic"),
+        "no panic marked: {texts:?}"
+    );
+    assert!(texts
+        .iter()
+        .any(|t| t.starts_with("time relative to the panic")));
+    assert!(
+        texts.iter().any(|t| t.ends_with("events of KLog, printk")),
+        "{texts:?}"
+    );
+    let png = scratch.path().join("t.png");
+    let r = Command::new("rsvg-convert")
+        .arg(&svg)
+        .arg("-o")
+        .arg(&png)
+        .output()
+        .unwrap();
+    assert!(
+        r.status.success(),
+        "rsvg-convert: {}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+
+    let doc = read_perfetto(&python, &trace);
+    assert!(doc["attributes"]["kcrash.kernel_release"]
+        .as_str()
+        .is_some_and(|r| !r.is_empty()));
+    assert_eq!(doc["release"], doc["attributes"]["kcrash.kernel_release"]);
+    let (klog, printk): (Vec<_>, Vec<_>) = perfetto_events(&doc, test)
+        .into_iter()
+        .partition(|e| e.parent.as_deref() == Some("KLog"));
+    let checked = check_against_oracle(test, klog, &expected, &klog_schemata());
+    assert!(checked > 100, "{checked} KLog records");
+    // The console's `[    2.574425] Kernel panic - not syncing: ...`, to the microsecond.
+    let console = std::fs::read_to_string(dir.join("console.log")).unwrap();
+    let (stamp, said) = console
+        .lines()
+        .filter_map(|l| l.strip_prefix('['))
+        .filter_map(|l| l.split_once("] "))
+        .find(|(_, m)| m.starts_with("Kernel panic - not syncing"))
+        .expect("the console's panic line");
+    let (secs, micros) = stamp.trim().split_once('.').unwrap();
+    let at = secs.parse::<u64>().unwrap() * 1_000_000 + micros.parse::<u64>().unwrap();
+    let panic = printk
+        .iter()
+        .find(|e| {
+            e.message
+                .as_deref()
+                .is_some_and(|m| m.starts_with(said.trim_end()))
+        })
+        .unwrap_or_else(|| panic!("no printk event says {said:?}"));
+    assert_eq!(panic.ts / 1000, at, "the panic's time");
+    assert!(printk.iter().all(|e| e.track == "printk"));
 }

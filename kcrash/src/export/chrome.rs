@@ -10,27 +10,20 @@ use std::collections::HashSet;
 use std::io::Write;
 
 use anyhow::Result;
-use kcrash_plugin::{Event, Memory, Value};
+use kcrash_plugin::{Event, Value};
 use serde_json::{json, Map, Value as Json};
 
 use super::{
-    damage_text, event_name, identity, scalar, Lane, LaneBy, LaneKind, Output, RingView, Scalar,
+    damage_text, event_name, scalar, Lane, LaneBy, LaneKind, Output, RingView, Scalar, Source,
 };
 use crate::schemata::Schematized;
-use crate::session::Session;
 use crate::timeline::{self, Emit, MakeEmit, Plan};
 
 /// Writes the trace of `plan`'s events to `out`; returns how many events it holds.
-pub fn write<'a>(
-    plan: &Plan<'a>,
-    session: &Session<'_>,
-    mem: &'a (dyn Memory + Sync),
-    lanes: &LaneBy,
-    out: &mut Output,
-) -> Result<u64> {
-    let other: Map<String, Json> = identity(session, plan)
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), Json::String(v)))
+pub fn write<'a>(src: &Source<'a, '_>, out: &mut Output) -> Result<u64> {
+    let (plan, lanes) = (src.plan, src.lanes);
+    let other: Map<String, Json> = (src.identity.pairs.iter())
+        .map(|(k, v)| ((*k).to_owned(), Json::String(v.clone())))
         .collect();
     // The events follow the array's first element, each after a comma: every log's process
     // name comes first.
@@ -54,7 +47,7 @@ pub fn write<'a>(
             name: Vec::new(),
         })
     };
-    let shown = timeline::stream(plan, mem, make, out)?;
+    let shown = timeline::stream(plan, src.mem, make, out)?;
     writeln!(out, "\n]}}")?;
     Ok(shown)
 }

@@ -280,52 +280,70 @@ pub fn damage_text(event: &Event<'_>) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
-/// What says which dump a trace is of, and how to read its times: `(key, value)` pairs, values
-/// escaped.
-pub fn identity(session: &Session<'_>, plan: &Plan<'_>) -> Vec<(&'static str, String)> {
-    let text = |s: &str| {
-        let mut out = Vec::new();
-        escape_into(s.as_bytes(), &mut out);
-        String::from_utf8_lossy(&out).into_owned()
-    };
-    let mut id = vec![
-        ("kcrash.version", env!("CARGO_PKG_VERSION").to_owned()),
-        (
-            "kcrash.dump",
-            text(&session.dump.path().display().to_string()),
-        ),
-    ];
-    if let Some(image) = &session.image {
-        id.push(("kcrash.image", text(&image.path().display().to_string())));
-        if let Some(b) = image.build_id() {
-            id.push((
-                "kcrash.image_build_id",
-                b.iter().map(|x| format!("{x:02x}")).collect(),
-            ));
+/// What says which dump a trace is of, and how to read its times.
+pub struct Identity {
+    /// `(key, value)` pairs, values escaped: the dump, the image and its build-id, the kernel's
+    /// release, the logs, the time unit.
+    pub pairs: Vec<(&'static str, String)>,
+    /// The crashed kernel's release, when the dump says.
+    pub release: Option<String>,
+    pub linux: bool,
+    /// The dump's file name, escaped.
+    pub dump_name: String,
+}
+
+impl Identity {
+    fn of(session: &Session<'_>, plan: &Plan<'_>) -> Identity {
+        let mut pairs = vec![
+            ("kcrash.version", env!("CARGO_PKG_VERSION").to_owned()),
+            (
+                "kcrash.dump",
+                escaped(&session.dump.path().display().to_string()),
+            ),
+        ];
+        if let Some(image) = &session.image {
+            pairs.push(("kcrash.image", escaped(&image.path().display().to_string())));
+            if let Some(b) = image.build_id() {
+                let hex = b.iter().map(|x| format!("{x:02x}")).collect();
+                pairs.push(("kcrash.image_build_id", hex));
+            }
+        }
+        let release = kernel_release(session).map(|r| escaped(&r));
+        if let Some(r) = &release {
+            pairs.push(("kcrash.kernel_release", r.clone()));
+        }
+        let logs: Vec<&str> = plan.logs.iter().map(|l| l.kind()).collect();
+        pairs.push(("kcrash.logs", logs.join(",")));
+        pairs.push((
+            "kcrash.time_unit",
+            if plan.in_nanos() {
+                "ns since each log's clock's zero".to_owned()
+            } else {
+                let why = plan.logs.first().and_then(|l| l.clock().unknown_because());
+                format!(
+                    "ticks of a clock whose rate is unknown ({}), written where nanoseconds go",
+                    escaped(&why.unwrap_or_default())
+                )
+            },
+        ));
+        let name = session.dump.path().file_name().unwrap_or_default();
+        Identity {
+            pairs,
+            release,
+            linux: session.linux.is_some(),
+            dump_name: escaped(&name.to_string_lossy()),
         }
     }
-    if let Some(release) = kernel_release(session) {
-        id.push(("kcrash.kernel_release", text(&release)));
-    }
-    let logs: Vec<&str> = plan.logs.iter().map(|l| l.kind()).collect();
-    id.push(("kcrash.logs", logs.join(",")));
-    id.push((
-        "kcrash.time_unit",
-        if plan.in_nanos() {
-            "ns since each log's clock's zero".to_owned()
-        } else {
-            let why = plan.logs.first().and_then(|l| l.clock().unknown_because());
-            format!(
-                "ticks of a clock whose rate is unknown ({}), written where nanoseconds go",
-                text(&why.unwrap_or_default())
-            )
-        },
-    ));
-    id
+}
+
+fn escaped(s: &str) -> String {
+    let mut out = Vec::new();
+    escape_into(s.as_bytes(), &mut out);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The crashed kernel's release, when the dump says: Linux's utsname, else a kdump header's.
-pub fn kernel_release(session: &Session<'_>) -> Option<String> {
+fn kernel_release(session: &Session<'_>) -> Option<String> {
     let info = session.dump.vmcoreinfo().ok().flatten();
     if session.linux.is_some() {
         if let Ok(u) = crate::linux::facts::Utsname::read(session.kernel(), info.as_ref()) {
@@ -334,6 +352,15 @@ pub fn kernel_release(session: &Session<'_>) -> Option<String> {
     }
     let h = session.dump.kdump_header()?;
     (!h.release.is_empty()).then(|| String::from_utf8_lossy(h.release.as_bytes()).into_owned())
+}
+
+/// What every export reads: the run's plan and the memory its logs are in, the lanes asked for,
+/// and what says which dump it is.
+pub struct Source<'a, 's> {
+    pub plan: &'s Plan<'a>,
+    pub mem: &'a (dyn Memory + Sync),
+    pub lanes: &'s LaneBy,
+    pub identity: &'s Identity,
 }
 
 /// Writes every export `exports` asks for of the events of `logs` that `select` (and `keep`)
@@ -358,12 +385,19 @@ pub fn run<'a>(
     }
     let mut plan = Plan::new(logs, session.schema_reader(false), select, err)?;
     plan.keep = keep;
+    let identity = Identity::of(session, &plan);
+    let source = Source {
+        plan: &plan,
+        mem,
+        lanes: &exports.lanes,
+        identity: &identity,
+    };
     for (format, path) in wanted {
         let mut file = Output::create(path, format)?;
         let shown = match format {
-            Format::Perfetto => perfetto::write(&plan, session, mem, &exports.lanes, &mut file),
-            Format::ChromeJson => chrome::write(&plan, session, mem, &exports.lanes, &mut file),
-            Format::Svg => svg::write(&plan, session, mem, &exports.lanes, &mut file),
+            Format::Perfetto => perfetto::write(&source, &mut file),
+            Format::ChromeJson => chrome::write(&source, &mut file),
+            Format::Svg => svg::write(&source, &mut file),
         }
         .with_context(|| format!("{}: {}", path.display(), format.describe()))?;
         let bytes = file.finish()?;

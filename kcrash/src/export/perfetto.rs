@@ -18,14 +18,13 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use anyhow::Result;
-use kcrash_plugin::{Event, Log, Memory};
+use kcrash_plugin::{Event, Log};
 
 use super::{
-    damage_text, event_name, identity, kernel_release, log_uuid, scalar, LaneBy, LaneKind, Output,
-    RingView, Scalar,
+    damage_text, event_name, log_uuid, scalar, Identity, LaneBy, LaneKind, Output, RingView,
+    Scalar, Source,
 };
 use crate::schemata::Schematized;
-use crate::session::Session;
 use crate::timeline::{self, Emit, MakeEmit, Plan};
 
 /// Field numbers of the messages written (Perfetto's protos/perfetto/trace/); the tests read the
@@ -91,29 +90,24 @@ const EXPLICIT: u64 = 3;
 const HEAD_SEQUENCE: u32 = 1;
 
 /// Writes the trace of `plan`'s events to `out`; returns how many events it holds.
-pub fn write<'a>(
-    plan: &Plan<'a>,
-    session: &Session<'_>,
-    mem: &'a (dyn Memory + Sync),
-    lanes: &LaneBy,
-    out: &mut Output,
-) -> Result<u64> {
+pub fn write<'a>(src: &Source<'a, '_>, out: &mut Output) -> Result<u64> {
+    let (plan, lanes) = (src.plan, src.lanes);
     let mut head = Vec::new();
-    header(&mut head, plan, session, lanes);
+    header(&mut head, plan, src.identity, lanes);
     out.write_all(&head)?;
     let make: &MakeEmit<'a, '_> = &|log, ring, stream| {
         let sequence = HEAD_SEQUENCE + 1 + u32::try_from(stream).unwrap_or(u32::MAX - 1);
         Box::new(RingTrace::new(plan, log, ring, lanes, sequence))
     };
-    timeline::stream(plan, mem, make, out)
+    timeline::stream(plan, src.mem, make, out)
 }
 
 /// The first packet: the dump's identity, and a track per log.
-fn header(out: &mut Vec<u8>, plan: &Plan<'_>, session: &Session<'_>, lanes: &LaneBy) {
+fn header(out: &mut Vec<u8>, plan: &Plan<'_>, identity: &Identity, lanes: &LaneBy) {
     let mut pkt = Vec::new();
     put_uint(&mut pkt, num::SEQUENCE_ID, HEAD_SEQUENCE.into());
     nested(&mut pkt, num::TRACE_ATTRIBUTES, |a| {
-        for (key, value) in identity(session, plan) {
+        for (key, value) in &identity.pairs {
             nested(a, num::ATTRIBUTE, |kv| {
                 put_bytes(kv, num::KEY, key.as_bytes());
                 put_bytes(kv, num::ATTRIBUTE_STRING, value.as_bytes());
@@ -121,12 +115,12 @@ fn header(out: &mut Vec<u8>, plan: &Plan<'_>, session: &Session<'_>, lanes: &Lan
         }
     });
     put_bytes(out, num::PACKET, &pkt);
-    if let Some(release) = kernel_release(session) {
+    if let Some(release) = &identity.release {
         pkt.clear();
         put_uint(&mut pkt, num::SEQUENCE_ID, HEAD_SEQUENCE.into());
         nested(&mut pkt, num::SYSTEM_INFO, |s| {
             nested(s, num::UTSNAME, |u| {
-                if session.linux.is_some() {
+                if identity.linux {
                     put_bytes(u, num::SYSNAME, b"Linux");
                 }
                 put_bytes(u, num::RELEASE, release.as_bytes());

@@ -13,13 +13,12 @@ use std::io::{self, Write};
 use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
-use kcrash_plugin::{Event, Memory, Order};
+use kcrash_plugin::{Event, Order};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Lane, LaneBy, LaneKind, Output, RingView};
+use super::{Lane, LaneBy, LaneKind, Output, RingView, Source};
 use crate::linux::facts::{is_oops, is_panic};
-use crate::session::Session;
 use crate::timeline::{self, Emit, MakeEmit, Plan};
 
 /// Bins per lane: about one per pixel of the plot.
@@ -32,13 +31,8 @@ const LANE_PX: u32 = 22;
 const RECORD: usize = 4 + 1 + 8 + 8 + 1;
 
 /// Draws `plan`'s events into `out`; returns how many it drew.
-pub fn write<'a>(
-    plan: &Plan<'a>,
-    session: &Session<'_>,
-    mem: &'a (dyn Memory + Sync),
-    lanes: &LaneBy,
-    out: &mut Output,
-) -> Result<u64> {
+pub fn write<'a>(src: &Source<'a, '_>, out: &mut Output) -> Result<u64> {
+    let (plan, lanes) = (src.plan, src.lanes);
     let names = Mutex::new(HashMap::new());
     let make: &MakeEmit<'a, '_> = &|log, ring, _| {
         Box::new(RingTicks {
@@ -50,10 +44,14 @@ pub fn write<'a>(
         })
     };
     let mut density = Density::new(plan.order);
-    let shown = timeline::stream(plan, mem, make, &mut density)?;
+    let shown = timeline::stream(plan, src.mem, make, &mut density)?;
     let names = names.into_inner().unwrap_or_else(|e| e.into_inner());
-    let dump = session.dump.path().file_name().unwrap_or_default();
-    let title = format!("{}: {shown} events", dump.to_string_lossy());
+    let logs: Vec<&str> = plan.logs.iter().map(|l| l.kind()).collect();
+    let title = format!(
+        "{}: {shown} events of {}",
+        src.identity.dump_name,
+        logs.join(", ")
+    );
     let range = |t: Option<u64>| t.map(|t| plan.logs.first().map_or(t, |l| plan.nanos(*l, t)));
     let window = (range(plan.filter.since), range(plan.filter.until));
     let svg = draw(&density, &names, &title, window, plan.in_nanos())?;
