@@ -293,4 +293,25 @@ fn what_the_dump_cannot_vouch_for_is_printed_as_unknown() {
     assert!(!stdout.contains("<torn"), "{stdout}");
     // Times are raw ticks, not seconds from a guessed rate.
     assert!(stdout.lines().any(|l| l.starts_with("[t=")), "{stdout}");
+    // An export says so too: ticks where nanoseconds go, and the trace's metadata says why.
+    let trace = dir.path().join("t.json");
+    let export = format!("klog 0 --chrome-json {}", trace.display());
+    let out = common::kcrash().commands(&dump, &common::vmlinux(), &[&export]);
+    kcrash_harness::run::stdout(&out, "klog --chrome-json");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let unit = doc["otherData"]["kcrash.time_unit"].as_str().unwrap();
+    assert!(
+        unit.starts_with("ticks of a clock whose rate is unknown (klogClockHz is unreadable"),
+        "{unit}"
+    );
+    let times: std::collections::HashSet<u64> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "i")
+        .map(|e| (e["ts"].as_f64().unwrap() * 1000.0).round() as u64)
+        .collect();
+    for rec in sched.records.iter().filter_map(|r| r.event.as_ref()) {
+        assert!(times.contains(&rec.clock), "no event at tick {}", rec.clock);
+    }
 }

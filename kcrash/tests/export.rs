@@ -360,6 +360,7 @@ fn other_logs_export_every_event_the_timeline_prints() {
     let entries = other_log_entries();
     assert!(entries.len() >= 3, "{} entries", entries.len());
     let mut kinds = std::collections::BTreeSet::new();
+    let mut commands = std::collections::BTreeSet::new();
     for (name, dump, image) in &entries {
         let trace = dir.path().join("t.pftrace");
         let json = ok(&run(&[dump, image], &["timeline --json"]), name);
@@ -401,8 +402,29 @@ fn other_logs_export_every_event_the_timeline_prints() {
             got.keys()
         );
         assert!(!lines.is_empty(), "{name}: no event");
+        // Each log's own command exports the same events.
+        let here: std::collections::BTreeSet<&str> =
+            lines.iter().filter_map(|v| v["log"].as_str()).collect();
+        for d in kcrash::plugins::DECODERS
+            .iter()
+            .filter(|d| here.contains(d.kind()))
+        {
+            if ["klog", "log"].contains(&d.command()) {
+                continue;
+            }
+            let file = dir.path().join("own.json");
+            let command = format!("{} --chrome-json {}", d.command(), file.display());
+            ok(&run(&[dump, image], &[&command]), &command);
+            let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+            let own = chrome_events(&doc);
+            let want = lines.iter().filter(|v| v["log"] == d.kind()).count();
+            assert_eq!(own.len(), want, "{name}: {command}");
+            assert!(own.iter().all(|e| e.parent.as_deref() == Some(d.kind())));
+            commands.insert(d.command());
+        }
     }
     assert!(kinds.len() >= 3, "logs exported: {kinds:?}");
+    assert!(commands.len() >= 3, "own commands exported: {commands:?}");
 }
 
 /// The committed corpus's `rings` dump of the hosted kernel: every subsystem logs on every
