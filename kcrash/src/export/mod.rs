@@ -596,3 +596,29 @@ impl<'r> RingView<'r> {
             .then_some(schema)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What an interrupted or failed export leaves: the `?` that ends it drops the unfinished
+    /// output, which removes its temporary file and leaves the destination as it was.
+    #[test]
+    fn an_unfinished_output_leaves_nothing_and_a_finished_one_replaces_the_destination() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("t.pftrace");
+        std::fs::write(&dest, b"old").unwrap();
+        let files = || std::fs::read_dir(dir.path()).unwrap().count();
+        let mut out = Output::create(&dest, Format::Perfetto).unwrap();
+        out.write_all(&[7; 100_000]).unwrap();
+        assert_eq!(files(), 2, "the destination and the temporary file");
+        drop(out);
+        assert_eq!(std::fs::read(&dest).unwrap(), b"old");
+        assert_eq!(files(), 1);
+        let mut out = Output::create(&dest, Format::Perfetto).unwrap();
+        out.write_all(b"new").unwrap();
+        assert_eq!(out.finish().unwrap(), 3);
+        assert_eq!(std::fs::read(&dest).unwrap(), b"new");
+        assert_eq!(files(), 1);
+    }
+}
