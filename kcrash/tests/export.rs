@@ -737,6 +737,9 @@ fn a_linux_guests_timeline_marks_its_panic_and_holds_the_modules_log() {
         texts.iter().any(|t| t.ends_with("events of KLog, printk")),
         "{texts:?}"
     );
+    for lane in ["KLog SCHED", "KLog FS", "printk"] {
+        assert!(texts.iter().any(|t| t == lane), "no lane {lane}: {texts:?}");
+    }
     let png = scratch.path().join("t.png");
     let r = Command::new("rsvg-convert")
         .arg(&svg)

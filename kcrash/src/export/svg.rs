@@ -76,7 +76,13 @@ impl Emit for RingTicks<'_> {
         }
         let lane = self.lanes.lane_of(self.view.log_index, event);
         if self.seen.insert(lane) {
-            let name = self.lanes.name(self.view.log, event, lane);
+            let mut name = self.lanes.name(self.view.log, event, lane);
+            // With several logs the lanes are one list: each says whose it is, unless its name
+            // already does (printk's one ring).
+            let kind = self.view.log.kind();
+            if self.plan.logs.len() > 1 && name != kind {
+                name = format!("{kind} {name}");
+            }
             let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
             names.entry(lane).or_insert(name);
         }
