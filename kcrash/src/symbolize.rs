@@ -23,10 +23,15 @@ pub fn lookup(image: &Image, name: &str) -> Option<Symbol> {
 /// `name+0x10` for an address inside a symbol, or nothing.
 pub fn describe(image: &Image, addr: u64) -> Option<String> {
     let (sym, off) = image.symbolize(addr)?;
+    Some(name_plus(&sym, off))
+}
+
+/// `name+0x10`, or `name` at offset 0, the name as a person reads it.
+pub fn name_plus(sym: &Symbol, off: u64) -> String {
     let name = display_name(&sym.name);
-    Some(if off == 0 {
+    if off == 0 {
         name
     } else {
         format!("{name}+{off:#x}")
-    })
+    }
 }

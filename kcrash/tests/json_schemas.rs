@@ -127,6 +127,35 @@ fn common_commands(files: &[PathBuf], more: &[Check]) {
         "rd",
         Shape::Lines,
     );
+    // The image's first function with a size, with its source lines; and memory no dump maps.
+    let function = a_function(files);
+    check(
+        files,
+        &format!("dis -l --json {function}"),
+        "dis",
+        Shape::Lines,
+    );
+    check(
+        files,
+        "dis --json 0xffff888000000000 2",
+        "dis",
+        Shape::Lines,
+    );
+}
+
+/// The image's first function symbol with a size.
+fn a_function(files: &[PathBuf]) -> String {
+    output(files, "sym -l --json")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|s| {
+            s["type"]
+                .as_str()
+                .is_some_and(|t| t.eq_ignore_ascii_case("t"))
+                && s["size"].as_u64() > Some(0)
+        })
+        .and_then(|s| s["symbol"].as_str().map(str::to_owned))
+        .expect("a function")
 }
 
 /// The first format string a ring's record points to: an address `rd -a` reads as a string.

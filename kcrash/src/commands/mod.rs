@@ -12,6 +12,7 @@
 //! numbers, addresses and symbols alike.
 
 pub mod args;
+pub mod dis;
 pub mod events;
 mod help;
 pub mod klog;
@@ -159,6 +160,13 @@ pub const COMMANDS: &[Command] = &[
         summary: "symbol <-> address: sym NAME|ADDR, sym -l [REGEX]",
         help: clap_help::<sym::Args>,
         run: sym::run,
+    },
+    Command {
+        name: "dis",
+        aliases: &[],
+        summary: "disassemble: dis FUNC, dis ADDR [COUNT], -l for source lines",
+        help: clap_help::<dis::Args>,
+        run: dis::run,
     },
     Command {
         name: "rd",
