@@ -24,18 +24,6 @@ use rustyline::{Config, Editor};
 #[derive(Parser, Debug)]
 #[command(name = "kcrash", version)]
 #[command(after_help = "\
-Commands (help CMD at the prompt for each one's text):
-  klog [SUBSYS] [full|terse]   the kernel event log
-  sys                          the dump, its image, CPUs, VMCOREINFO, the crash
-  log [-t|-T] [-m]             Linux's kernel message log
-  mod [-s NAME [FILE]] [-S [DIR]]   Linux's modules; load a module's .ko
-  sym NAME|ADDR, sym -l [RE]   symbols
-  rd [-p] [-8|-16|-32|-64] [-s] [-a] ADDR|SYMBOL [COUNT]   memory
-  timeline, plugins            every log merged by time; the decoders and their logs
-  schema [-e]                  the event schemata loaded (--schema FILE|DIR adds some)
-  set scroll on|off, help, q
-Any command line may end in `| pipeline`, `> file` or `>> file`; `!cmd` runs a shell command.
-
 Examples:
   kcrash vmcore vmlinux
   kcrash -c 'klog 0 full' vmcore vmlinux
@@ -131,7 +119,19 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == "regress") {
         return regress(std::env::args_os().skip(1));
     }
-    let cli = match parse_args::<Cli>(std::env::args_os()) {
+    // The commands are listed from the table `help` prints, so the list is never out of date.
+    let commands = |cli: clap::Command| {
+        let after = cli
+            .get_after_help()
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        let list = kcrash::commands::help::list(Paint::default());
+        let list: String = list.lines().map(|l| format!("  {l}\n")).collect();
+        cli.after_help(format!(
+            "Commands (help CMD at the prompt for each one's text):\n{list}\n{after}"
+        ))
+    };
+    let cli = match parse_args::<Cli>(std::env::args_os(), commands) {
         Ok(cli) => cli,
         Err(code) => return code,
     };
@@ -350,8 +350,15 @@ fn prompt(shell: &mut Shell<'_, '_>, silent: bool, color: ColorChoice) -> ExitCo
 }
 
 /// The command line, or the exit status after clap printed help (0) or a usage error (2).
-fn parse_args<C: Parser>(args: impl Iterator<Item = std::ffi::OsString>) -> Result<C, ExitCode> {
-    C::try_parse_from(args).map_err(|e| {
+/// `extend` adds to the parser's definition what is known only when running.
+fn parse_args<C: Parser>(
+    args: impl Iterator<Item = std::ffi::OsString>,
+    extend: impl FnOnce(clap::Command) -> clap::Command,
+) -> Result<C, ExitCode> {
+    let parsed = extend(C::command())
+        .try_get_matches_from(args)
+        .and_then(|m| C::from_arg_matches(&m));
+    parsed.map_err(|e| {
         let code = if e.use_stderr() { 2 } else { 0 };
         let _ = e.print();
         ExitCode::from(code)
@@ -359,7 +366,7 @@ fn parse_args<C: Parser>(args: impl Iterator<Item = std::ffi::OsString>) -> Resu
 }
 
 fn regress(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
-    let cli = match parse_args::<RegressCli>(args) {
+    let cli = match parse_args::<RegressCli>(args, |c| c) {
         Ok(cli) => cli,
         Err(code) => return code,
     };

@@ -301,3 +301,45 @@ fn interactive_session_under_a_terminal() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// `help` lists every command with the summaries in one column, coloured or not; `kcrash
+/// --help` lists the same commands.
+#[test]
+fn help_lists_every_command_aligned_and_so_does_dash_dash_help() {
+    let coloured = kcrash().run([
+        "-s",
+        "--color=always",
+        "-c",
+        "help",
+        kdump().to_str().unwrap(),
+        vmlinux().to_str().unwrap(),
+    ]);
+    let coloured = stdout(&coloured, "help");
+    assert!(coloured.contains("\x1b["), "asked for colour");
+    let plain = regex::Regex::new("\x1b\\[[0-9;]*m")
+        .unwrap()
+        .replace_all(&coloured, "")
+        .into_owned();
+    let rows: Vec<&str> = plain
+        .lines()
+        .filter(|l| !l.starts_with("Output:"))
+        .collect();
+    assert!(rows.len() >= 15, "{plain}");
+    let column = |l: &str| {
+        l.find(' ')
+            .map(|i| i + l[i..].len() - l[i..].trim_start().len())
+    };
+    let first = column(rows[0]);
+    for l in &rows {
+        assert_eq!(column(l), first, "not aligned: {l:?}\n{plain}");
+    }
+    let o = kcrash().run(["--help"]);
+    let long = stdout(&o, "--help");
+    for l in &rows {
+        let name = l.split_whitespace().next().unwrap();
+        assert!(
+            long.contains(&format!("\n  {name} ")),
+            "--help lacks {name}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 use anyhow::{bail, Result};
 
 use super::{command, decoder_help, Context, Flow, COMMANDS};
+use crate::paint::Paint;
 use crate::plugins::{by_command, DECODERS};
 
 pub const HELP: &str = "\
@@ -18,25 +19,28 @@ klog -g 'open|close', p a->b, p (x >> 32), p a|b.
 Ctrl-C stops the running command. Commands that print data take --json.
 ";
 
+/// Every command a line each, name then summary, the summaries in one column whatever the
+/// names' length (padding is counted before colour, which adds invisible bytes).
+pub fn list(paint: Paint) -> String {
+    let decoders = DECODERS.iter().filter(|d| command(d.command()).is_none());
+    let rows: Vec<(&str, &str)> = COMMANDS
+        .iter()
+        .map(|c| (c.name, c.summary))
+        .chain(decoders.map(|d| (d.command(), d.summary())))
+        .collect();
+    let width = rows.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (name, summary) in rows {
+        let pad = " ".repeat(width - name.len() + 1);
+        out.push_str(&format!("{}{pad}{summary}\n", paint.strong(name)));
+    }
+    out.push_str("Output: CMD | pipeline, CMD > file, CMD >> file; !cmd runs a shell command.\n");
+    out
+}
+
 pub fn run(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
     match args {
-        [] => {
-            for c in COMMANDS {
-                writeln!(cx.out, "{:<6} {}", cx.paint.strong(c.name), c.summary)?;
-            }
-            for d in DECODERS.iter().filter(|d| command(d.command()).is_none()) {
-                writeln!(
-                    cx.out,
-                    "{:<6} {}",
-                    cx.paint.strong(d.command()),
-                    d.summary()
-                )?;
-            }
-            writeln!(
-                cx.out,
-                "Output: CMD | pipeline, CMD > file, CMD >> file; !cmd runs a shell command."
-            )?;
-        }
+        [] => write!(cx.out, "{}", list(cx.paint))?,
         [name] => match (command(name), by_command(name)) {
             (Some(c), _) => write!(cx.out, "{}", (c.help)())?,
             (None, Some(d)) => write!(cx.out, "{}", decoder_help(d))?,

@@ -14,7 +14,7 @@
 pub mod args;
 pub mod dis;
 pub mod events;
-mod help;
+pub mod help;
 pub mod klog;
 pub mod log;
 pub mod modules;
