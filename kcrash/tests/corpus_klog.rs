@@ -593,3 +593,40 @@ fn grep_keeps_exactly_the_matching_messages() {
     );
     assert_eq!(out.lines().count(), 3);
 }
+
+/// `--chore` takes the id as a FULL line prints it (16 hex digits, no 0x), as with 0x, and keeps
+/// exactly the oracle's records of that chore.
+#[test]
+fn chore_filter_takes_the_id_as_full_prints_it() {
+    let dir = corpus();
+    let files = [
+        dir.join("bare/rings/vmcore.kdump"),
+        dir.join("bare/vmlinux"),
+    ];
+    let files: Vec<&str> = files.iter().map(|p| p.to_str().unwrap()).collect();
+    let expected: Expected = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("bare/rings/expected.json")).unwrap(),
+    )
+    .unwrap();
+    let first = stdout(&run("klog 0 full -n 1", &files), "klog");
+    // `[    0.446512427] [ffffffff8010dc58][3,805306815,NONE] ...`
+    let printed = first.split(['[', ']']).nth(3).unwrap().to_owned();
+    assert_eq!(printed.len(), 16, "{first}");
+    let id = u64::from_str_radix(&printed, 16).unwrap();
+    let want = expected
+        .rings
+        .iter()
+        .filter(|r| r.untrusted.is_empty())
+        .flat_map(|r| &r.records)
+        .filter(|r| r.event.as_ref().is_some_and(|e| e.id == id))
+        .count();
+    assert!(want > 1);
+    for given in [printed.clone(), format!("{id:#x}"), id.to_string()] {
+        let out = stdout(
+            &run(&format!("klog 0 full --chore {given}"), &files),
+            "klog",
+        );
+        assert_eq!(out.lines().count(), want, "--chore {given}");
+        assert!(out.lines().all(|l| l.contains(&format!("[{printed}]"))));
+    }
+}

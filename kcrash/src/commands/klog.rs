@@ -53,8 +53,9 @@ pub struct Args {
     /// Only records logged on this processor.
     #[arg(long, value_name = "N")]
     cpu: Option<u32>,
-    /// Only records of this chore (the id word; hex with 0x, or decimal).
-    #[arg(long, value_name = "ID", value_parser = number)]
+    /// Only records of this chore (the id word): as FULL prints it (16 hex digits), hex with
+    /// 0x, or decimal.
+    #[arg(long, value_name = "ID", value_parser = chore_id)]
     chore: Option<u64>,
     /// Only records at or after this time: seconds when the dump knows the clock rate, else ticks.
     #[arg(long, value_name = "TIME")]
@@ -90,6 +91,15 @@ pub struct Args {
     raw: bool,
     #[command(flatten)]
     exports: Exports,
+}
+
+/// A chore id: 16 hex digits as FULL lines print it (`[00005584952875b0]`), else a number.
+fn chore_id(s: &str) -> Result<u64, String> {
+    let printed = s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    match printed {
+        true => u64::from_str_radix(s, 16).map_err(|e| format!("{s:?}: {e}")),
+        false => number(s),
+    }
 }
 
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
