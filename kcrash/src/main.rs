@@ -38,7 +38,8 @@ Examples:
   kcrash regress corpus --junit report.xml   (kcrash regress --help)
 
 Without -c, -i or piped standard input, kcrash prompts; history is kept in ~/.kcrash_history.
-Output on a terminal goes through $PAGER (default less -FRX) unless --no-pager.
+Output on a terminal goes through $PAGER (default less -FRX; LESS=FRX when LESS is unset)
+unless --no-pager.
 
 Exit status: 0 when every command succeeded, 1 when a command failed, 2 when the dump could
 not be opened or the arguments are wrong.")]

@@ -174,7 +174,7 @@ impl<'w> Sink<'w> {
                 Ok(sink(Box::new(BufWriter::new(file))))
             }
             (Target::Pipe(pipeline), capture) => {
-                let (writer, mut child) = spawn(pipeline, capture.is_some())?;
+                let (writer, mut child) = spawn(pipeline, capture.is_some(), false)?;
                 // Read on a thread, so that neither side blocks on a full pipe.
                 let collect = match (capture, child.stdout.take()) {
                     (Some(out), Some(stdout)) => {
@@ -215,7 +215,7 @@ impl<'w> Sink<'w> {
 
     fn writer(&mut self) -> io::Result<&mut Box<dyn Write + 'w>> {
         if let Some(pager) = self.pager.take() {
-            let (writer, child) = spawn(&pager, false).map_err(|e| {
+            let (writer, child) = spawn(&pager, false, true).map_err(|e| {
                 io::Error::other(format!(
                     "pager {pager:?}: {e:#} (set scroll off, or --no-pager)"
                 ))
@@ -243,9 +243,14 @@ impl Write for Sink<'_> {
 }
 
 /// `sh -c command` reading what is written; its output (unless `capture`: then a pipe) and
-/// errors go where kcrash's go.
-fn spawn(command: &str, capture: bool) -> Result<(Box<dyn Write>, Child)> {
-    let mut child = Command::new("sh")
+/// errors go where kcrash's go. A pager is given `LESS=FRX` when `LESS` is unset, as git gives
+/// its pager: less then passes colour through, quits on a short page and leaves it on screen.
+fn spawn(command: &str, capture: bool, pager: bool) -> Result<(Box<dyn Write>, Child)> {
+    let mut sh = Command::new("sh");
+    if pager && std::env::var_os("LESS").is_none() {
+        sh.env("LESS", "FRX");
+    }
+    let mut child = sh
         .arg("-c")
         .arg(command)
         .stdin(Stdio::piped())

@@ -23,6 +23,7 @@ class Session:
         if self.pid == 0:
             env = dict(os.environ, HOME=home, TERM="xterm", PAGER="sed s/^/paged:/")
             env.pop("NO_COLOR", None)
+            env.pop("LESS", None)
             env.update(extra_env)
             os.execve(binary, [binary, dump, image], env)
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
@@ -134,6 +135,21 @@ s.send("\x1b[A\x1b[A\x1b[A\r")
 s.expect(rb"\(D\) [^\n]*KLogs")
 s.prompt()
 s.finish()
+
+# The pager gets LESS=FRX when LESS is unset (as git does: less then passes colour through and
+# quits on a short page), and the user's LESS otherwise.
+for given, want in [(None, b"FRX"), ("-S", b"-S")]:
+    extra = {"PAGER": 'sed "s/^/LESS=$LESS:/"'}
+    if given is not None:
+        extra["LESS"] = given
+    s = Session(**extra)
+    s.prompt()
+    s.send("sym KLogs\r")
+    out = s.expect(rb"LESS=[^:\n]*:[^\n]*KLogs[^\n]*\n")
+    if b"LESS=" + want + b":" not in out:
+        fail(f"the pager's LESS with LESS={given!r}: {out!r}")
+    s.prompt()
+    s.finish()
 
 # NO_COLOR: no colour even on a terminal, prompt included.
 s = Session(NO_COLOR="1")
