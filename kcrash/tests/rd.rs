@@ -164,6 +164,12 @@ fn rd_text_layout_and_unreadable_memory() {
         lines[4..8].iter().any(|l| l.contains("KLogBuffer")),
         "{out}"
     );
+    // -a on KLogs' first byte, a NUL: an empty string, said so.
+    assert_eq!(
+        lines[8..],
+        [format!("{klogs:016x}:  <empty string>")],
+        "{out}"
+    );
     // One line for the whole unreadable run; the status and one line on stderr tell a script
     // that not everything asked for could be read.
     let unreadable = |cmd: &str| {

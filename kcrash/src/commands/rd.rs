@@ -439,6 +439,14 @@ fn string(
                 cx.paint.addr(format_args!("{addr:016x}")),
                 cx.paint.bad(format_args!("<unreadable: {why}>"))
             )?;
+        } else if bytes.is_empty() {
+            // A NUL first (or COUNT 0): an empty string, said, not a blank.
+            writeln!(
+                cx.out,
+                "{}:  {}",
+                cx.paint.addr(format_args!("{start:016x}")),
+                "<empty string>"
+            )?;
         }
     }
     // What could be read is printed; the status tells a script that the rest could not be.
