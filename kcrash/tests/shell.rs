@@ -341,5 +341,12 @@ fn help_lists_every_command_aligned_and_so_does_dash_dash_help() {
             long.contains(&format!("\n  {name} ")),
             "--help lacks {name}"
         );
+        // Every command's own text ends its last line.
+        let help = format!("help {name}");
+        let text = stdout(&kcrash().commands(&kdump(), &vmlinux(), &[&help]), &help);
+        assert!(
+            text.ends_with('\n') && !text.ends_with("\n\n\n"),
+            "{help}: {text:?}"
+        );
     }
 }

@@ -109,28 +109,29 @@ pub const COMMANDS: &[Command] = &[
         name: "print",
         aliases: &["p"],
         summary: "a variable or expression with its DWARF type, as gdb prints it: p[/FMT] EXPR",
-        help: || print::HELP.into(),
+        // These texts end without a newline: `help CMD` adds it, as `CMD --help`'s writeln does.
+        help: || format!("{}\n", print::HELP),
         run: print::run,
     },
     Command {
         name: "whatis",
         aliases: &[],
         summary: "the type of an expression, or a type's name: whatis EXPR|TYPE",
-        help: || types::WHATIS_HELP.into(),
+        help: || format!("{}\n", types::WHATIS_HELP),
         run: types::whatis,
     },
     Command {
         name: "ptype",
         aliases: &[],
         summary: "a type written out in full, as gdb does: ptype EXPR|TYPE",
-        help: || types::PTYPE_HELP.into(),
+        help: || format!("{}\n", types::PTYPE_HELP),
         run: types::ptype,
     },
     Command {
         name: "struct",
         aliases: &["union"],
         summary: "a struct's layout, or an object at an address: struct [-o] NAME[.member] [ADDR]",
-        help: || types::STRUCT_HELP.into(),
+        help: || format!("{}\n", types::STRUCT_HELP),
         run: types::struct_,
     },
     Command {
