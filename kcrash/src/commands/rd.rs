@@ -443,9 +443,8 @@ fn string(
             // A NUL first (or COUNT 0): an empty string, said, not a blank.
             writeln!(
                 cx.out,
-                "{}:  {}",
-                cx.paint.addr(format_args!("{start:016x}")),
-                "<empty string>"
+                "{}:  <empty string>",
+                cx.paint.addr(format_args!("{start:016x}"))
             )?;
         }
     }
