@@ -3,28 +3,27 @@
 
 mod common;
 
-use std::path::Path;
-
 use symbols::{Error, Image, ImageSet, SectionAddresses};
 
-use common::module::{kotest, layout, objdump_symbols};
+use common::module::{debian_file, kotest, layout, objdump_symbols};
 use kcrash_harness::tools;
 
-const VMLINUX: &str = "/var/cache/kcrash-ci/linux-dbg/usr/lib/debug/boot/vmlinux-6.1.0-56-amd64";
+const VMLINUX: &str = "/var/cache/kcrash-ci/linux-dbg/usr/lib/debug/boot/vmlinux-{release}";
 
 /// The kernel and a module searched as one: each name from the image that has it, each
 /// address from the image whose sections hold it.
 #[test]
 fn kernel_and_module_as_one_set() {
     let Some(module) = kotest() else { return };
-    let Some(vmlinux) = Path::new(VMLINUX).exists().then_some(VMLINUX) else {
+    let vmlinux = debian_file(VMLINUX);
+    if !vmlinux.exists() {
         return tools::not_run(
             "kernel_and_module_as_one_set",
-            &format!("{VMLINUX} is not there"),
+            &format!("{} is not there", vmlinux.display()),
         );
-    };
+    }
     let sections = layout(module);
-    let mut kernel = Image::open(vmlinux).unwrap();
+    let mut kernel = Image::open(&vmlinux).unwrap();
     let kaslr = 0x1c00_0000;
     kernel.set_load_bias(kaslr);
     let printk = kernel.symbol("_printk").unwrap();
@@ -46,7 +45,7 @@ fn kernel_and_module_as_one_set() {
     let (image, symbol, offset) = set.symbolize(printk.address + 1).unwrap();
     assert_eq!(
         (image.path(), symbol.name.as_str(), offset),
-        (Path::new(vmlinux), "_printk", 1)
+        (vmlinux.as_path(), "_printk", 1)
     );
     assert!(set.image_at(0x1000).is_none());
     assert!(set.symbolize(0xffff_ffff_c0a0_0000 - 1).is_none());

@@ -15,17 +15,19 @@ use std::process::Command;
 use object::{Object, ObjectSection};
 use symbols::{Image, SymbolKind, TypeKind};
 
-use common::module::{address_of, addresses, gdb, kotest, layout, objdump_symbols, unloaded};
+use common::module::{
+    address_of, addresses, debian_file, gdb, kotest, layout, objdump_symbols, unloaded,
+};
 use kcrash_harness::tools;
 
-const DEBIAN_MODULES: &str = "/var/cache/kcrash-ci/linux-image/lib/modules/6.1.0-56-amd64/kernel";
+const DEBIAN_MODULES: &str = "/var/cache/kcrash-ci/linux-image/lib/modules/{release}/kernel";
 
 const DEBIAN_DEBUG_MODULES: &str =
-    "/var/cache/kcrash-ci/linux-dbg/usr/lib/debug/lib/modules/6.1.0-56-amd64/kernel";
+    "/var/cache/kcrash-ci/linux-dbg/usr/lib/debug/lib/modules/{release}/kernel";
 
 /// A file from the Debian kernel cache, if the CI extracted it.
 fn cached(dir: &str, module: &str) -> Option<PathBuf> {
-    let path = Path::new(dir).join(module);
+    let path = debian_file(dir).join(module);
     if path.exists() {
         Some(path)
     } else {

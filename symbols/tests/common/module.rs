@@ -11,16 +11,45 @@ use kcrash_harness::tools;
 use object::{Object, ObjectSection};
 use symbols::SectionAddresses;
 
-pub const HEADERS: &str = "/usr/src/linux-headers-6.1.0-56-amd64";
+/// The release of the Debian kernel CI extracted to /var/cache/kcrash-ci (`6.1.0-48-amd64`):
+/// whichever Debian ships when the cache is filled, so never written into a test.
+pub fn debian_release() -> Option<String> {
+    let mut found: Vec<String> = std::fs::read_dir("/var/cache/kcrash-ci/linux-image/lib/modules")
+        .ok()?
+        .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// A file of the Debian kernel cache: `path` with `{release}` replaced by the cached release.
+pub fn debian_file(path: &str) -> PathBuf {
+    let release = debian_release().unwrap_or_else(|| "NONE".into());
+    PathBuf::from(path.replace("{release}", &release))
+}
+
+/// Debian's kernel headers for Kbuild, whichever release the Linux guest steps installed
+/// (`/usr/src/linux-headers-*-amd64`): the release moves as Debian updates its kernel.
+fn headers() -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/src")
+        .ok()?
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            name.is_some_and(|n| n.starts_with("linux-headers-") && n.ends_with("-amd64"))
+        })
+        .filter(|p| p.join("Makefile").exists())
+        .collect();
+    found.sort();
+    found.pop()
+}
 
 /// `tests/data/kotest.c` built once per test run with Kbuild; `None` (having said why) when
 /// the headers, make or gcc are missing.
 pub fn kotest() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
-        if !Path::new(HEADERS).join("Makefile").exists() {
-            return None;
-        }
+        let headers = headers()?;
         if !tools::runs("kotest", "make") || !tools::runs("kotest", "gcc") {
             return None;
         }
@@ -31,7 +60,7 @@ pub fn kotest() -> Option<&'static Path> {
         tools::output(
             Command::new("make")
                 .arg("-C")
-                .arg(HEADERS)
+                .arg(&headers)
                 .arg(format!("M={}", dir.display()))
                 .arg("modules"),
         );
@@ -40,7 +69,7 @@ pub fn kotest() -> Option<&'static Path> {
     if built.is_none() {
         tools::not_run(
             "kotest",
-            &format!("{HEADERS}, make or gcc missing: kotest.ko not built"),
+            "/usr/src/linux-headers-*-amd64, make or gcc missing: kotest.ko not built",
         );
     }
     built.as_deref()
