@@ -57,7 +57,8 @@ struct Cli {
     /// Run this command, then exit (repeatable; run in order).
     #[arg(short = 'c', long = "command", value_name = "CMD")]
     commands: Vec<String>,
-    /// Run the commands in FILE (one per line, `#` comments), then exit.
+    /// Run the commands in FILE (one per line, `#` comments), each echoed before its output
+    /// (`set silent on` in the file stops that), then exit.
     #[arg(short = 'i', long = "input", value_name = "FILE")]
     input: Option<PathBuf>,
     /// Silent start: no banner or notes about the dump.
@@ -191,16 +192,20 @@ fn main() -> ExitCode {
             eprintln!("kcrash: {}", one_line(note));
         }
     }
-    let mut lines: Vec<String> = cli.commands.clone();
+    let mut lines: Vec<Line> = cli.commands.iter().map(|c| Line::given(c)).collect();
     if let Some(file) = &cli.input {
         match std::fs::read_to_string(file) {
-            Ok(text) => lines.extend(text.lines().map(str::to_owned)),
+            Ok(text) => lines.extend(text.lines().enumerate().map(|(i, l)| Line {
+                text: l.to_owned(),
+                from: Some((file.display().to_string(), i + 1)),
+            })),
             Err(e) => return fail_open(errors, &format!("{}: {e}", file.display())),
         }
     }
     let settings = Settings {
         scroll: !cli.no_pager,
         color: cli.color,
+        silent: false,
     };
     let mut shell = Shell::new(&session, settings);
     let stdin = io::stdin();
@@ -208,7 +213,11 @@ fn main() -> ExitCode {
     if scripted && lines.is_empty() {
         return script(
             &mut shell,
-            stdin.lock().lines().map_while(Result::ok),
+            stdin
+                .lock()
+                .lines()
+                .map_while(Result::ok)
+                .map(|l| Line::given(&l)),
             cli.keep_going,
             errors,
         );
@@ -265,21 +274,50 @@ fn fail_open(paint: Paint, msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Runs `lines` in order; output to stdout, diagnostics to stderr, status 1 if any failed.
+/// A command of a script, and where it was written when it comes from a command file.
+struct Line {
+    text: String,
+    from: Option<(String, usize)>,
+}
+
+impl Line {
+    /// A command given by `-c` or on standard input.
+    fn given(text: &str) -> Line {
+        Line {
+            text: text.to_owned(),
+            from: None,
+        }
+    }
+}
+
+/// Runs `lines` in order; output to stdout, diagnostics to stderr, status 1 if any failed. A
+/// command file's commands are echoed (`kcrash> CMD`) before their output unless `set silent
+/// on`, as crash does, and their errors say `FILE:LINE`.
 fn script(
     shell: &mut Shell<'_, '_>,
-    lines: impl Iterator<Item = String>,
+    lines: impl Iterator<Item = Line>,
     keep_going: bool,
     errors: Paint,
 ) -> ExitCode {
     catch_ctrl_c();
     let mut failed = false;
     for line in lines {
-        match shell.run_line(&line, &mut io::stderr()) {
+        let command = line.text.trim();
+        let echo = line.from.is_some() && !command.is_empty() && !command.starts_with('#');
+        if echo && !shell.settings.silent {
+            let mut out = io::stdout().lock();
+            // A closed stdout is the command's to report.
+            let _ = writeln!(out, "kcrash> {}", line.text).and_then(|()| out.flush());
+        }
+        match shell.run_line(&line.text, &mut io::stderr()) {
             Ok(Flow::Quit) => break,
             Ok(Flow::Continue) => {}
             Err(e) => {
-                eprintln!("{} {}", errors.bad("kcrash:"), report(e.as_ref()));
+                let place = match &line.from {
+                    Some((file, n)) => format!("{file}:{n}: "),
+                    None => String::new(),
+                };
+                eprintln!("{} {place}{}", errors.bad("kcrash:"), report(e.as_ref()));
                 failed = true;
                 // Ctrl-C ends a script even with --keep-going.
                 if !keep_going || kcrash::interrupt::requested() {

@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use kcrash::commands::{execute, Settings};
-use kcrash::paint::{ColorChoice, Paint};
+use kcrash::paint::Paint;
 use kcrash::session::Session;
 use proptest::prelude::*;
 
@@ -85,10 +85,7 @@ fn random_expressions_never_panic() {
     proptest!(ProptestConfig::with_cases(400), |(e in expr(), f in 0..formats.len())| {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let line = format!("{} {e}", formats[f]);
-        let mut settings = Settings {
-            scroll: false,
-            color: ColorChoice::Never,
-        };
+        let mut settings = Settings::plain();
         // Success or an error: both fine; a panic fails the test.
         if execute(&session, &mut settings, &mut out, &mut err, Paint::default(), &line).is_ok() {
             printed.set(printed.get() + 1);

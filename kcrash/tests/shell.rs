@@ -182,9 +182,38 @@ fn command_file_and_standard_input() {
         kdump().to_str().unwrap(),
         vmlinux().to_str().unwrap(),
     ]);
+    // Each command echoed before its output, as crash echoes a command file's; comments and
+    // blank lines not.
     let out = stdout(&o, "kcrash");
-    assert_eq!(out.lines().count(), 2);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(
+        (lines[0], lines[2]),
+        ("kcrash> sym KLogs", "kcrash> sym KLogBuffer")
+    );
+    assert!(
+        lines[1].contains(" KLogs ") && lines[3].contains(" KLogBuffer "),
+        "{out}"
+    );
     assert!(text(&o.stderr).is_empty(), "{}", text(&o.stderr));
+    // `set silent on` stops the echo; an error names the file and line.
+    std::fs::write(&script, "set silent on\nsym KLogs\nsym nonesuch\n").unwrap();
+    let o = kcrash().run([
+        "-s",
+        "-i",
+        script.to_str().unwrap(),
+        kdump().to_str().unwrap(),
+        vmlinux().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = text(&o.stdout);
+    assert_eq!(out.lines().collect::<Vec<_>>().len(), 2, "{out}");
+    assert!(out.starts_with("kcrash> set silent on\n"), "{out}");
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with(&format!("kcrash: {}:3: sym", script.display())),
+        "{err}"
+    );
     let mut child = kcrash()
         .command()
         .args([kdump().to_str().unwrap(), vmlinux().to_str().unwrap()])

@@ -9,7 +9,7 @@
 #![no_main]
 
 use kcrash::commands::{self, Settings};
-use kcrash::paint::{ColorChoice, Paint};
+use kcrash::paint::Paint;
 use kcrash::redirect::{split, Target};
 use kcrash::session::Session;
 use kcrash_fuzz::{repo, Capped};
@@ -38,10 +38,7 @@ fuzz_target!(|data: &[u8]| {
     if let Target::File { path, .. } = &target {
         std::hint::black_box(path);
     }
-    let mut settings = Settings {
-        scroll: false,
-        color: ColorChoice::Never,
-    };
+    let mut settings = Settings::plain();
     let capped = || Capped {
         bytes: Vec::new(),
         limit: 1 << 20,

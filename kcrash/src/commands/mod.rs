@@ -50,6 +50,19 @@ pub struct Settings {
     /// `set scroll on|off`, `--no-pager`: long output to a terminal goes through the pager.
     pub scroll: bool,
     pub color: ColorChoice,
+    /// `set silent on|off`: a command file's commands are not echoed before their output.
+    pub silent: bool,
+}
+
+impl Settings {
+    /// For output to no terminal (a check, a test): no pager, no colour.
+    pub fn plain() -> Settings {
+        Settings {
+            scroll: false,
+            color: ColorChoice::Never,
+            silent: false,
+        }
+    }
 }
 
 /// What a running command gets.

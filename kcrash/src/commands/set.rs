@@ -10,25 +10,27 @@ set: show or change session settings.
   set                 show them
   set scroll off      no pager: long output goes straight to the terminal
   set scroll on       long output to a terminal goes through $PAGER (default less -FRX)
+  set silent on       a command file (-i FILE) runs without echoing its commands
+  set silent off      each of its commands is shown as `kcrash> CMD` before its output
 
 The pager is used only when standard output is a terminal; --no-pager starts with scroll off.
 ";
 
 pub fn run(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
+    let on_off = |value: &str, what: &str| match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => bail!("{what} is on or off, not {other:?}"),
+    };
+    let word = |on: bool| if on { "on" } else { "off" };
     match args {
-        [] => writeln!(
-            cx.out,
-            "scroll: {}",
-            if cx.settings.scroll { "on" } else { "off" }
-        )?,
-        [what, value] if what == "scroll" => {
-            cx.settings.scroll = match value.as_str() {
-                "on" => true,
-                "off" => false,
-                other => bail!("scroll is on or off, not {other:?}"),
-            }
+        [] => {
+            writeln!(cx.out, "scroll: {}", word(cx.settings.scroll))?;
+            writeln!(cx.out, "silent: {}", word(cx.settings.silent))?;
         }
-        _ => bail!("usage: set scroll on|off (help set)"),
+        [what, value] if what == "scroll" => cx.settings.scroll = on_off(value, what)?,
+        [what, value] if what == "silent" => cx.settings.silent = on_off(value, what)?,
+        _ => bail!("usage: set scroll|silent on|off (help set)"),
     }
     Ok(Flow::Continue)
 }

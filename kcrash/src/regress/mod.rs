@@ -20,7 +20,6 @@ use regex::Regex;
 
 use crate::commands::Settings;
 use crate::error::report;
-use crate::paint::ColorChoice;
 use crate::redirect;
 use crate::session::{open_dump, Session};
 use manifest::{Check, Entry, Manifest};
@@ -329,10 +328,7 @@ fn run_dump(
 ) -> Result<Vec<(Output, f64)>, String> {
     let dump = open_dump(path, phys_start).map_err(|e| e.to_string())?;
     let session = Session::open(&dump, Some(image.to_owned())).map_err(|e| e.to_string())?;
-    let mut settings = Settings {
-        scroll: false,
-        color: ColorChoice::Never,
-    };
+    let mut settings = Settings::plain();
     Ok(checks
         .iter()
         .map(|check| {

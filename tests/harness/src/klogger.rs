@@ -254,10 +254,7 @@ pub fn check_dump(
     use kcrash::session::{open_dump, Session};
     let dump_file = open_dump(dump, phys_start)?;
     let session = Session::open(&dump_file, Some(image.to_owned()))?;
-    let mut settings = Settings {
-        scroll: false,
-        color: kcrash::paint::ColorChoice::Never,
-    };
+    let mut settings = Settings::plain();
     let mut run = |command: &str| -> Result<String> {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         kcrash::redirect::run_line(

@@ -282,10 +282,7 @@ fn field(name: &str, kind: &str, value: String) -> Field {
 fn kcrash(dump: &Path, phys_start: Option<u64>, image: &Path, command: &str) -> Result<String> {
     let dump = kcrash::session::open_dump(dump, phys_start)?;
     let session = kcrash::session::Session::open(&dump, Some(image.to_owned()))?;
-    let mut settings = kcrash::commands::Settings {
-        scroll: false,
-        color: kcrash::paint::ColorChoice::Never,
-    };
+    let mut settings = kcrash::commands::Settings::plain();
     let (mut out, mut err) = (Vec::new(), Vec::new());
     kcrash::redirect::run_line(
         &session,
