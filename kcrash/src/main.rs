@@ -5,7 +5,7 @@ use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressStyle};
 use kcrash::commands::{Flow, Settings};
 use kcrash::error::{one_line, report, Error};
@@ -116,24 +116,31 @@ struct RegressCli {
     color: ColorChoice,
 }
 
+/// kcrash's command line as clap defines it, with the commands listed from the table `help`
+/// prints, so the list is never out of date.
+fn command_line() -> clap::Command {
+    let cli = Cli::command();
+    let after = cli
+        .get_after_help()
+        .map(|h| h.to_string())
+        .unwrap_or_default();
+    let list = kcrash::commands::help::list(Paint::default());
+    let list: String = list.lines().map(|l| format!("  {l}\n")).collect();
+    cli.after_help(format!(
+        "Commands (help CMD at the prompt for each one's text):\n{list}\n{after}"
+    ))
+}
+
 fn main() -> ExitCode {
-    // `kcrash regress DIR`: a dump or image named `regress` is `./regress`.
-    if std::env::args_os().nth(1).is_some_and(|a| a == "regress") {
-        return regress(std::env::args_os().skip(1));
+    // `kcrash regress DIR`, `kcrash man`, `kcrash completions SHELL`: a dump or image of one of
+    // these names is `./regress` and so on.
+    match std::env::args_os().nth(1) {
+        Some(a) if a == "regress" => return regress(std::env::args_os().skip(1)),
+        Some(a) if a == "man" => return man_page(),
+        Some(a) if a == "completions" => return completions(std::env::args_os().nth(2)),
+        _ => {}
     }
-    // The commands are listed from the table `help` prints, so the list is never out of date.
-    let commands = |cli: clap::Command| {
-        let after = cli
-            .get_after_help()
-            .map(|h| h.to_string())
-            .unwrap_or_default();
-        let list = kcrash::commands::help::list(Paint::default());
-        let list: String = list.lines().map(|l| format!("  {l}\n")).collect();
-        cli.after_help(format!(
-            "Commands (help CMD at the prompt for each one's text):\n{list}\n{after}"
-        ))
-    };
-    let cli = match parse_args::<Cli>(std::env::args_os(), commands) {
+    let cli = match parse_args::<Cli>(command_line(), std::env::args_os()) {
         Ok(cli) => cli,
         Err(code) => return code,
     };
@@ -388,13 +395,13 @@ fn prompt(shell: &mut Shell<'_, '_>, silent: bool, color: ColorChoice) -> ExitCo
     status
 }
 
-/// The command line, or the exit status after clap printed help (0) or a usage error (2).
-/// `extend` adds to the parser's definition what is known only when running.
+/// The command line `cli` parses from `args`, or the exit status after clap printed help (0) or
+/// a usage error (2).
 fn parse_args<C: Parser>(
+    cli: clap::Command,
     args: impl Iterator<Item = std::ffi::OsString>,
-    extend: impl FnOnce(clap::Command) -> clap::Command,
 ) -> Result<C, ExitCode> {
-    let parsed = extend(C::command())
+    let parsed = cli
         .try_get_matches_from(args)
         .and_then(|m| C::from_arg_matches(&m));
     parsed.map_err(|e| {
@@ -404,8 +411,34 @@ fn parse_args<C: Parser>(
     })
 }
 
+/// `kcrash man`: the manual page (roff), from the same definitions as `--help`.
+fn man_page() -> ExitCode {
+    let mut out = io::stdout().lock();
+    match clap_mangen::Man::new(command_line()).render(&mut out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kcrash: man: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `kcrash completions SHELL`: a completion script for bash, zsh, fish, elvish or PowerShell.
+fn completions(shell: Option<std::ffi::OsString>) -> ExitCode {
+    use std::str::FromStr;
+    let name = shell
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Ok(shell) = clap_complete::Shell::from_str(&name) else {
+        eprintln!("kcrash: completions: give a shell: bash, zsh, fish, elvish or powershell");
+        return ExitCode::from(2);
+    };
+    clap_complete::generate(shell, &mut command_line(), "kcrash", &mut io::stdout());
+    ExitCode::SUCCESS
+}
+
 fn regress(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
-    let cli = match parse_args::<RegressCli>(args, |c| c) {
+    let cli = match parse_args::<RegressCli>(RegressCli::command(), args) {
         Ok(cli) => cli,
         Err(code) => return code,
     };

@@ -379,3 +379,71 @@ fn help_lists_every_command_aligned_and_so_does_dash_dash_help() {
         );
     }
 }
+
+/// `kcrash man` and `kcrash completions SHELL` come from the same definitions as `--help`: the
+/// page names every option and command, renders with man(1) where it is installed, and bash
+/// takes the completion script.
+#[test]
+fn man_page_and_completions_come_from_the_command_line() {
+    let page = stdout(&kcrash().run(["man"]), "man");
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH kcrash 1"),
+        "{page}"
+    );
+    let help = stdout(&kcrash().run(["--help"]), "--help");
+    // The option lines of --help: `  -c, --command <CMD>  ...`, `      --keep-going  ...`.
+    let options: Vec<&str> = help
+        .lines()
+        .filter(|l| l.trim_start().starts_with('-') && l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+        .collect();
+    assert!(options.len() >= 8, "{help}");
+    for option in options {
+        let roff = option.replace('-', "\\-");
+        assert!(page.contains(&roff), "the man page lacks {option}");
+    }
+    for command in ["klog", "timeline", "dis", "tracelog"] {
+        assert!(
+            page.contains(&format!("  {command} ")),
+            "the man page lacks {command}"
+        );
+    }
+    if tools::find("man").is_some() {
+        let mut man = Command::new("man")
+            .args(["-l", "-"])
+            .env("MANPAGER", "cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        man.stdin
+            .take()
+            .unwrap()
+            .write_all(page.as_bytes())
+            .unwrap();
+        let o = man.wait_with_output().unwrap();
+        assert!(o.status.success() && text(&o.stdout).contains("OPTIONS"));
+    }
+    let script = stdout(&kcrash().run(["completions", "bash"]), "completions");
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg("eval \"$1\" && complete -p kcrash")
+        .arg("bash")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        text(&o.stdout).contains("-F _kcrash kcrash"),
+        "{}",
+        text(&o.stderr)
+    );
+    for shell in ["zsh", "fish"] {
+        let script = stdout(&kcrash().run(["completions", shell]), shell);
+        assert!(
+            script.contains("kcrash") && script.contains("keep-going"),
+            "{shell}"
+        );
+    }
+    assert_eq!(kcrash().run(["completions", "tcsh"]).status.code(), Some(2));
+}

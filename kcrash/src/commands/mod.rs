@@ -206,7 +206,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "set",
         aliases: &[],
-        summary: "session settings: set scroll on|off",
+        summary: "session settings: set scroll|silent on|off",
         help: || set::HELP.into(),
         run: set::run,
     },
