@@ -2,7 +2,7 @@
 //! raw memory image, or the running kernel. A thin shell over the library.
 
 use std::io::{self, BufRead, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
@@ -212,9 +212,10 @@ fn main() -> ExitCode {
     let settings = Settings {
         scroll: !cli.no_pager,
         color: cli.color,
-        silent: false,
+        ..Settings::plain()
     };
     let mut shell = Shell::new(&session, settings);
+    run_rc_files(&mut shell, errors);
     let stdin = io::stdin();
     let scripted = !lines.is_empty() || !stdin.is_terminal();
     if scripted && lines.is_empty() {
@@ -234,6 +235,66 @@ fn main() -> ExitCode {
     } else {
         prompt(&mut shell, cli.silent, cli.color)
     }
+}
+
+/// `~/.kcrashrc`, then `./.kcrashrc`, as crash reads its `.crashrc` files: their commands
+/// (aliases, settings) run before any other, without echo; an error is one line naming
+/// `FILE:LINE` and the rest still runs. The current directory's file is read only when it is
+/// the user's own and no one else may write it: a dump's directory may be anyone's, and the
+/// file could run shell commands.
+fn run_rc_files(shell: &mut Shell<'_, '_>, errors: Paint) {
+    let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kcrashrc"));
+    let here = PathBuf::from(".kcrashrc");
+    let same = |a: &Path, b: &Path| {
+        std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
+    };
+    let here = (!home.as_deref().is_some_and(|h| same(h, &here))).then_some(here);
+    for (file, checked) in [(home, false), (here, true)] {
+        let Some(file) = file else { continue };
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                eprintln!("{} {}: {e}", errors.bad("kcrash:"), file.display());
+                continue;
+            }
+        };
+        if checked {
+            if let Some(why) = untrusted(&file) {
+                eprintln!(
+                    "{} {}: not read: {why}",
+                    errors.bad("kcrash:"),
+                    file.display()
+                );
+                continue;
+            }
+        }
+        for (i, line) in text.lines().enumerate() {
+            if let Err(e) = shell.run_line(line, &mut io::stderr()) {
+                let place = format!("{}:{}:", file.display(), i + 1);
+                eprintln!("{} {place} {}", errors.bad("kcrash:"), report(e.as_ref()));
+            }
+        }
+    }
+}
+
+/// Why a file of commands in the current directory is not to be run: not the user's, or
+/// writable by others.
+#[cfg(unix)]
+fn untrusted(file: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(file).ok()?;
+    // /proc/self belongs to the process's effective user.
+    let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    if me != Some(meta.uid()) {
+        return Some(format!("it belongs to user {}, not to you", meta.uid()));
+    }
+    (meta.mode() & 0o022 != 0).then(|| "others may write it".to_owned())
+}
+
+#[cfg(not(unix))]
+fn untrusted(_: &Path) -> Option<String> {
+    None
 }
 
 /// On a running kernel without a `.ko` on the command line: when a module defines `KLogs`

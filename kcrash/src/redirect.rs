@@ -26,7 +26,8 @@ pub fn run_line(
     err: &mut dyn Write,
     stdout_terminal: bool,
 ) -> Result<Flow> {
-    let line = line.trim();
+    let expanded = settings.expand(line.trim());
+    let line = expanded.trim();
     if line.is_empty() || line.starts_with('#') {
         return Ok(Flow::Continue);
     }

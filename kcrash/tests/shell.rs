@@ -447,3 +447,69 @@ fn man_page_and_completions_come_from_the_command_line() {
     }
     assert_eq!(kcrash().run(["completions", "tcsh"]).status.code(), Some(2));
 }
+
+/// `~/.kcrashrc` and `./.kcrashrc` run first (aliases, settings), an error in them naming its
+/// line; the current directory's only when no one else may write it. `alias` names command
+/// lines, never hides a command, and expands once.
+#[test]
+fn rc_files_and_aliases() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let here = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join(".kcrashrc"),
+        "alias kl klog 0 full\n# a comment\nnonesuch\nalias loop loop\n",
+    )
+    .unwrap();
+    let local = here.path().join(".kcrashrc");
+    std::fs::write(&local, "alias s1 sym KLogs\n").unwrap();
+    std::fs::set_permissions(&local, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let run = |commands: &[&str]| {
+        kcrash()
+            .session(commands)
+            .env("HOME", home.path())
+            .current_dir(here.path())
+            .args([kdump(), vmlinux()])
+            .output()
+            .unwrap()
+    };
+    let o = run(&["kl -n 1", "s1", "alias kl"]);
+    let out = stdout(&o, "aliases");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[0].starts_with("[ ") && lines[0].contains("]["),
+        "klog 0 full -n 1: {out}"
+    );
+    assert!(lines[1].contains(" (D) KLogs "), "{out}");
+    assert_eq!(lines[2], "kl\tklog 0 full");
+    let err = text(&o.stderr);
+    let rc = home.path().join(".kcrashrc");
+    assert!(
+        err.contains(&format!(
+            "kcrash: {}:3: nonesuch: no such command",
+            rc.display()
+        )),
+        "{err}"
+    );
+    // An alias of itself is run once, as the command it names, not again.
+    let o = run(&["loop"]);
+    assert!(
+        text(&o.stderr).contains("loop: no such command"),
+        "{}",
+        text(&o.stderr)
+    );
+    // A command's name cannot be an alias.
+    let o = run(&["alias klog sym KLogs"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("klog is a command"));
+    // Writable by others: not read, and said.
+    std::fs::set_permissions(&local, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let o = run(&["s1"]);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(".kcrashrc: not read: others may write it"),
+        "{err}"
+    );
+    assert!(err.contains("s1: no such command"), "{err}");
+}

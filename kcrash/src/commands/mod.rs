@@ -11,6 +11,7 @@
 //! Ctrl-C stops them. Arguments are parsed with [`args`]'s helpers, so every command reads
 //! numbers, addresses and symbols alike.
 
+pub mod alias;
 pub mod args;
 pub mod dis;
 pub mod events;
@@ -28,6 +29,7 @@ pub mod sys;
 pub mod timeline;
 pub mod types;
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use anyhow::{anyhow, bail, Result};
@@ -52,15 +54,31 @@ pub struct Settings {
     pub color: ColorChoice,
     /// `set silent on|off`: a command file's commands are not echoed before their output.
     pub silent: bool,
+    /// `alias NAME TEXT`: a command line's first word NAME stands for TEXT.
+    pub aliases: BTreeMap<String, String>,
 }
 
 impl Settings {
+    /// `line` with its first word replaced by the text it is an alias of, when it is one (once:
+    /// an alias's text is not expanded again, so no alias can loop).
+    pub fn expand<'l>(&self, line: &'l str) -> std::borrow::Cow<'l, str> {
+        let word = line.split_whitespace().next().unwrap_or_default();
+        match self.aliases.get(word) {
+            Some(text) => {
+                let rest = &line.trim_start()[word.len()..];
+                std::borrow::Cow::Owned(format!("{text}{rest}"))
+            }
+            None => std::borrow::Cow::Borrowed(line),
+        }
+    }
+
     /// For output to no terminal (a check, a test): no pager, no colour.
     pub fn plain() -> Settings {
         Settings {
             scroll: false,
             color: ColorChoice::Never,
             silent: false,
+            aliases: BTreeMap::new(),
         }
     }
 }
@@ -202,6 +220,13 @@ pub const COMMANDS: &[Command] = &[
         summary: "the event schemata loaded and the events each names: schema [-e] [--json]",
         help: clap_help::<schema::Args>,
         run: schema::run,
+    },
+    Command {
+        name: "alias",
+        aliases: &[],
+        summary: "name a command line: alias [NAME [COMMAND...]]",
+        help: || alias::HELP.into(),
+        run: alias::run,
     },
     Command {
         name: "set",
