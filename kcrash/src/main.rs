@@ -432,13 +432,19 @@ fn prompt(shell: &mut Shell<'_, '_>, silent: bool, color: ColorChoice) -> ExitCo
         // A first session has no history file yet.
         let _ = editor.load_history(path);
     }
-    let status = loop {
+    let status = 'prompt: loop {
         match editor.readline("kcrash> ") {
-            Ok(line) => match shell.run_line(&line, &mut io::stderr()) {
-                Ok(Flow::Quit) => break ExitCode::SUCCESS,
-                Ok(Flow::Continue) => {}
-                Err(e) => eprintln!("{} {}", errors.bad("kcrash:"), report(e.as_ref())),
-            },
+            // A paste of several lines comes as one (the terminal's bracketed paste): each of
+            // its lines is a command, run in order.
+            Ok(text) => {
+                for line in text.split(['\n', '\r']) {
+                    match shell.run_line(line, &mut io::stderr()) {
+                        Ok(Flow::Quit) => break 'prompt ExitCode::SUCCESS,
+                        Ok(Flow::Continue) => {}
+                        Err(e) => eprintln!("{} {}", errors.bad("kcrash:"), report(e.as_ref())),
+                    }
+                }
+            }
             // Ctrl-C at the prompt drops the line, as in a shell.
             Err(ReadlineError::Interrupted) => {}
             Err(ReadlineError::Eof) => break ExitCode::SUCCESS,

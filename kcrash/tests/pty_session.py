@@ -117,6 +117,10 @@ s.prompt()
 os.write(s.fd, b"sym KLogs\r")
 s.expect(rb"\(D\) [^\n]*KLogs")
 s.prompt()
+# A paste of two lines, bracketed as terminals paste: both run, in order.
+s.send("\x1b[200~sym KLogs\rsym KLogBuffer\x1b[201~\r")
+s.expect(rb"\(D\) [^\n]*KLogs[^\n]*\n[^\n]*\(B\) [^\n]*KLogBuffer")
+s.prompt()
 # An unknown command is one line of error and the prompt again.
 s.send("frobnicate\r")
 s.expect(rb"frobnicate: no such command \(try help\)\r?\n")
