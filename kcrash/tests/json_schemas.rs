@@ -89,6 +89,8 @@ const COMMON: &[Check] = &[
     ("p --json KLogs[1].name", "print", Shape::Lines),
     ("p --json &KLogs[2]", "print", Shape::Lines),
     ("p --json DebugFlags", "print", Shape::Lines),
+    ("eval --json &KLogs[1]", "eval", Shape::Lines),
+    ("eval --json -1", "eval", Shape::Lines),
     ("sys --json", "sys", Shape::Document),
     ("plugins --json", "plugins", Shape::Document),
     ("timeline --json", "event", Shape::Lines),

@@ -113,3 +113,55 @@ fn every_dump_format_prints_the_same_values() {
         assert_eq!(kcrash(&kdump, c), *want, "vmcore.kdump: {c}");
     }
 }
+
+/// `eval`: an integer expression in four bases, as crash prints it; the values are the dump's
+/// (the oracle's ring size, nm's address) and the bases agree with each other.
+#[test]
+fn eval_prints_an_integer_in_four_bases() {
+    let expected: kcrash_harness::expected::Expected = serde_json::from_slice(
+        &std::fs::read(kcrash_harness::corpus::file("bare/rings/expected.json")).unwrap(),
+    )
+    .unwrap();
+    let klogs = common::nm(&common::vmlinux())["KLogs"].0;
+    let out = common::kcrash().commands(
+        &common::kdump(),
+        &common::vmlinux(),
+        &[
+            "eval --json KLogs[1].num_recs",
+            "eval --json &KLogs[0]",
+            "eval --json -1",
+            "eval (1 << 20) + 3",
+        ],
+    );
+    let text = kcrash_harness::run::stdout(&out, "eval");
+    let (json, plain): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with('{'));
+    let docs: Vec<serde_json::Value> = json
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ring1 = expected.rings.iter().find(|r| r.ring == 1).unwrap();
+    assert_eq!(docs[0]["decimal"], ring1.num_recs.to_string());
+    assert_eq!(docs[1]["hexadecimal"], format!("{klogs:#x}"));
+    assert_eq!(docs[2]["decimal"], "-1");
+    assert_eq!(docs[2]["hexadecimal"], "0xffffffffffffffff");
+    for d in &docs {
+        let radix = |key: &str, prefix: &str, r: u32| {
+            u64::from_str_radix(d[key].as_str().unwrap().strip_prefix(prefix).unwrap(), r).unwrap()
+        };
+        let hex = radix("hexadecimal", "0x", 16);
+        assert_eq!(
+            (radix("octal", "0o", 8), radix("binary", "0b", 2)),
+            (hex, hex),
+            "{d}"
+        );
+    }
+    assert_eq!(
+        plain,
+        [
+            "hexadecimal: 0x100003",
+            "    decimal: 1048579",
+            "      octal: 0o4000003",
+            "     binary: 0b0000000000000000000000000000000000000000000100000000000000000011",
+        ]
+    );
+}

@@ -14,6 +14,7 @@
 pub mod alias;
 pub mod args;
 pub mod dis;
+pub mod eval;
 pub mod events;
 pub mod help;
 pub mod klog;
@@ -143,6 +144,13 @@ pub const COMMANDS: &[Command] = &[
         // These texts end without a newline: `help CMD` adds it, as `CMD --help`'s writeln does.
         help: || format!("{}\n", print::HELP),
         run: print::run,
+    },
+    Command {
+        name: "eval",
+        aliases: &[],
+        summary: "an integer expression in hex, decimal, octal and binary: eval EXPR",
+        help: || eval::HELP.into(),
+        run: eval::run,
     },
     Command {
         name: "whatis",

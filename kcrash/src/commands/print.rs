@@ -5,11 +5,10 @@
 use anyhow::{anyhow, bail, Result};
 
 use super::{Context, Flow};
-use crate::error::Error;
 use crate::expr::json::to_json;
 use crate::expr::text::Writer;
 use crate::expr::value::{Options, Reader, FORMATS};
-use crate::expr::{parse_expr, Evaluator, Expr, Ty};
+use crate::expr::{evaluate, parse_expr, Expr, Ty};
 use crate::report;
 
 pub const HELP: &str = "\
@@ -74,29 +73,15 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         bail!("no image: give the image with DWARF to print expressions");
     }
     let expr = parse_expr(&text).map_err(|e| anyhow!("{}", e.show(&text)))?;
-    // The kernel first, then each loaded module: the first that knows every name in the
-    // expression evaluates it, as gdb searches its object files.
-    let mut failure = None;
-    for image in images.set.images() {
-        let ev = Evaluator::new(image, session);
-        let value = match ev.eval(&expr) {
-            Ok(v) => v,
-            Err(e @ Error::NoSymbol { .. }) => {
-                failure.get_or_insert(e);
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        if let (Ty::NoDebug, Expr::Name(name)) = (&value.ty, &expr) {
-            bail!("'{name}' has unknown type; cast it to its declared type");
-        }
-        let node = Reader::new(&ev, opts).read(&value)?;
-        if json {
-            report::json_line(&to_json(&ev, &node), out)?;
-        } else {
-            writeln!(out, "{}", Writer { ev: &ev, opts }.top(&node)?)?;
-        }
-        return Ok(Flow::Continue);
+    let (ev, value) = evaluate(images.set.images(), session, &expr)?;
+    if let (Ty::NoDebug, Expr::Name(name)) = (&value.ty, &expr) {
+        bail!("'{name}' has unknown type; cast it to its declared type");
     }
-    Err(failure.map_or_else(|| anyhow!("nothing to evaluate with"), Into::into))
+    let node = Reader::new(&ev, opts).read(&value)?;
+    if json {
+        report::json_line(&to_json(&ev, &node), out)?;
+    } else {
+        writeln!(out, "{}", Writer { ev: &ev, opts }.top(&node)?)?;
+    }
+    Ok(Flow::Continue)
 }
