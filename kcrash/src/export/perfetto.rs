@@ -324,63 +324,93 @@ impl Emit for RingTrace<'_> {
     }
 }
 
-/// A sequence's interned strings: each is given an id the first time it is used, and its
-/// definition waits in `new` for the packet that uses it. Events of a ring mostly repeat the
-/// previous one's name and argument names in the same order: those are checked first, which
-/// saves hashing them.
-#[derive(Default)]
+/// A sequence's interned strings, event names and argument names: each is given an id the
+/// first time it is used, and its definition waits in `new` for the packet that uses it.
 struct Interner {
-    names: HashMap<Vec<u8>, u64, Fast>,
-    keys: HashMap<String, u64, Fast>,
-    /// The last event name and its id.
-    last_name: Option<(Vec<u8>, u64)>,
-    /// The argument names of the last event, in its order, with their ids.
-    last_keys: Vec<(String, u64)>,
+    names: Table,
+    keys: Table,
     /// `InternedData` fields not yet written.
     new: Vec<u8>,
 }
 
-impl Interner {
-    /// The id of event name `name`.
-    fn name(&mut self, name: &[u8]) -> u64 {
-        if let Some((last, iid)) = &self.last_name {
-            if last == name {
-                return *iid;
-            }
+impl Default for Interner {
+    fn default() -> Interner {
+        Interner {
+            // Event names come escaped (`event_name`); argument names as the decoder gives them.
+            names: Table::new(num::EVENT_NAMES, false),
+            keys: Table::new(num::ANNOTATION_NAMES, true),
+            new: Vec::new(),
         }
-        let iid = match self.names.get(name) {
-            Some(&iid) => iid,
-            None => {
-                let iid = self.names.len() as u64 + 1;
-                self.names.insert(name.to_vec(), iid);
-                define(&mut self.new, num::EVENT_NAMES, iid, name);
-                iid
-            }
-        };
-        self.last_name = Some((name.to_vec(), iid));
-        iid
+    }
+}
+
+impl Interner {
+    /// The id of event name `name` (escaped already).
+    fn name(&mut self, name: &[u8]) -> u64 {
+        self.names.id(0, name, &mut self.new)
     }
 
     /// The id of annotation name `key`, the event's `slot`-th.
     fn key(&mut self, slot: usize, key: &str) -> u64 {
-        if let Some((last, iid)) = self.last_keys.get(slot) {
-            if last == key {
+        self.keys.id(slot, key.as_bytes(), &mut self.new)
+    }
+}
+
+/// One kind of interned string. Events of a ring mostly repeat the previous one's strings in
+/// the same order: each lookup is first compared with the previous event's at its place, which
+/// saves hashing it, and that memory is reused, not reallocated.
+struct Table {
+    ids: HashMap<Vec<u8>, u64, Fast>,
+    /// The previous event's strings by place, with their ids.
+    recent: Vec<(Vec<u8>, u64)>,
+    /// The `InternedData` field that defines one.
+    field: u32,
+    /// Whether a definition escapes its string.
+    escape: bool,
+}
+
+impl Table {
+    fn new(field: u32, escape: bool) -> Table {
+        Table {
+            ids: HashMap::default(),
+            recent: Vec::new(),
+            field,
+            escape,
+        }
+    }
+
+    /// The id of `s`, an event's `slot`-th string of this kind; a new one's definition is
+    /// appended to `new`.
+    fn id(&mut self, slot: usize, s: &[u8], new: &mut Vec<u8>) -> u64 {
+        if let Some((last, iid)) = self.recent.get(slot) {
+            if last == s {
                 return *iid;
             }
         }
-        let iid = match self.keys.get(key) {
+        let iid = match self.ids.get(s) {
             Some(&iid) => iid,
             None => {
-                let iid = self.keys.len() as u64 + 1;
-                self.keys.insert(key.to_owned(), iid);
-                let mut escaped = Vec::new();
-                crate::escape::escape_into(key.as_bytes(), &mut escaped);
-                define(&mut self.new, num::ANNOTATION_NAMES, iid, &escaped);
+                let iid = self.ids.len() as u64 + 1;
+                self.ids.insert(s.to_vec(), iid);
+                match self.escape {
+                    true => {
+                        let mut escaped = Vec::new();
+                        crate::escape::escape_into(s, &mut escaped);
+                        define(new, self.field, iid, &escaped);
+                    }
+                    false => define(new, self.field, iid, s),
+                }
                 iid
             }
         };
-        self.last_keys.truncate(slot);
-        self.last_keys.push((key.to_owned(), iid));
+        match self.recent.get_mut(slot) {
+            Some((last, id)) => {
+                last.clear();
+                last.extend_from_slice(s);
+                *id = iid;
+            }
+            None => self.recent.push((s.to_vec(), iid)),
+        }
         iid
     }
 }
