@@ -559,18 +559,7 @@ fn svg_draws_a_lane_per_ring_and_renders() {
                 let lane = |t: &String| t.split('/').next() == Some(ring.ring_name.as_str());
                 assert!(texts.iter().any(lane), "{name}: no lane {}", ring.ring_name);
             }
-            let o = Command::new("rsvg-convert")
-                .arg(&svg)
-                .arg("-o")
-                .arg(&png)
-                .output()
-                .unwrap();
-            assert!(
-                o.status.success(),
-                "{name}: rsvg-convert: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            let png = std::fs::read(&png).unwrap();
+            let png = render(&svg, &png);
             assert!(
                 png.starts_with(b"\x89PNG") && png.len() > 2000,
                 "{name}: {} bytes",
@@ -578,6 +567,23 @@ fn svg_draws_a_lane_per_ring_and_renders() {
             );
         }
     }
+}
+
+/// `svg` rendered to `png` by librsvg, which must take it without error; the PNG's bytes.
+fn render(svg: &Path, png: &Path) -> Vec<u8> {
+    let o = Command::new("rsvg-convert")
+        .arg(svg)
+        .arg("-o")
+        .arg(png)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "rsvg-convert {}: {}",
+        svg.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::read(png).unwrap()
 }
 
 /// The text of every `<text>` element of an SVG file, trimmed.
@@ -740,18 +746,8 @@ fn a_linux_guests_timeline_marks_its_panic_and_holds_the_modules_log() {
     for lane in ["KLog SCHED", "KLog FS", "printk"] {
         assert!(texts.iter().any(|t| t == lane), "no lane {lane}: {texts:?}");
     }
-    let png = scratch.path().join("t.png");
-    let r = Command::new("rsvg-convert")
-        .arg(&svg)
-        .arg("-o")
-        .arg(&png)
-        .output()
-        .unwrap();
-    assert!(
-        r.status.success(),
-        "rsvg-convert: {}",
-        String::from_utf8_lossy(&r.stderr)
-    );
+    let png = render(&svg, &scratch.path().join("t.png"));
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
 
     let doc = read_perfetto(&python, &trace);
     assert!(doc["attributes"]["kcrash.kernel_release"]

@@ -296,14 +296,7 @@ fn help_and_json_everywhere() {
         "kcrash",
     );
     assert!(!plain.contains('\x1b'));
-    let o = kcrash().run([
-        "-s",
-        "--color=always",
-        "-c",
-        "rd KLogs 2",
-        kdump().to_str().unwrap(),
-        vmlinux().to_str().unwrap(),
-    ]);
+    let o = coloured("rd KLogs 2");
     assert!(stdout(&o, "kcrash").contains("\x1b["));
 }
 
@@ -335,14 +328,7 @@ fn interactive_session_under_a_terminal() {
 /// --help` lists the same commands.
 #[test]
 fn help_lists_every_command_aligned_and_so_does_dash_dash_help() {
-    let coloured = kcrash().run([
-        "-s",
-        "--color=always",
-        "-c",
-        "help",
-        kdump().to_str().unwrap(),
-        vmlinux().to_str().unwrap(),
-    ]);
+    let coloured = coloured("help");
     let coloured = stdout(&coloured, "help");
     assert!(coloured.contains("\x1b["), "asked for colour");
     let plain = regex::Regex::new("\x1b\\[[0-9;]*m")
@@ -512,4 +498,14 @@ fn rc_files_and_aliases() {
         "{err}"
     );
     assert!(err.contains("s1: no such command"), "{err}");
+}
+
+/// `kcrash -s --color=always -c COMMAND` on the bare kernel's kdump.
+fn coloured(command: &str) -> std::process::Output {
+    kcrash()
+        .command()
+        .args(["-s", "--color=always", "-c", command])
+        .args([kdump(), vmlinux()])
+        .output()
+        .unwrap()
 }
