@@ -478,6 +478,9 @@ fn rc_files_and_aliases() {
         )),
         "{err}"
     );
+    // A quoted name, not ASCII: the text is what follows its word as typed.
+    let o = run(&["alias \"kö\" klog 0 full -n 1", "kö"]);
+    assert_eq!(stdout(&o, "quoted alias").lines().count(), 1);
     // An alias of itself is run once, as the command it names, not again.
     let o = run(&["loop"]);
     assert!(

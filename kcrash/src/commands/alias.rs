@@ -42,8 +42,9 @@ pub fn run(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
             if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c == '!') {
                 bail!("{:?} cannot be an alias's name", name);
             }
-            // The text as typed after the name, quotes and all.
-            let text = cx.raw.trim_start()[name.len()..].trim();
+            // The text as typed after the name's word, quotes and all (the word as typed may be
+            // longer than the name: quotes).
+            let text = super::after_word(cx.raw);
             aliases.insert(name.clone(), text.to_owned());
         }
     }

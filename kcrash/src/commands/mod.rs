@@ -315,7 +315,7 @@ pub fn execute(
 }
 
 /// The text after a command line's first word.
-fn after_word(line: &str) -> &str {
+pub(super) fn after_word(line: &str) -> &str {
     let line = line.trim_start();
     line.find(char::is_whitespace)
         .map_or("", |at| line[at..].trim())
