@@ -40,6 +40,9 @@ pub(crate) struct ElfFile {
     allocated: Vec<LoadedSection>,
     /// A relocatable file's sections at their run-time addresses, once placed.
     pub(crate) placement: Option<Placement>,
+    /// `.eh_frame` and what its pointers are relative to (absent in a separate debug file,
+    /// where the section has no bytes).
+    pub(crate) unwind: UnwindSections,
 }
 
 /// A `PT_LOAD` program header, at link-time addresses: where the loader (or a kernel's boot code)
@@ -75,6 +78,60 @@ fn load_segments(data: &[u8], elf_error: impl Fn(String) -> Error) -> Result<Vec
             mem_size: ph.p_memsz(e),
         })
         .collect())
+}
+
+/// An allocated section's bytes and link-time address, as the CFI's pointer encodings need.
+#[derive(Debug, Clone)]
+pub(crate) struct Placed {
+    pub(crate) address: u64,
+    pub(crate) bytes: Bytes,
+}
+
+/// The unwinding sections of one image file.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct UnwindSections {
+    pub(crate) eh_frame: Option<Placed>,
+    pub(crate) eh_frame_hdr: Option<Placed>,
+    pub(crate) text: Option<u64>,
+    pub(crate) got: Option<u64>,
+}
+
+impl UnwindSections {
+    pub(crate) fn bases(&self) -> gimli::BaseAddresses {
+        let mut bases = gimli::BaseAddresses::default();
+        if let Some(s) = &self.eh_frame {
+            bases = bases.set_eh_frame(s.address);
+        }
+        if let Some(s) = &self.eh_frame_hdr {
+            bases = bases.set_eh_frame_hdr(s.address);
+        }
+        if let Some(text) = self.text {
+            bases = bases.set_text(text);
+        }
+        if let Some(got) = self.got {
+            bases = bases.set_got(got);
+        }
+        bases
+    }
+}
+
+/// The sections call-frame information is read from, where they have bytes in the file.
+fn unwind_sections(file: &object::File<'_>, data: &Bytes) -> UnwindSections {
+    let placed = |name: &str| {
+        let section = file.section_by_name(name)?;
+        let (offset, len) = section.file_range()?;
+        Some(Placed {
+            address: section.address(),
+            bytes: data.slice(offset, len)?,
+        })
+    };
+    let address = |name: &str| file.section_by_name(name).map(|s| s.address());
+    UnwindSections {
+        eh_frame: placed(".eh_frame"),
+        eh_frame_hdr: placed(".eh_frame_hdr"),
+        text: address(".text"),
+        got: address(".got"),
+    }
 }
 
 /// Opens `path` for reading, with `flags` added, if it is a regular file. Opened without
@@ -153,6 +210,7 @@ impl ElfFile {
                 .entry(name)
                 .or_insert((section.index(), range));
         }
+        let unwind = unwind_sections(&file, &data);
         let allocated = file
             .sections()
             .filter(|section| match section.flags() {
@@ -198,6 +256,7 @@ impl ElfFile {
             load_segments,
             allocated,
             placement: None,
+            unwind,
         })
     }
 
@@ -242,6 +301,14 @@ impl ElfFile {
                 .map(|file| SymbolTable::read(&file, self.placement.as_ref()))
                 .unwrap_or_default()
         })
+    }
+
+    pub(crate) fn endian(&self) -> gimli::RunTimeEndian {
+        if self.little_endian {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        }
     }
 
     pub(crate) fn has_debug_info(&self) -> bool {

@@ -61,6 +61,14 @@ pub enum Error {
         offset: u64,
         what: String,
     },
+    /// The call-frame information for an address does not parse.
+    #[error("{path}: {section}: the entry for address {address:#x}: {source}", path = path.display())]
+    CallFrames {
+        path: PathBuf,
+        section: &'static str,
+        address: u64,
+        source: gimli::Error,
+    },
     /// Source-line lookup failed inside addr2line.
     #[error("{path}: line information for address {address:#x}: {source}", path = path.display())]
     Lines {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use crate::bytes::{Buffer, Bytes};
+use crate::cfi::FrameRule;
 use crate::debug_file;
 use crate::dwarf::{DwarfFile, MAX_CHAIN};
 use crate::elf::{ElfFile, LoadSegment};
@@ -207,11 +208,12 @@ impl Image {
         self.bias = bias;
     }
 
-    /// The ELF symbol table in use: the image's own, or the debug file's if the image has
-    /// none (a fully stripped program with its symbols kept in the debug file).
+    /// The ELF symbol table in use: the separate debug file's when it has one (a stripped
+    /// library keeps only its exported symbols, its debug file every function's), else the
+    /// image's own.
     fn symbol_file(&self) -> &ElfFile {
         match &self.debug_file {
-            Some(debug) if self.file.symbols().is_empty() => debug,
+            Some(debug) if !debug.symbols().is_empty() => debug,
             _ => &self.file,
         }
     }
@@ -334,6 +336,20 @@ impl Image {
     /// The name of type `id` as C (or Rust) writes it: `struct _KLog`, `int64_t *`, `KLog [5]`.
     pub fn type_name(&self, id: TypeId) -> Result<String> {
         names::type_name(self.debug()?, Some(id))
+    }
+
+    /// How the function at run-time `address` keeps its caller's registers, from the image's
+    /// `.eh_frame` or the debug file's `.debug_frame`; `None` when neither covers it. A placed
+    /// relocatable image (a kernel module) has none: kernels unwind by other tables.
+    pub fn frame_rule(&self, address: u64) -> Result<Option<FrameRule>> {
+        if self.file.placement.is_some() {
+            return Ok(None);
+        }
+        let debug = || match &self.debug_file {
+            Some(_) => self.debug().map(|d| Some(&d.sections)),
+            None => Ok(None),
+        };
+        crate::cfi::rule_at(&self.file, debug, address.wrapping_sub(self.bias))
     }
 
     /// Function, file and line at run-time `address`, innermost inlined frame first. Empty when

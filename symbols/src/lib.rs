@@ -12,6 +12,7 @@
 //! then only the DIEs that answer it (through a name index built on first use).
 
 mod bytes;
+mod cfi;
 mod debug_file;
 mod debug_names;
 mod dwarf;
@@ -34,6 +35,7 @@ mod symtab;
 mod types;
 mod units;
 
+pub use cfi::{CfaRule, FrameRule, RegisterRule};
 pub use elf::{build_id_in_head, LoadSegment};
 pub use error::{Error, Result};
 pub use image::{default_index_cache, Image, Options, Variable};

@@ -69,11 +69,7 @@ struct Loaded {
 
 impl Sections {
     pub(crate) fn endian(&self) -> RunTimeEndian {
-        if self.file.little_endian {
-            RunTimeEndian::Little
-        } else {
-            RunTimeEndian::Big
-        }
+        self.file.endian()
     }
 
     pub(crate) fn new(file: Arc<ElfFile>) -> Sections {

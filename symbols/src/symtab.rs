@@ -14,7 +14,8 @@ pub enum SymbolKind {
     Data,
     /// Thread-local storage (`STT_TLS`); its address is an offset in the TLS block.
     ThreadLocal,
-    /// Anything else with an address (`STT_NOTYPE` labels of assembly code, ...).
+    /// Anything else with an address (`STT_NOTYPE` labels of assembly code, a linker script's
+    /// section bounds, ...).
     Other,
 }
 
@@ -57,7 +58,7 @@ pub struct UnloadedSymbol {
 }
 
 /// A symbol as stored: link-time address, section by index.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Entry {
     name: Box<str>,
     address: u64,
@@ -74,6 +75,11 @@ pub(crate) struct SymbolTable {
     by_address: Vec<Entry>,
     /// Index into `by_address` of the best symbol of each name.
     by_name: HashMap<Box<str>, usize>,
+    /// Labels by name: they name an address but have no extent, so an address is only put down
+    /// to one when no other symbol starts between them.
+    labels: HashMap<Box<str>, Entry>,
+    /// The labels in code by address, the best of each address first.
+    labels_by_address: Vec<Entry>,
     section_names: Vec<String>,
     /// Symbols of sections that are not loaded, with their offset in the section as address.
     not_loaded: Vec<Entry>,
@@ -94,10 +100,25 @@ impl SymbolTable {
         }
         let table = file.symbol_table().or_else(|| file.dynamic_symbol_table());
         let mut not_loaded = Vec::new();
+        // An unsized STT_NOTYPE symbol in a section is a label (an assembly or linker-script
+        // name for an address, `__start_orc_unwind`): found by name, containing no code.
+        let is_label = |symbol: &object::Symbol<'_, '_>| {
+            symbol.kind() == object::SymbolKind::Unknown
+                && symbol.size() == 0
+                && matches!(
+                    symbol.section(),
+                    SymbolSection::Section(_) | SymbolSection::Absolute
+                )
+        };
+        let mut labels = HashMap::new();
         let mut by_address: Vec<Entry> = table
             .into_iter()
             .flat_map(|table| table.symbols())
-            .filter(|symbol| symbol.is_definition() || symbol.kind() == object::SymbolKind::Tls)
+            .filter(|symbol| {
+                symbol.is_definition()
+                    || symbol.kind() == object::SymbolKind::Tls
+                    || is_label(symbol)
+            })
             .filter_map(|symbol| {
                 let kind = match symbol.kind() {
                     object::SymbolKind::Text => SymbolKind::Function,
@@ -115,8 +136,9 @@ impl SymbolTable {
                     kind,
                     global: symbol.is_global(),
                 };
+                let label = is_label(&symbol);
                 let Some(placement) = placement else {
-                    return Some(entry);
+                    return Some((entry, label));
                 };
                 let base = match symbol.section() {
                     SymbolSection::Absolute => Some(0),
@@ -129,13 +151,25 @@ impl SymbolTable {
                 match base {
                     Some(base) => {
                         entry.address = base.wrapping_add(entry.address);
-                        Some(entry)
+                        Some((entry, label))
                     }
                     None => {
                         not_loaded.push(entry);
                         None
                     }
                 }
+            })
+            .filter_map(|(entry, label)| {
+                if !label {
+                    return Some(entry);
+                }
+                let best = labels
+                    .entry(entry.name.clone())
+                    .or_insert_with(|| entry.clone());
+                if rank(&entry) < rank(best) {
+                    *best = entry;
+                }
+                None
             })
             .collect();
         by_address.sort_by(|a, b| {
@@ -154,9 +188,25 @@ impl SymbolTable {
                 })
                 .or_insert(i);
         }
+        // Only a label in code names the code after it: a data label or an absolute value
+        // (per-CPU offsets, section bounds) would catch any address past it.
+        let in_code = |entry: &&Entry| {
+            entry.section.is_some_and(|i| {
+                file.section_by_index(object::SectionIndex(i as usize))
+                    .is_ok_and(|section| section.kind() == object::SectionKind::Text)
+            })
+        };
+        let mut labels_by_address: Vec<Entry> = labels.values().filter(in_code).cloned().collect();
+        labels_by_address.sort_by(|a, b| {
+            a.address
+                .cmp(&b.address)
+                .then_with(|| rank(a).cmp(&rank(b)))
+        });
         SymbolTable {
             by_address,
             by_name,
+            labels,
+            labels_by_address,
             section_names,
             not_loaded,
         }
@@ -202,7 +252,10 @@ impl SymbolTable {
 
     /// The symbol called `name` (the global one when a local shares its name).
     pub(crate) fn by_name(&self, name: &str, bias: u64) -> Option<Symbol> {
-        let entry = self.by_address.get(*self.by_name.get(name)?)?;
+        let entry = match self.by_name.get(name) {
+            Some(&i) => self.by_address.get(i)?,
+            None => self.labels.get(name)?,
+        };
         Some(self.public(entry, bias))
     }
 
@@ -212,14 +265,31 @@ impl SymbolTable {
     /// is taken to run up to the next symbol.
     pub(crate) fn containing(&self, address: u64, bias: u64) -> Option<(Symbol, u64)> {
         let after = self.by_address.partition_point(|e| e.address <= address);
-        let last = self.by_address.get(after.checked_sub(1)?)?;
-        let group_start = self.by_address[..after].partition_point(|e| e.address < last.address);
-        let best = self.by_address.get(group_start)?;
-        let offset = address - best.address;
-        if best.size != 0 && offset >= best.size {
+        let symbol = after.checked_sub(1).and_then(|last| {
+            let last = self.by_address.get(last)?;
+            let group_start =
+                self.by_address[..after].partition_point(|e| e.address < last.address);
+            self.by_address.get(group_start)
+        });
+        if let Some(best) = symbol {
+            let offset = address - best.address;
+            if best.size == 0 || offset < best.size {
+                return Some((self.public(best, bias), offset));
+            }
+        }
+        // Code with no sized symbol (hand-written assembly) is the nearest label's, unless a
+        // symbol starts in between.
+        let after = self
+            .labels_by_address
+            .partition_point(|e| e.address <= address);
+        let last = self.labels_by_address.get(after.checked_sub(1)?)?;
+        let group_start =
+            self.labels_by_address[..after].partition_point(|e| e.address < last.address);
+        let label = self.labels_by_address.get(group_start)?;
+        if symbol.is_some_and(|s| s.address > label.address) {
             return None;
         }
-        Some((self.public(best, bias), offset))
+        Some((self.public(label, bias), address - label.address))
     }
 
     fn public(&self, entry: &Entry, bias: u64) -> Symbol {
