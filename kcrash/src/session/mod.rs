@@ -57,7 +57,8 @@ pub struct Session<'d> {
 #[derive(Debug, Default)]
 pub struct Images {
     pub set: ImageSet,
-    /// For each image of `set`: the module's name, or `None` for the kernel or program.
+    /// For each image of `set`: the module's name, or `None` for the kernel, the program or a
+    /// shared library.
     names: Vec<Option<String>>,
 }
 
@@ -111,6 +112,9 @@ impl<'d> Session<'d> {
         let mut images = Images::default();
         if let Some(image) = &s.image {
             images.push(None, Arc::clone(image));
+        }
+        for library in s.libraries() {
+            images.push(None, Arc::new(library));
         }
         s.images = RwLock::new(Arc::new(images));
         Ok(s)
@@ -205,6 +209,24 @@ impl<'d> Session<'d> {
         self.file_backed = file_backed;
         self.image = Some(Arc::new(image));
         Ok(())
+    }
+
+    /// A process core's shared libraries, each placed where the process mapped its start. A
+    /// mapped file that is not ELF (a locale archive, a font) is no library and is passed over.
+    fn libraries(&self) -> Vec<Image> {
+        let mut found = Vec::new();
+        for (path, start) in &self.file_backed.libraries {
+            let Ok(mut image) = Self::open_image(path) else {
+                continue;
+            };
+            let Some(first) = image.load_segments().iter().min_by_key(|s| s.file_offset) else {
+                continue;
+            };
+            let linked_at = first.vaddr.wrapping_sub(first.file_offset);
+            image.set_load_bias(start.wrapping_sub(linked_at));
+            found.push(image);
+        }
+        found
     }
 
     /// A kernel dump. Linux: see [`linux::open`]. Another kernel (the test kernels): the image's

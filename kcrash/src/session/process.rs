@@ -59,6 +59,10 @@ pub enum Verdict {
 #[derive(Debug, Default)]
 pub struct FileBacked {
     pub ranges: Vec<FileRange>,
+    /// The other files mapped from their start (shared libraries, among data files), found
+    /// here and not found to differ from what the process mapped: each one's path here and the
+    /// address its file offset 0 is at.
+    pub libraries: Vec<(PathBuf, u64)>,
 }
 
 /// As much of a program's start as is read to find its build-id note, which the linker puts
@@ -79,6 +83,7 @@ impl FileBacked {
         notes: &mut Vec<String>,
     ) -> (FileBacked, Verdict) {
         let mut ranges = Vec::new();
+        let mut libraries = Vec::new();
         let mut exe_verdict = Verdict::Unchecked(match &exe {
             Some((name, _)) => format!("the core holds no mapping of {name} at file offset 0"),
             None => "the core names no executable (no NT_FILE and AT_ENTRY)".into(),
@@ -121,6 +126,9 @@ impl FileBacked {
                     }
                 }
             }
+            if m.file_offset == 0 && !is_exe && !stale.contains(&path) {
+                libraries.push((path.clone(), m.start));
+            }
             let map = Arc::new(map);
             for (start, end) in unwritable(m.start, m.end, segments) {
                 ranges.push(FileRange {
@@ -141,7 +149,7 @@ impl FileBacked {
                 unchecked.join(", ")
             ));
         }
-        (FileBacked { ranges }, exe_verdict)
+        (FileBacked { ranges, libraries }, exe_verdict)
     }
 
     pub fn is_empty(&self) -> bool {
