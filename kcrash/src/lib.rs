@@ -23,3 +23,4 @@ pub mod session;
 pub mod shell;
 pub mod symbolize;
 pub mod timeline;
+pub mod unwind;

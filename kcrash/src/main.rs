@@ -17,7 +17,7 @@ use kcrash::session::{is_gzip, open_dump, sort_files, Session};
 use kcrash::shell::{Completion, Shell};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
-use rustyline::{Config, Editor};
+use rustyline::{Behavior, CompletionType, Config, Editor};
 
 /// Crash-dump inspection for kernel engineers: the KLog event rings, symbols and memory of a
 /// QEMU vmcore, a kdump file, a raw memory image or a process core.
@@ -411,9 +411,15 @@ fn prompt(shell: &mut Shell<'_, '_>, silent: bool, color: ColorChoice) -> ExitCo
             shell.session.dump.path().display()
         );
     }
-    let config = Config::builder()
-        .max_history_size(10_000)
-        .map(|b| b.auto_add_history(true).build());
+    // Tab completes as far as the candidates agree; a second Tab lists them, as readline does.
+    // The prompt and the line being edited go to the terminal (/dev/tty) when standard output
+    // is redirected: only the commands' output goes there.
+    let config = Config::builder().max_history_size(10_000).map(|b| {
+        b.auto_add_history(true)
+            .completion_type(CompletionType::List)
+            .behavior(Behavior::PreferTerm)
+            .build()
+    });
     let editor = config.and_then(Editor::<Completion, FileHistory>::with_config);
     let mut editor = match editor {
         Ok(e) => e,
@@ -424,8 +430,8 @@ fn prompt(shell: &mut Shell<'_, '_>, silent: bool, color: ColorChoice) -> ExitCo
     };
     // After the editor, which puts its own SIGINT handler in place; ours chains to it.
     catch_ctrl_c();
-    // The prompt goes to the terminal rustyline writes to (stdout).
-    let prompt_paint = color.paint_for(io::stdout().is_terminal());
+    // The prompt goes to the terminal, whatever standard output is.
+    let prompt_paint = color.paint_for(true);
     editor.set_helper(Some(Completion::new(shell.session, prompt_paint)));
     let history = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".kcrash_history"));
     if let Some(path) = &history {

@@ -1,6 +1,6 @@
 //! Every command's `--json` output, on real dumps, against the schema checked in for it
 //! (kcrash/schemas/): the contract scripts rely on. Corpus dumps cover klog, sym, rd, p, whatis,
-//! ptype, struct and sys; the Linux guest's dumps (when there) add mod and log.
+//! ptype, struct and sys; the Linux guest's dumps (when there) add mod, log and ps.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -92,6 +92,7 @@ const COMMON: &[Check] = &[
     ("eval --json &KLogs[1]", "eval", Shape::Lines),
     ("eval --json -1", "eval", Shape::Lines),
     ("sys --json", "sys", Shape::Document),
+    ("bt -a -f --json", "bt", Shape::Document),
     ("plugins --json", "plugins", Shape::Document),
     ("timeline --json", "event", Shape::Lines),
     ("timeline --json --raw -n 50", "event", Shape::Lines),
@@ -230,7 +231,7 @@ fn addresses_survive_jq() {
     }
 }
 
-/// mod and log read Linux's own structures: the guest's dumps, when `.ci/run` made them.
+/// mod, log and ps read Linux's own structures: the guest's dumps, when `.ci/run` made them.
 #[test]
 fn linux_outputs_match_their_schemas() {
     let dir = linux::guest_output();
@@ -247,6 +248,10 @@ fn linux_outputs_match_their_schemas() {
     assert!(modules[0]["modules"]
         .as_array()
         .is_some_and(|m| m.iter().any(|m| m["name"] == "klogtest")));
+    let ps = check(&files, "ps --json", "ps", Shape::Document);
+    let tasks = ps[0]["tasks"].as_array().expect("tasks");
+    assert!(tasks.iter().any(|t| t["running"] == true && t["pid"] == 1));
+    check(&files, "ps --json 1 kthreadd", "ps", Shape::Document);
     let records = check(&files, "log --json", "log", Shape::Lines);
     assert!(records.iter().any(|r| r["text"]
         .as_str()

@@ -1,6 +1,7 @@
 """Drives an interactive kcrash under a pseudo-terminal, as a person would: the prompt, tab
-completion of commands, symbols and subsystems, a pipe, the pager, colour, Ctrl-C stopping a long
-command (and not kcrash), and history kept across sessions in $HOME/.kcrash_history.
+completion of commands, symbols, subsystems, members and options (listed on a second Tab), a
+pipe, the pager, colour, Ctrl-C stopping a long command (and not kcrash), history kept across
+sessions in $HOME/.kcrash_history, and the prompt kept off a redirected standard output.
 
 Usage: pty_session.py KCRASH DUMP IMAGE HOME. Exits 0 when every step saw what it expected."""
 
@@ -18,13 +19,17 @@ binary, dump, image, home = sys.argv[1:5]
 
 
 class Session:
-    def __init__(self, **extra_env):
+    def __init__(self, stdout=None, **extra_env):
+        """`stdout`: a file kcrash's standard output is redirected to, the terminal staying its
+        standard input and controlling terminal."""
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             env = dict(os.environ, HOME=home, TERM="xterm", PAGER="sed s/^/paged:/")
             env.pop("NO_COLOR", None)
             env.pop("LESS", None)
             env.update(extra_env)
+            if stdout is not None:
+                os.dup2(os.open(stdout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 1)
             os.execve(binary, [binary, dump, image], env)
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
         self.seen = b""
@@ -104,6 +109,22 @@ if b"paged:" in out:
     fail(f"klog SCHED -n 1 was paged with scroll off: {out!r}")
 s.prompt()
 
+# A member after `.`, through a struct the DWARF lays out, and an option after `-`.
+s.send("p KLogs[1].next_w\t\r")
+s.expect(rb"p KLogs\[1\]\.next_write[^\n]*\n[0-9]+\r?\n")
+s.prompt()
+s.send("sym --js\t KLogs\r")
+s.expect(rb'"kcrash_json"')
+s.prompt()
+# A second Tab lists the candidates: bt's options.
+s.send("bt -\t\t")
+out = s.expect(rb"--json[^\n]*\n(.|\n)*kcrash> (\x1b\[[0-9;]*m)?bt -")
+for option in (b"-a", b"-f", b"-l", b"--json"):
+    if option not in out:
+        fail(f"bt's options listed: {out!r}")
+s.send("\x03")
+s.prompt()
+
 # Ctrl-C stops a long command (an endless read of unreadable memory) and the session goes on.
 s.send("rd 0 100000000000 > /dev/null\r")
 time.sleep(1.0)
@@ -139,6 +160,18 @@ s.send("\x1b[A\x1b[A\x1b[A\r")
 s.expect(rb"\(D\) [^\n]*KLogs")
 s.prompt()
 s.finish()
+
+# Standard output redirected to a file: the prompt and the edited line stay on the terminal, the
+# file gets only the commands' output.
+redirected = os.path.join(home, "redirected.out")
+s = Session(stdout=redirected)
+s.prompt()
+s.send("sym KLogs\r")
+s.prompt()
+s.finish()
+out = open(redirected, "rb").read()
+if b"kcrash>" in out or not re.fullmatch(rb"[0-9a-f]{16} \(D\) KLogs[^\n]*\n", out):
+    fail(f"redirected standard output: {out!r}")
 
 # The pager gets LESS=FRX when LESS is unset (as git does: less then passes colour through and
 # quits on a short page), and the user's LESS otherwise.

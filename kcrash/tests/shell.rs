@@ -77,6 +77,12 @@ fn exit_codes_and_one_line_errors() {
             "set scroll maybe",
             "kcrash: set: scroll is on or off, not \"maybe\"",
         ),
+        ("set radix 8", "kcrash: set: radix is 10 or 16, not \"8\""),
+        (
+            "set 1",
+            "kcrash: set: a task needs a Linux kernel dump and its vmlinux; here a CPU is chosen \
+             by bt -c",
+        ),
         ("sym KLogs |", "kcrash: nothing after |"),
         ("!exit 3", "kcrash: !exit 3: exit status: 3"),
     ];

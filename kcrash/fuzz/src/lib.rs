@@ -317,3 +317,37 @@ pub fn print_and_ptype(image: &Image, mem: &dyn Memory, text: &str) {
         let _ = layout_json(&ev, &ty);
     }
 }
+
+/// The `unwind_cfi` target's input: the first frame's registers (17 little-endian words by DWARF
+/// number, all-ones for unknown), the image's length (u32 LE), the image (an ELF file), then the
+/// stack as [`Windows`].
+pub mod unwind_input {
+    use kcrash::unwind::Registers;
+
+    use super::Windows;
+
+    const UNKNOWN: u64 = u64::MAX;
+
+    pub fn encode(registers: &Registers, image: &[u8], windows: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in 0..17 {
+            out.extend_from_slice(&registers.get(r).unwrap_or(UNKNOWN).to_le_bytes());
+        }
+        out.extend_from_slice(&(image.len() as u32).to_le_bytes());
+        out.extend_from_slice(image);
+        out.extend_from_slice(windows);
+        out
+    }
+
+    pub fn parse(data: &[u8]) -> Option<(Registers, &[u8], Windows<'_>)> {
+        let mut registers = Registers::default();
+        for r in 0..17u16 {
+            let at = usize::from(r) * 8;
+            let word = u64::from_le_bytes(data.get(at..at + 8)?.try_into().ok()?);
+            registers.set(r, (word != UNKNOWN).then_some(word));
+        }
+        let len = u32::from_le_bytes(data.get(136..140)?.try_into().ok()?) as usize;
+        let image = data.get(140..140usize.checked_add(len)?)?;
+        Some((registers, image, Windows::parse(&data[140 + len..])))
+    }
+}

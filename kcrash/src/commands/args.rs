@@ -3,8 +3,10 @@
 use anyhow::{anyhow, bail, Result};
 use symbols::Image;
 
+use crate::linux::tasks::{tasks, Task};
 use crate::session::Session;
 use crate::symbolize::lookup;
+use crate::unwind::Kind;
 
 /// A count or an id: decimal, or hex with 0x (clap's `value_parser` form).
 pub fn number(s: &str) -> Result<u64, String> {
@@ -13,6 +15,71 @@ pub fn number(s: &str) -> Result<u64, String> {
         None => s.parse(),
     };
     r.map_err(|e| format!("{s:?} is not a number: {e}"))
+}
+
+/// A PID (decimal, up to ten digits) or a task's address (hex, with or without 0x), as crash's
+/// `bt`, `set` and `task` take them.
+pub fn pid_or_task(s: &str) -> Result<u64, String> {
+    if s.len() <= 10 && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse().map_err(|e| format!("{s:?} is not a PID: {e}"));
+    }
+    hex(s).ok_or_else(|| format!("{s:?} is neither a PID nor a task address"))
+}
+
+/// A thread or task named on the command line: a process core's thread by its id, or a Linux
+/// task by PID or `task_struct` address (a kernel address is a task, as crash takes it).
+pub struct Named {
+    /// crash's line for it: `PID: 1  TASK: ffff…  CPU: 1  COMMAND: "init"`.
+    pub header: String,
+    /// The Linux task.
+    pub task: Option<Task>,
+}
+
+/// Kernel addresses start here (x86_64's upper half).
+const KERNEL: u64 = 0xffff_8000_0000_0000;
+
+/// The task whose address or PID is `id`.
+pub fn find_task(tasks: &[Task], id: u64) -> Option<&Task> {
+    tasks
+        .iter()
+        .find(|t| t.addr == id || (id < KERNEL && t.pid.as_ref().is_ok_and(|&p| p as u64 == id)))
+}
+
+pub fn thread_or_task(session: &Session<'_>, id: u64) -> Result<Named> {
+    if session.linux.is_some() {
+        let list = tasks(session.kernel())?;
+        let task = find_task(&list.tasks, id)
+            .cloned()
+            .ok_or_else(|| anyhow!("no task {id} in the dump (ps lists them)"))?;
+        let known = |v: Option<String>| v.unwrap_or_else(|| "?".into());
+        let header = format!(
+            "PID: {}  TASK: {:x}  CPU: {}  COMMAND: \"{}\"",
+            known(task.pid.as_ref().ok().map(i32::to_string)),
+            task.addr,
+            known(task.cpu.as_ref().ok().map(u32::to_string)),
+            known(task.comm.as_ref().ok().cloned()),
+        );
+        return Ok(Named {
+            header,
+            task: Some(task),
+        });
+    }
+    let mut warnings = Vec::new();
+    let thread = crate::unwind::contexts(session.dump, &mut warnings)
+        .into_iter()
+        .find(|c| matches!(c.kind, Kind::Thread(t) if u64::try_from(t) == Ok(id)));
+    match thread {
+        Some(_) => Ok(Named {
+            header: format!("PID: {id}"),
+            task: None,
+        }),
+        None if session.dump.is_process_core() => {
+            bail!("no thread {id} in the core (bt -a shows every one)")
+        }
+        None => {
+            bail!("a task needs a Linux kernel dump and its vmlinux; here a CPU is chosen by bt -c")
+        }
+    }
 }
 
 /// An address in hex, with or without 0x (crash's habit).

@@ -13,6 +13,7 @@
 
 pub mod alias;
 pub mod args;
+pub mod bt;
 pub mod dis;
 pub mod eval;
 pub mod events;
@@ -22,11 +23,13 @@ pub mod log;
 pub mod modules;
 pub mod plugins;
 pub mod print;
+pub mod ps;
 pub mod rd;
 pub mod schema;
 mod set;
 pub mod sym;
 pub mod sys;
+pub mod task;
 pub mod timeline;
 pub mod types;
 
@@ -57,6 +60,11 @@ pub struct Settings {
     pub silent: bool,
     /// `alias NAME TEXT`: a command line's first word NAME stands for TEXT.
     pub aliases: BTreeMap<String, String>,
+    /// `set radix 16`: `p` prints integers in hex unless given a format.
+    pub hex: bool,
+    /// `set PID|TASK`, `task PID|TASK`: the thread or Linux task `bt` shows without arguments
+    /// (its PID or task address, as given).
+    pub context: Option<u64>,
 }
 
 impl Settings {
@@ -80,6 +88,8 @@ impl Settings {
             color: ColorChoice::Never,
             silent: false,
             aliases: BTreeMap::new(),
+            hex: false,
+            context: None,
         }
     }
 }
@@ -110,6 +120,8 @@ pub struct Command {
     pub summary: &'static str,
     /// The full text for `help NAME`, with examples.
     pub help: fn() -> String,
+    /// Its options, `--long` and `-s`, for the prompt to complete.
+    pub options: fn() -> Vec<String>,
     pub run: Run,
 }
 
@@ -121,6 +133,18 @@ fn clap_help<A: CommandFactory>() -> String {
     }
 }
 
+/// The options of a clap-parsed command.
+fn clap_options<A: CommandFactory>() -> Vec<String> {
+    let command = A::command();
+    let mut options = Vec::new();
+    for arg in command.get_arguments() {
+        options.extend(arg.get_long().map(|l| format!("--{l}")));
+        options.extend(arg.get_short().map(|c| format!("-{c}")));
+    }
+    options.push("--help".into());
+    options
+}
+
 /// Every command, in the order `help` lists them.
 pub const COMMANDS: &[Command] = &[
     Command {
@@ -128,6 +152,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &[],
         summary: "the kernel event log: klog [SUBSYS] [full|terse] [-n N] [--json] [-s]",
         help: clap_help::<klog::Args>,
+        options: clap_options::<klog::Args>,
         run: klog::run,
     },
     Command {
@@ -135,6 +160,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &[],
         summary: "every log in the dump merged by time: timeline [-n N] [--log LOG] [--json]",
         help: clap_help::<timeline::Args>,
+        options: clap_options::<timeline::Args>,
         run: timeline::run,
     },
     Command {
@@ -143,6 +169,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "a variable or expression with its DWARF type, as gdb prints it: p[/FMT] EXPR",
         // These texts end without a newline: `help CMD` adds it, as `CMD --help`'s writeln does.
         help: || format!("{}\n", print::HELP),
+        options: || vec!["--json".into(), "--pretty".into(), "--help".into()],
         run: print::run,
     },
     Command {
@@ -150,6 +177,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &[],
         summary: "an integer expression in hex, decimal, octal and binary: eval EXPR",
         help: || eval::HELP.into(),
+        options: || vec!["--json".into(), "--help".into()],
         run: eval::run,
     },
     Command {
@@ -157,6 +185,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &[],
         summary: "the type of an expression, or a type's name: whatis EXPR|TYPE",
         help: || format!("{}\n", types::WHATIS_HELP),
+        options: || vec!["--json".into(), "--help".into()],
         run: types::whatis,
     },
     Command {
@@ -164,6 +193,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &[],
         summary: "a type written out in full, as gdb does: ptype EXPR|TYPE",
         help: || format!("{}\n", types::PTYPE_HELP),
+        options: || vec!["--json".into(), "--help".into()],
         run: types::ptype,
     },
     Command {
@@ -171,6 +201,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &["union"],
         summary: "a struct's layout, or an object at an address: struct [-o] NAME[.member] [ADDR]",
         help: || format!("{}\n", types::STRUCT_HELP),
+        options: || vec!["-o".into(), "--json".into(), "--help".into()],
         run: types::struct_,
     },
     Command {
@@ -178,6 +209,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &[],
         summary: "the dump: file, format, producer, CPUs, image, VMCOREINFO, panic",
         help: clap_help::<sys::Args>,
+        options: clap_options::<sys::Args>,
         run: sys::run,
     },
     Command {
@@ -185,6 +217,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &["dmesg"],
         summary: "the Linux kernel's message log (printk ring): log [-t|-T] [-m]",
         help: clap_help::<log::Args>,
+        options: clap_options::<log::Args>,
         run: log::run,
     },
     Command {
@@ -192,20 +225,47 @@ pub const COMMANDS: &[Command] = &[
         aliases: &[],
         summary: "Linux's loaded modules; load a module's .ko: mod [-s NAME [FILE]] [-S [DIR]]",
         help: clap_help::<modules::Args>,
+        options: clap_options::<modules::Args>,
         run: modules::run,
+    },
+    Command {
+        name: "ps",
+        aliases: &[],
+        summary: "Linux's tasks, as crash's ps: ps [-k|-u] [PID|TASK|COMM]...",
+        help: clap_help::<ps::Args>,
+        options: clap_options::<ps::Args>,
+        run: ps::run,
     },
     Command {
         name: "sym",
         aliases: &[],
         summary: "symbol <-> address: sym NAME|ADDR, sym -l [REGEX]",
         help: clap_help::<sym::Args>,
+        options: clap_options::<sym::Args>,
         run: sym::run,
+    },
+    Command {
+        name: "bt",
+        aliases: &[],
+        summary: "the stack where the dump stopped: bt [-a] [-f] [-l] [-c CPU] [PID]",
+        help: clap_help::<bt::Args>,
+        options: clap_options::<bt::Args>,
+        run: bt::run,
+    },
+    Command {
+        name: "task",
+        aliases: &[],
+        summary: "the current context's task or thread; task PID|TASK makes it current",
+        help: clap_help::<task::Args>,
+        options: clap_options::<task::Args>,
+        run: task::run,
     },
     Command {
         name: "dis",
         aliases: &[],
         summary: "disassemble: dis FUNC, dis ADDR [COUNT], -l for source lines",
         help: clap_help::<dis::Args>,
+        options: clap_options::<dis::Args>,
         run: dis::run,
     },
     Command {
@@ -213,6 +273,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &[],
         summary: "read memory: rd [-p] [-8|-16|-32|-64] [-s] [-a] ADDR|SYMBOL [COUNT]",
         help: clap_help::<rd::Args>,
+        options: clap_options::<rd::Args>,
         run: rd::run,
     },
     Command {
@@ -220,6 +281,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &[],
         summary: "the log decoders, and which of their logs this dump holds: plugins [--json]",
         help: clap_help::<plugins::Args>,
+        options: clap_options::<plugins::Args>,
         run: plugins::run,
     },
     Command {
@@ -227,6 +289,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &[],
         summary: "the event schemata loaded and the events each names: schema [-e] [--json]",
         help: clap_help::<schema::Args>,
+        options: clap_options::<schema::Args>,
         run: schema::run,
     },
     Command {
@@ -234,13 +297,15 @@ pub const COMMANDS: &[Command] = &[
         aliases: &[],
         summary: "name a command line: alias [NAME [COMMAND...]]",
         help: || alias::HELP.into(),
+        options: Vec::new,
         run: alias::run,
     },
     Command {
         name: "set",
         aliases: &[],
-        summary: "session settings: set scroll|silent on|off",
+        summary: "session settings: set scroll|silent on|off, set radix 10|16, set PID|TASK",
         help: || set::HELP.into(),
+        options: Vec::new,
         run: set::run,
     },
     Command {
@@ -248,6 +313,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &["?"],
         summary: "this list; help CMD for a command's full text",
         help: || help::HELP.into(),
+        options: Vec::new,
         run: help::run,
     },
     Command {
@@ -255,6 +321,7 @@ pub const COMMANDS: &[Command] = &[
         aliases: &["q", "exit"],
         summary: "leave kcrash",
         help: || "quit, q, exit: leave kcrash (so does Ctrl-D at the prompt).\n".into(),
+        options: Vec::new,
         run: |_, _| Ok(Flow::Quit),
     },
 ];

@@ -33,6 +33,7 @@ Examples:
 pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
     let (session, name, line, out) = (cx.session, cx.word, cx.raw, &mut *cx.out);
     let mut format = name.split_once('/').map(|(_, f)| f.to_owned());
+    let hex = cx.settings.hex;
     let mut opts = Options::default();
     let mut json = false;
     let mut rest = line.trim_start();
@@ -54,6 +55,10 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
             _ => break,
         }
         rest = tail.trim_start();
+    }
+    if format.is_none() && hex {
+        // `set radix 16`: gdb's output-radix 16, crash's `hex`.
+        opts.format = Some('x');
     }
     if let Some(f) = format {
         let mut letters = f.chars();

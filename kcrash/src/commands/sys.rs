@@ -14,6 +14,7 @@ use std::io::{self, Write};
 use super::{Context, Flow};
 use crate::error::one_line;
 use crate::escape::escaped;
+use crate::linux::facts::signal_name;
 use crate::linux::facts::{self, Utsname};
 use crate::linux::printk;
 use crate::paint::Paint;
@@ -79,25 +80,6 @@ impl Stop {
                 .map(|(i, q)| stop(i as i64, q.rip, q.gprs[6], Some(q.cr[2])))
                 .collect()
         }
-    }
-}
-
-fn signal_name(n: i32) -> &'static str {
-    match n {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        5 => "SIGTRAP",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        15 => "SIGTERM",
-        31 => "SIGSYS",
-        _ => "signal",
     }
 }
 

@@ -40,3 +40,49 @@ pub fn evaluate<'i>(
     }
     Err(failure.unwrap_or_else(|| Error::Usage("nothing to evaluate with".into())))
 }
+
+/// How deep anonymous structs and unions inside one another are looked through for members.
+const MAX_ANONYMOUS: usize = 8;
+
+/// The member names of what `expr` is — a struct or union, or (`through_pointer`, for `->`) one
+/// a pointer points at — with the members of anonymous members in their place, as C reaches
+/// them: what the prompt completes after `.` and `->`. Empty when `expr` is none of these.
+pub fn member_names(
+    images: &[Arc<Image>],
+    mem: &dyn Memory,
+    expr: &Expr,
+    through_pointer: bool,
+) -> Vec<String> {
+    let Ok((ev, value)) = evaluate(images, mem, expr) else {
+        return Vec::new();
+    };
+    let mut ty = value.ty;
+    if through_pointer {
+        match ev.shape(&ty) {
+            Ok(eval::Shape::Pointer(target)) => ty = target,
+            _ => return Vec::new(),
+        }
+    }
+    let mut names = Vec::new();
+    collect_members(&ev, &ty, 0, &mut names);
+    names
+}
+
+fn collect_members(ev: &Evaluator<'_>, ty: &Ty, depth: usize, names: &mut Vec<String>) {
+    let t = match ev.shape(ty) {
+        Ok(eval::Shape::Struct(t) | eval::Shape::Union(t)) => t,
+        _ => return,
+    };
+    let (symbols::TypeKind::Struct(members) | symbols::TypeKind::Union(members)) = &t.kind else {
+        return;
+    };
+    for m in members {
+        match (&m.name, m.ty) {
+            (Some(name), _) => names.push(name.clone()),
+            (None, Some(inner)) if depth < MAX_ANONYMOUS => {
+                collect_members(ev, &Ty::Dwarf(inner), depth + 1, names)
+            }
+            _ => {}
+        }
+    }
+}

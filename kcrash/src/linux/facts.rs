@@ -91,10 +91,17 @@ pub fn memory(kernel: Kernel<'_>, page_size: u64) -> Result<u64> {
     let mut pages = 0u64;
     for i in 0..nodes.clamp(0, 1 << 10) {
         if int(kernel, &format!("node_data[{i}]"))? != 0 {
-            pages += int(kernel, &format!("node_data[{i}]->node_present_pages"))? as u64;
+            let node = int(kernel, &format!("node_data[{i}]->node_present_pages"))? as u64;
+            pages = pages.checked_add(node).ok_or_else(|| {
+                Error::Damaged(format!("node {i}'s {node} pages take the count past 2^64"))
+            })?;
         }
     }
-    Ok(pages.saturating_mul(page_size))
+    pages.checked_mul(page_size).ok_or_else(|| {
+        Error::Damaged(format!(
+            "{pages} pages of {page_size} bytes are more than 2^64 bytes"
+        ))
+    })
 }
 
 /// Seconds since the epoch at the timekeeper's last tick (`xtime_sec`).
@@ -198,5 +205,25 @@ pub fn uptime(nanos: i64) -> String {
     match s / 86_400 {
         0 => hms,
         d => format!("{d} days, {hms}"),
+    }
+}
+
+/// A Linux signal's name by number (x86_64), or `signal` for one without a usual name.
+pub fn signal_name(n: i32) -> &'static str {
+    match n {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        31 => "SIGSYS",
+        _ => "signal",
     }
 }

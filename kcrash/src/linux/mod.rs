@@ -2,12 +2,16 @@
 //! read Linux's own structures; and the running kernel, through /proc/kcore.
 
 pub mod facts;
+#[cfg(test)]
+pub(crate) mod fixture;
 pub mod kaslr;
 pub mod ko;
 pub mod live;
 pub mod modules;
+pub mod percpu;
 pub mod printk;
 pub mod printk_log;
+pub mod tasks;
 
 use std::path::Path;
 

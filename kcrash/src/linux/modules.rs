@@ -151,9 +151,8 @@ pub fn modules(kernel: Kernel<'_>) -> Result<Vec<Module>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::linux::fixture::structs;
     use crate::memory::{Memory, Unreadable};
-    use kcrash_harness::tools;
-    use symbols::Image;
 
     /// Memory holding only some u64s, each at its address.
     struct Words(Vec<(u64, u64)>);
@@ -177,30 +176,13 @@ mod tests {
         }
     }
 
-    /// `tests/data/linux_structs.c` built by gcc, or `None` (and a note) without gcc.
-    fn structs(test: &str, dir: &std::path::Path) -> Option<Image> {
-        if !tools::available_for(test, &["gcc"]) {
-            return None;
-        }
-        let program = dir.join("linux_structs");
-        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/linux_structs.c");
-        let built = std::process::Command::new("gcc")
-            .args(["-g", "-o"])
-            .arg(&program)
-            .arg(source)
-            .status()
-            .unwrap();
-        assert!(built.success(), "gcc");
-        Some(Image::open(&program).unwrap())
-    }
-
     /// The fuzz target's first finding: a list head holding 0 puts its "module" just below 2^64,
     /// and its name past the top. That is an unreadable name, not an overflow.
     #[test]
     fn a_module_address_at_the_top_is_unreadable_not_an_overflow() {
         let dir = tempfile::tempdir().unwrap();
         let test = "a_module_address_at_the_top_is_unreadable_not_an_overflow";
-        let Some(image) = structs(test, dir.path()) else {
+        let Some(image) = structs(test, dir.path(), &[]) else {
             return;
         };
         let head = image.symbol("modules").unwrap().address;
@@ -219,7 +201,7 @@ mod tests {
     fn a_list_looping_away_from_its_head_is_refused_at_the_repeat() {
         let dir = tempfile::tempdir().unwrap();
         let test = "a_list_looping_away_from_its_head_is_refused_at_the_repeat";
-        let Some(image) = structs(test, dir.path()) else {
+        let Some(image) = structs(test, dir.path(), &[]) else {
             return;
         };
         let head = image.symbol("modules").unwrap().address;

@@ -1,5 +1,6 @@
-//! Tab completion at the prompt: command names, then subsystem names for `klog` and `help`'s
-//! command names, and symbol names everywhere else.
+//! Tab completion at the prompt: command names, then a command's options after `-`, subsystem
+//! names for `klog` and `help`'s command names, struct and union members after `.` and `->` in
+//! an expression, and symbol names everywhere else.
 
 use std::borrow::Cow;
 
@@ -15,8 +16,10 @@ use crate::plugins::DECODERS;
 use crate::session::Session;
 use crate::symbolize::display_name;
 
-/// The words the prompt completes, gathered once when the prompt starts.
-pub struct Completion {
+/// The words the prompt completes, gathered once when the prompt starts; members are looked up
+/// in the session's DWARF as they are asked for.
+pub struct Completion<'a, 'd> {
+    session: &'a Session<'d>,
     commands: Vec<&'static str>,
     /// KLog ring names (SCHED, FS, …), when the image has the KLog.
     subsystems: Vec<String>,
@@ -25,8 +28,11 @@ pub struct Completion {
     prompt: Paint,
 }
 
-impl Completion {
-    pub fn new(session: &Session<'_>, prompt: Paint) -> Completion {
+/// The commands whose arguments are expressions, with members to complete.
+const EXPRESSIONS: [&str; 5] = ["p", "print", "eval", "whatis", "ptype"];
+
+impl<'a, 'd> Completion<'a, 'd> {
+    pub fn new(session: &'a Session<'d>, prompt: Paint) -> Completion<'a, 'd> {
         let mut commands: Vec<&'static str> = COMMANDS
             .iter()
             .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
@@ -48,6 +54,7 @@ impl Completion {
         symbols.sort_unstable();
         symbols.dedup();
         Completion {
+            session,
             commands,
             subsystems,
             symbols,
@@ -66,6 +73,20 @@ impl Completion {
         };
         if index == 0 {
             return commands();
+        }
+        let command = first.split('/').next().unwrap_or(first);
+        if word.starts_with('-') {
+            return crate::commands::command(command)
+                .map(|c| (c.options)())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|o| o.starts_with(word))
+                .collect();
+        }
+        if EXPRESSIONS.contains(&command) {
+            if let Some(members) = self.members(word) {
+                return members;
+            }
         }
         match first {
             "help" | "?" => commands(),
@@ -90,7 +111,35 @@ impl Completion {
     }
 }
 
-impl Completer for Completion {
+impl Completion<'_, '_> {
+    /// `word` completed as `EXPR.member` or `EXPR->member`, when it has a `.` or `->` after an
+    /// expression; `None` when it has neither.
+    fn members(&self, word: &str) -> Option<Vec<String>> {
+        let (at, arrow) = match (word.rfind("->"), word.rfind('.')) {
+            (Some(a), Some(d)) if d > a => (d, false),
+            (Some(a), _) => (a, true),
+            (None, Some(d)) => (d, false),
+            (None, None) => return None,
+        };
+        let (prefix, partial) = (&word[..at], &word[at + if arrow { 2 } else { 1 }..]);
+        let text = prefix.trim_start_matches(['*', '&', '(']);
+        let Ok(expr) = crate::expr::parse_expr(text) else {
+            return Some(Vec::new());
+        };
+        let images = self.session.images();
+        let names = crate::expr::member_names(images.set.images(), self.session, &expr, arrow);
+        let sep = if arrow { "->" } else { "." };
+        Some(
+            names
+                .into_iter()
+                .filter(|m| m.starts_with(partial))
+                .map(|m| format!("{prefix}{sep}{m}"))
+                .collect(),
+        )
+    }
+}
+
+impl Completer for Completion<'_, '_> {
     type Candidate = String;
 
     fn complete(
@@ -107,18 +156,18 @@ impl Completer for Completion {
         let mut words = before[..start].split_whitespace();
         let first = words.next().unwrap_or("");
         let index = usize::from(!first.is_empty()) + words.count();
-        if word.starts_with('-') || before[..start].contains(['|', '>', '!']) {
+        if before[..start].contains(['|', '>', '!']) {
             return Ok((start, Vec::new()));
         }
         Ok((start, self.candidates(first, index, word)))
     }
 }
 
-impl Hinter for Completion {
+impl Hinter for Completion<'_, '_> {
     type Hint = String;
 }
 
-impl Highlighter for Completion {
+impl Highlighter for Completion<'_, '_> {
     fn highlight_prompt<'b, 's: 'b, 'p: 'b>(
         &'s self,
         prompt: &'p str,
@@ -132,6 +181,6 @@ impl Highlighter for Completion {
     }
 }
 
-impl Validator for Completion {}
+impl Validator for Completion<'_, '_> {}
 
-impl Helper for Completion {}
+impl Helper for Completion<'_, '_> {}

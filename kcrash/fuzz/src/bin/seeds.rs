@@ -1,7 +1,7 @@
 //! Writes seed inputs made from real dumps and images: `seeds OUT` fills OUT/klog, OUT/printf,
 //! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line, OUT/dprobes,
-//! OUT/qnx, OUT/klogger, OUT/schema_file, OUT/schema_klogger, OUT/schema_qnx and
-//! OUT/schema_dprobes, from the corpus, the gcc fixtures, the small text files under
+//! OUT/qnx, OUT/klogger, OUT/schema_file, OUT/schema_klogger, OUT/schema_qnx,
+//! OUT/schema_dprobes and OUT/unwind_cfi, from the corpus, the gcc fixtures, the small text files under
 //! kcrash/fuzz/seeds and the schema files the decoders ship. Run by `.ci/fuzz` before fuzzing; nothing it writes is committed.
 
 use std::collections::HashMap;
@@ -37,6 +37,52 @@ fn main() {
     files("plugins/klogger/schemas", &out.join("schema_klogger"));
     files("plugins/qnx/schemas", &out.join("schema_qnx"));
     files("plugins/dprobes/schemas", &out.join("schema_dprobes"));
+    unwind_cfi(&out.join("unwind_cfi"));
+}
+
+/// The hosted C program's crashes: its image, and up to 16 KiB of the stack from the first frame the
+/// corpus core's walk finds in the program (at the program's link-time addresses, as the target
+/// opens the image unplaced).
+fn unwind_cfi(dir: &Path) {
+    use kcrash::unwind::{contexts, walk, Cfi, Registers, RSP, RIP};
+    let root = repo().join("corpus/hosted-c");
+    let exe = std::fs::read(root.join("hosted-c")).expect("the hosted C program");
+    for scenario in ["rings", "rings-gcore", "strings"] {
+        let Ok(dump) = dumpfmt::Dump::open(&root.join(scenario).join("core.gz")) else {
+            continue;
+        };
+        let Ok(session) = Session::open(&dump, Some(root.join("hosted-c"))) else {
+            continue;
+        };
+        let Some(image) = session.image.clone() else {
+            continue;
+        };
+        let images = session.images();
+        let cfi = Cfi {
+            images: &images.set,
+            mem: &session,
+        };
+        let Some(first) = contexts(&dump, &mut Vec::new()).into_iter().next() else {
+            continue;
+        };
+        let stack = walk(first.registers, true, &[&cfi]);
+        let Some(frame) = stack.frames.iter().find(|f| image.contains(f.pc)) else {
+            continue;
+        };
+        // Up to where the stack ends.
+        let mut bytes = Vec::new();
+        let mut word = [0u8; 8];
+        while bytes.len() < 16 << 10
+            && session.read(frame.sp + bytes.len() as u64, &mut word).is_ok()
+        {
+            bytes.extend_from_slice(&word);
+        }
+        let mut registers = Registers::default();
+        registers.set(RIP, Some(frame.pc.wrapping_sub(image.load_bias())));
+        registers.set(RSP, Some(frame.sp));
+        let input = kcrash_fuzz::unwind_input::encode(&registers, &exe, &encode(&[(frame.sp, &bytes)]));
+        write(dir, scenario, &input);
+    }
 }
 
 /// Every file of a committed directory, each a seed (named without a leading dot: hidden files
@@ -324,8 +370,44 @@ fn expr(out: &Path) {
     }
 }
 
-/// The 6.1 guest's VMCOREINFO with a two-module list at the fixture's addresses; with the
-/// guest's dump, also its printk ring's structures and the start of each of its arrays.
+/// A two-task kernel at the fixture's addresses: init_task (CPU 0's idle task) and init,
+/// running, alone on its signal's thread list; one CPU, its per-CPU offset 0.
+fn task_windows(image: &Image, off: &dyn Fn(&str) -> u64) -> Vec<(u64, Vec<u8>)> {
+    let sym = |name: &str| image.symbol(name).expect("fixture symbol").address;
+    let member = |m: &str| off(&format!("&((struct task_struct *)0)->{m}")) as usize;
+    let (init_task, init, signal) = (sym("init_task"), 0x11_0000u64, 0x12_0000u64);
+    let (tasks, node) = (member("tasks"), member("thread_node"));
+    let head = off("&((struct signal_struct *)0)->thread_head");
+    let task = |pid: i32, next: u64, comm: &[u8]| {
+        let mut t = vec![0u8; off("sizeof(struct task_struct)") as usize];
+        let mut put = |at: usize, bytes: &[u8]| t[at..at + bytes.len()].copy_from_slice(bytes);
+        put(member("pid"), &pid.to_le_bytes());
+        put(member("tgid"), &pid.to_le_bytes());
+        put(member("parent"), &init_task.to_le_bytes());
+        put(member("comm"), comm);
+        put(tasks, &next.to_le_bytes());
+        put(member("signal"), &signal.to_le_bytes());
+        put(node, &(signal + head).to_le_bytes());
+        t
+    };
+    let mut signal_bytes = vec![0u8; off("sizeof(struct signal_struct)") as usize];
+    let at = head as usize;
+    signal_bytes[at..at + 8].copy_from_slice(&(init + node as u64).to_le_bytes());
+    let runqueue = [0u64.to_le_bytes(), init_task.to_le_bytes()].concat();
+    vec![
+        (init_task, task(0, init + tasks as u64, b"swapper/0")),
+        (init, task(1, init_task + tasks as u64, b"init")),
+        (signal, signal_bytes),
+        (sym("nr_cpu_ids"), 1u32.to_le_bytes().to_vec()),
+        (sym("__per_cpu_offset"), vec![0; 32]),
+        (sym("current_task"), init.to_le_bytes().to_vec()),
+        (sym("runqueues"), runqueue),
+    ]
+}
+
+/// The 6.1 guest's VMCOREINFO with a two-module list and a two-task kernel at the fixture's
+/// addresses; with the guest's dump, also its printk ring's structures and the start of each
+/// of its arrays.
 /// For each corpus dump that holds a KLog descriptor: the descriptor and the memory after it
 /// (`descriptor`), and for kernel dumps the physical address of a window around it with the
 /// window's bytes (`scan`).
@@ -405,17 +487,23 @@ fn linux(dir: &Path) {
     let mb = module(b, head, b"pvpanic");
     let head_bytes = (a + list).to_le_bytes();
     let mut windows: Vec<(u64, Vec<u8>)> = vec![(head, head_bytes.to_vec()), ma, mb];
+    windows.extend(task_windows(&image, &off));
     let guest = Path::new("/var/cache/kcrash-ci/linux-guest/6.1.0-56-amd64/vmcore.kdump");
     if let Ok(dump) = dumpfmt::Dump::open(guest) {
         if let Ok(session) = Session::open(&dump, None) {
             windows.extend(printk_windows(&info, &session));
         }
     }
-    let borrowed: Vec<(u64, &[u8])> = windows.iter().map(|(a, b)| (*a, b.as_slice())).collect();
-    let mut seed = info.clone();
-    seed.push(0);
-    seed.extend_from_slice(&encode(&borrowed));
-    write(dir, "guest-6.1", &seed);
+    for (layout, old) in [("6.4", false), ("6.1", true)] {
+        let mut windows = windows.clone();
+        windows.extend(kcrash::unwind::orc_sample::windows(&image, old));
+        let borrowed: Vec<(u64, &[u8])> =
+            windows.iter().map(|(a, b)| (*a, b.as_slice())).collect();
+        let mut seed = info.clone();
+        seed.push(0);
+        seed.extend_from_slice(&encode(&borrowed));
+        write(dir, &format!("guest-6.1-orc-{layout}"), &seed);
+    }
 }
 
 /// `prb`, the ring it points at, and the first KiB of its descriptors, infos and text.

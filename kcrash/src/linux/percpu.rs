@@ -1,0 +1,72 @@
+//! Per-CPU variables (`DEFINE_PER_CPU`): CPU n's copy of one is at the variable's address plus
+//! `__per_cpu_offset[n]`, for each possible CPU below `nr_cpu_ids`.
+
+use symbols::Image;
+
+use crate::error::{Context, Error, Result};
+use crate::linux::facts::int;
+use crate::linux::Kernel;
+
+/// Linux's largest NR_CPUS: a CPU count beyond it is no count.
+const MAX_CPUS: i64 = 1 << 13;
+
+/// Where each possible CPU's per-CPU area is.
+#[derive(Debug, Clone)]
+pub struct PerCpu {
+    /// `__per_cpu_offset[n]` for each CPU n below `nr_cpu_ids`.
+    offsets: Vec<u64>,
+}
+
+impl PerCpu {
+    /// Each possible CPU's offset. A kernel built without SMP has no `__per_cpu_offset`: its one
+    /// CPU's variables are where the image says.
+    pub fn read(kernel: Kernel<'_>) -> Result<PerCpu> {
+        if vmlinux(kernel)?.symbol("__per_cpu_offset").is_none() {
+            return Ok(PerCpu { offsets: vec![0] });
+        }
+        let table = int(kernel, "&__per_cpu_offset")?;
+        let cpus = int(kernel, "nr_cpu_ids")?;
+        let room = int(
+            kernel,
+            "sizeof(__per_cpu_offset) / sizeof(__per_cpu_offset[0])",
+        )?;
+        if !(1..=room.min(MAX_CPUS)).contains(&cpus) {
+            return Err(Error::Damaged(format!(
+                "nr_cpu_ids is {cpus}, not a CPU count (__per_cpu_offset has {room})"
+            )));
+        }
+        let offsets = (0..cpus as u64)
+            .map(|cpu| {
+                kernel
+                    .mem
+                    .read_u64((table as u64).wrapping_add(cpu * 8))
+                    .with_context(|| format!("__per_cpu_offset[{cpu}]"))
+            })
+            .collect::<Result<_>>()?;
+        Ok(PerCpu { offsets })
+    }
+
+    /// Where each CPU's copy of the per-CPU variable at `base` ([`variable`]) is, CPU 0 first.
+    pub fn copies(&self, base: u64) -> impl Iterator<Item = u64> + '_ {
+        self.offsets.iter().map(move |off| base.wrapping_add(*off))
+    }
+}
+
+/// The address per-CPU variable `name` is known by, to which a CPU's offset is added. x86_64
+/// links its per-CPU variables from 0 (`.data..percpu` is at 0) and KASLR leaves them there, so
+/// a link address in the lower half (no kernel address) is that offset itself; elsewhere the
+/// variable moved with the kernel.
+pub fn variable(kernel: Kernel<'_>, name: &str) -> Result<u64> {
+    let image = vmlinux(kernel)?;
+    let sym = image.symbol(name).ok_or_else(|| Error::NoSymbol {
+        name: name.to_owned(),
+    })?;
+    let link = sym.address.wrapping_sub(image.load_bias());
+    Ok(if link >> 63 == 0 { link } else { sym.address })
+}
+
+fn vmlinux<'a>(kernel: Kernel<'a>) -> Result<&'a Image> {
+    kernel
+        .image
+        .ok_or_else(|| Error::Missing("needs the vmlinux".into()))
+}

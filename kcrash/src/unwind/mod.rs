@@ -1,0 +1,257 @@
+//! Walking a stack from a context's registers to its outermost frame: the walk and its bounds
+//! here, each way of finding a caller (call-frame information, frame pointers) in its own
+//! module. Memory and tables are the dump's, so every step is checked and every stop says why.
+
+mod cfi;
+mod context;
+mod frame_pointer;
+mod orc;
+#[doc(hidden)]
+pub mod orc_sample;
+
+use dumpfmt::notes::X86_64Regs;
+use symbols::ImageSet;
+
+use crate::memory::Memory;
+
+pub use cfi::Cfi;
+pub use context::{contexts, switched_out, Context, Kind};
+pub use frame_pointer::FramePointer;
+pub use orc::{pt_regs, Orc};
+
+/// Frames walked at most: deeper than any real stack, and the end of a loop no check catches.
+pub const MAX_FRAMES: usize = 512;
+
+/// x86_64's registers by DWARF number (rax, rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8–r15, then the
+/// return address, which is the caller's rip); `None` where unknown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Registers([Option<u64>; 17]);
+
+pub const RBP: u16 = 6;
+pub const RSP: u16 = 7;
+pub const RIP: u16 = 16;
+/// What a called function must give back unchanged (System V ABI): rbx, rbp, r12–r15.
+const CALLEE_SAVED: [u16; 6] = [3, 6, 12, 13, 14, 15];
+
+impl Registers {
+    /// From a NT_PRSTATUS's `user_regs_struct`.
+    pub fn from_user(regs: &X86_64Regs) -> Registers {
+        const ORDER: [&str; 17] = [
+            "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
+            "r12", "r13", "r14", "r15", "rip",
+        ];
+        Registers(ORDER.map(|name| regs.get(name)))
+    }
+
+    pub fn get(&self, register: u16) -> Option<u64> {
+        self.0.get(usize::from(register)).copied().flatten()
+    }
+
+    pub fn set(&mut self, register: u16, value: Option<u64>) {
+        if let Some(slot) = self.0.get_mut(usize::from(register)) {
+            *slot = value;
+        }
+    }
+
+    pub fn pc(&self) -> Option<u64> {
+        self.get(RIP)
+    }
+
+    pub fn sp(&self) -> Option<u64> {
+        self.get(RSP)
+    }
+
+    /// What a caller still has of these registers before its saved ones are restored: the
+    /// callee-saved ones (the rules override any the function did save).
+    fn callee_saved(&self) -> Registers {
+        let mut kept = Registers::default();
+        for r in CALLEE_SAVED {
+            kept.set(r, self.get(r));
+        }
+        kept
+    }
+}
+
+/// How a frame's registers were found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum How {
+    /// The context's own registers (the first frame).
+    Registers,
+    CallFrameInfo,
+    /// Linux's ORC tables.
+    Orc,
+    FramePointer,
+}
+
+/// One physical frame (inlined functions are a question of symbols, asked when printing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub pc: u64,
+    /// The stack pointer in this frame (the caller's frame starts at the next frame's).
+    pub sp: u64,
+    pub how: How,
+    /// `pc` is exactly where execution stopped (the first frame, or one a signal or exception
+    /// interrupted); otherwise it is a return address, one past the call.
+    pub exact: bool,
+    /// The frame is a signal trampoline (its caller was interrupted): `pc` is its own code,
+    /// entered by the handler's return.
+    pub trampoline: bool,
+    /// The frame was entered by an exception or interrupt whose `struct pt_regs` (Linux) is at
+    /// this address: the interrupted context's registers.
+    pub exception: Option<u64>,
+}
+
+impl Frame {
+    /// The address to look up the frame's function and line at: inside the call for a return
+    /// address, which may already be the next function's first byte.
+    pub fn lookup_pc(&self) -> u64 {
+        if self.exact || self.trampoline {
+            self.pc
+        } else {
+            self.pc.wrapping_sub(1)
+        }
+    }
+}
+
+/// A walked stack: its frames, innermost first, and why the walk ended there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stack {
+    pub frames: Vec<Frame>,
+    pub stop: String,
+}
+
+/// A frame's caller, as one step found it.
+pub struct Caller {
+    pub registers: Registers,
+    pub how: How,
+    /// The caller was interrupted (by a signal, an exception): its pc is exact.
+    pub interrupted: bool,
+    /// The frame is a signal trampoline, named by its own pc (its return address is no call's).
+    pub trampoline: bool,
+    /// The caller's stack may be another one (an IRQ stack's interrupted task, a signal stack).
+    pub new_stack: bool,
+    /// Where the interrupted registers were read from (Linux's `struct pt_regs`).
+    pub exception: Option<u64>,
+}
+
+/// What one step from a frame found.
+pub enum Step {
+    Caller(Box<Caller>),
+    /// The frame is the outermost one: how that is known, and the registers of the context it
+    /// was entered from (a system call's user registers).
+    Outermost {
+        why: String,
+        exception: Option<u64>,
+    },
+    /// This way finds no caller: why (another way may).
+    Lost(String),
+}
+
+/// One way of finding a frame's caller.
+pub trait Unwinder {
+    /// The caller of the frame whose registers are `registers` and whose function is at
+    /// `frame.lookup_pc()`.
+    fn caller(&self, frame: &Frame, registers: &Registers) -> Step;
+}
+
+/// Walks from `registers` with `unwinders`, each tried in turn until one finds the caller or knows
+/// the frame is the outermost. Bounded by [`MAX_FRAMES`]; the stack pointer must grow from frame to
+/// frame except where the unwinder says the stack changed (an IRQ stack, a signal stack).
+///
+/// `exact`: the first pc is where execution stopped (a CPU's or thread's registers), not a
+/// return address (a switched-out task's).
+pub fn walk(registers: Registers, exact: bool, unwinders: &[&dyn Unwinder]) -> Stack {
+    let (Some(pc), Some(sp)) = (registers.pc(), registers.sp()) else {
+        return Stack {
+            frames: Vec::new(),
+            stop: "the context's rip or rsp is unknown".into(),
+        };
+    };
+    let mut frame = Frame {
+        pc,
+        sp,
+        how: How::Registers,
+        exact,
+        trampoline: false,
+        exception: None,
+    };
+    let mut frames = Vec::new();
+    let mut registers = registers;
+    loop {
+        if frames.len() + 1 >= MAX_FRAMES {
+            return end(
+                frames,
+                frame,
+                format!("{MAX_FRAMES} frames, the most walked"),
+            );
+        }
+        let mut why = Vec::new();
+        let mut found = None;
+        for unwinder in unwinders {
+            match unwinder.caller(&frame, &registers) {
+                Step::Caller(caller) => {
+                    found = Some(caller);
+                    break;
+                }
+                Step::Outermost { why, exception } => {
+                    frame.exception = exception;
+                    return end(frames, frame, why);
+                }
+                Step::Lost(reason) => why.push(reason),
+            }
+        }
+        let Some(caller) = found else {
+            let reason = if why.is_empty() {
+                "no way to find the caller".into()
+            } else {
+                why.join("; ")
+            };
+            return end(frames, frame, reason);
+        };
+        frame.exception = caller.exception;
+        frame.trampoline = caller.trampoline;
+        let (Some(pc), Some(sp)) = (caller.registers.pc(), caller.registers.sp()) else {
+            return end(frames, frame, "the caller's rip or rsp is unknown".into());
+        };
+        if pc == 0 {
+            let why = "the return address is 0: the outermost frame".into();
+            return end(frames, frame, why);
+        }
+        if sp <= frame.sp && !caller.new_stack {
+            let why = format!(
+                "the caller's stack pointer {sp:#x} is not above {:#x}: the stack is damaged or \
+                 its unwinding information wrong",
+                frame.sp
+            );
+            return end(frames, frame, why);
+        }
+        frames.push(frame);
+        frame = Frame {
+            pc,
+            sp,
+            how: caller.how,
+            exact: caller.interrupted,
+            trampoline: false,
+            exception: None,
+        };
+        registers = caller.registers;
+    }
+}
+
+fn end(mut frames: Vec<Frame>, last: Frame, stop: String) -> Stack {
+    frames.push(last);
+    Stack { frames, stop }
+}
+/// Reads a saved word, or says what could not be read.
+fn saved(mem: &dyn Memory, what: &str, at: u64) -> Result<u64, String> {
+    mem.read_u64(at)
+        .map_err(|e| format!("{what} at {at:#x} is unreadable: {}", e.reason))
+}
+
+/// The image holding `pc`, or why there is none.
+fn image_at(images: &ImageSet, pc: u64) -> Result<&symbols::Image, String> {
+    images
+        .image_at(pc)
+        .ok_or_else(|| format!("{pc:#x} is in no image kcrash has"))
+}
