@@ -1,6 +1,6 @@
 """Drives an interactive kcrash under a pseudo-terminal, as a person would: the prompt, tab
-completion of commands, symbols, subsystems, members and options (listed on a second Tab), a
-pipe, the pager, colour, Ctrl-C stopping a long command (and not kcrash), history kept across
+completion of commands, symbols, subsystems, members, type names and options (listed on a
+second Tab), a pipe, the pager, colour, Ctrl-C stopping a long command (and not kcrash), history kept across
 sessions in $HOME/.kcrash_history, and the prompt kept off a redirected standard output.
 
 Usage: pty_session.py KCRASH DUMP IMAGE HOME. Exits 0 when every step saw what it expected."""
@@ -112,6 +112,9 @@ s.prompt()
 # A member after `.`, through a struct the DWARF lays out, and an option after `-`.
 s.send("p KLogs[1].next_w\t\r")
 s.expect(rb"p KLogs\[1\]\.next_write[^\n]*\n[0-9]+\r?\n")
+s.prompt()
+s.send("whatis u6\t\r")
+s.expect(rb"type = u64")
 s.prompt()
 s.send("sym --js\t KLogs\r")
 s.expect(rb'"kcrash_json"')

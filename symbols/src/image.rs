@@ -333,6 +333,13 @@ impl Image {
         Err(debug.malformed(id.0, "type references form a cycle"))
     }
 
+    /// Every type name declared at the top of a unit, as C spells it (`struct task_struct`,
+    /// `union bpf_attr`, `enum pid_type`, `u64`), sorted: for completing a type name. Reads
+    /// every unit's top-level entries (about as long as building the name index).
+    pub fn type_names(&self) -> Result<Vec<String>> {
+        Ok(self.debug()?.type_names())
+    }
+
     /// The name of type `id` as C (or Rust) writes it: `struct _KLog`, `int64_t *`, `KLog [5]`.
     pub fn type_name(&self, id: TypeId) -> Result<String> {
         names::type_name(self.debug()?, Some(id))

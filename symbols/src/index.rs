@@ -191,6 +191,50 @@ fn skim_unit<'a>(
     ))
 }
 
+/// The names of the types declared at the top of every unit, as C spells them (`struct
+/// task_struct`, `union bpf_attr`, `enum pid_type`, `u64`), sorted and without repeats: what
+/// the prompt completes a type name from. Units that do not read are passed over.
+pub(crate) fn type_names(dwarf: &gimli::Dwarf<Reader>, units: &Units) -> Vec<String> {
+    let mut names: Vec<String> = (0..units.len())
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let mut found = Vec::new();
+            let Ok(unit) = units.parsed(dwarf, i) else {
+                return found;
+            };
+            let unit = &unit.unit;
+            let Some(mut skim) = skim_unit(dwarf, unit, units.offset(i)) else {
+                return found;
+            };
+            while let Ok(Some(die)) = skim.next() {
+                let keyword = match die.abbreviation.tag() {
+                    _ if die.depth != 1 => continue,
+                    dw::DW_TAG_structure_type | dw::DW_TAG_class_type => "struct ",
+                    dw::DW_TAG_union_type => "union ",
+                    dw::DW_TAG_enumeration_type => "enum ",
+                    dw::DW_TAG_typedef | dw::DW_TAG_base_type => "",
+                    _ => continue,
+                };
+                let Ok(entry) = unit.entry(die.offset) else {
+                    continue;
+                };
+                let name = entry
+                    .attr_value(dw::DW_AT_name)
+                    .ok()
+                    .flatten()
+                    .and_then(|v| raw_string(dwarf, unit, v));
+                if let Some(name) = name {
+                    found.push(format!("{keyword}{}", String::from_utf8_lossy(raw(&name))));
+                }
+            }
+            found
+        })
+        .collect();
+    names.par_sort_unstable();
+    names.dedup();
+    names
+}
+
 /// The DIEs in one unit that may carry `name` (for a name index that only names the unit).
 pub(crate) fn in_unit(
     kind: Kind,

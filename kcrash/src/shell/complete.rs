@@ -1,8 +1,10 @@
 //! Tab completion at the prompt: command names, then a command's options after `-`, subsystem
 //! names for `klog` and `help`'s command names, struct and union members after `.` and `->` in
-//! an expression, and symbol names everywhere else.
+//! an expression, type names where a type may be written (read from the DWARF on the first
+//! such Tab), and symbol names everywhere else.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use rustyline::completion::Completer;
 use rustyline::highlight::Highlighter;
@@ -25,11 +27,16 @@ pub struct Completion<'a, 'd> {
     subsystems: Vec<String>,
     /// Sorted: stored symbol names, and the demangled names of Rust symbols.
     symbols: Vec<String>,
+    /// Sorted type names as C spells them (`struct task_struct`, `u64`), read when first asked.
+    types: OnceLock<Vec<String>>,
     prompt: Paint,
 }
 
 /// The commands whose arguments are expressions, with members to complete.
 const EXPRESSIONS: [&str; 5] = ["p", "print", "eval", "whatis", "ptype"];
+/// The commands that take a type name, and the words that start one.
+const TYPES: [&str; 4] = ["whatis", "ptype", "struct", "union"];
+const KEYWORDS: [&str; 3] = ["struct", "union", "enum"];
 
 impl<'a, 'd> Completion<'a, 'd> {
     pub fn new(session: &'a Session<'d>, prompt: Paint) -> Completion<'a, 'd> {
@@ -55,6 +62,7 @@ impl<'a, 'd> Completion<'a, 'd> {
         symbols.dedup();
         Completion {
             session,
+            types: OnceLock::new(),
             commands,
             subsystems,
             symbols,
@@ -62,8 +70,9 @@ impl<'a, 'd> Completion<'a, 'd> {
         }
     }
 
-    /// The candidates for `word`, the `index`-th word of a line starting with `first`.
-    fn candidates(&self, first: &str, index: usize, word: &str) -> Vec<String> {
+    /// The candidates for `word`, the `index`-th word of a line starting with `first`, after
+    /// the word `previous`.
+    fn candidates(&self, first: &str, previous: &str, index: usize, word: &str) -> Vec<String> {
         let commands = || {
             self.commands
                 .iter()
@@ -88,6 +97,31 @@ impl<'a, 'd> Completion<'a, 'd> {
                 return members;
             }
         }
+        // `struct NAME` names a struct: after the keyword in an expression or `ptype`, and as
+        // the `struct` and `union` commands' first word.
+        let keyword = match command {
+            "struct" | "union" if index == 1 => Some(command),
+            _ if KEYWORDS.contains(&previous) => Some(previous),
+            _ => None,
+        };
+        if let Some(keyword) = keyword {
+            let prefix = format!("{keyword} {word}");
+            return self
+                .types_from(&prefix)
+                .map(|t| t[keyword.len() + 1..].to_owned())
+                .collect();
+        }
+        if TYPES.contains(&command) {
+            let mut found: Vec<String> = self
+                .types_from(word)
+                .filter(|t| !t.contains(' '))
+                .map(str::to_owned)
+                .collect();
+            found.extend(self.symbols_from(word));
+            found.sort_unstable();
+            found.dedup();
+            return found;
+        }
         match first {
             "help" | "?" => commands(),
             "klog" => self
@@ -99,15 +133,32 @@ impl<'a, 'd> Completion<'a, 'd> {
                 })
                 .cloned()
                 .collect(),
-            _ => {
-                let from = self.symbols.partition_point(|s| s.as_str() < word);
-                self.symbols[from..]
-                    .iter()
-                    .take_while(|s| s.starts_with(word))
-                    .cloned()
-                    .collect()
-            }
+            _ => self.symbols_from(word).collect(),
         }
+    }
+
+    fn symbols_from<'s>(&'s self, word: &'s str) -> impl Iterator<Item = String> + 's {
+        let from = self.symbols.partition_point(|s| s.as_str() < word);
+        self.symbols[from..]
+            .iter()
+            .take_while(move |s| s.starts_with(word))
+            .cloned()
+    }
+
+    /// The type names starting with `prefix`, the image's types read on the first call.
+    fn types_from<'s>(&'s self, prefix: &'s str) -> impl Iterator<Item = &'s str> + 's {
+        let types = self.types.get_or_init(|| {
+            self.session
+                .image
+                .as_ref()
+                .and_then(|image| image.type_names().ok())
+                .unwrap_or_default()
+        });
+        let from = types.partition_point(|t| t.as_str() < prefix);
+        types[from..]
+            .iter()
+            .take_while(move |t| t.starts_with(prefix))
+            .map(String::as_str)
     }
 }
 
@@ -155,11 +206,17 @@ impl Completer for Completion<'_, '_> {
         let word = &before[start..];
         let mut words = before[..start].split_whitespace();
         let first = words.next().unwrap_or("");
+        // `(struct ` in a cast is the keyword too.
+        let previous = before[..start]
+            .split_whitespace()
+            .last()
+            .unwrap_or("")
+            .trim_start_matches('(');
         let index = usize::from(!first.is_empty()) + words.count();
         if before[..start].contains(['|', '>', '!']) {
             return Ok((start, Vec::new()));
         }
-        Ok((start, self.candidates(first, index, word)))
+        Ok((start, self.candidates(first, previous, index, word)))
     }
 }
 

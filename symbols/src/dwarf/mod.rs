@@ -73,6 +73,11 @@ impl DwarfFile {
     }
 
     /// The length of `.debug_info`, which every DIE offset is below.
+    /// Every type name declared at a unit's top, as C spells it; see `index::type_names`.
+    pub(crate) fn type_names(&self) -> Vec<String> {
+        crate::index::type_names(&self.dwarf, self.units())
+    }
+
     pub(crate) fn debug_info_len(&self) -> u64 {
         use gimli::Section;
         raw(self.dwarf.debug_info.reader()).len() as u64
