@@ -6,7 +6,9 @@ use std::io::{self, Write};
 
 use anyhow::{anyhow, bail, Result};
 use clap::Parser;
+use dumpfmt::notes::FileMapping;
 use serde::Serialize;
+use symbols::ImageSet;
 
 use super::args::{find_task, number, pid_or_task};
 use super::{Context, Flow};
@@ -70,7 +72,7 @@ struct Backtrace {
 }
 
 /// One thread's or CPU's stack.
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 struct Thread {
     /// The thread id (process cores), or the Linux task's PID.
     pid: Option<i64>,
@@ -133,30 +135,6 @@ impl Serialize for Named {
         map.end()
     }
 }
-
-/// `struct pt_regs` as crash prints it: name and byte offset.
-const PT_REGS: [(&str, u64); 20] = [
-    ("RIP", pt_regs::IP),
-    ("RSP", pt_regs::SP),
-    ("RFLAGS", 144),
-    ("RAX", 80),
-    ("RBX", 40),
-    ("RCX", 88),
-    ("RDX", 96),
-    ("RSI", 104),
-    ("RDI", 112),
-    ("RBP", 32),
-    ("R8", 72),
-    ("R9", 64),
-    ("R10", 56),
-    ("R11", 48),
-    ("R12", 24),
-    ("R13", 16),
-    ("R14", 8),
-    ("R15", 0),
-    ("ORIG_RAX", 120),
-    ("CS", pt_regs::CS),
-];
 
 #[derive(Serialize)]
 struct Word {
@@ -316,6 +294,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         writeln!(cx.err, "bt: {w}")?;
     }
     let tasks = tasks.unwrap_or_default();
+    let command = command_name(session);
     let on_cpu = |c: &unwind::Context| -> Start {
         let (pid, cpu) = match c.kind {
             Kind::Thread(t) => (Some(i64::from(t)), None),
@@ -328,12 +307,10 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         });
         let mut head = Thread {
             pid,
-            task: None,
             cpu,
-            command: command_name(session),
+            command: command.clone(),
             signal: (c.signal != 0).then_some(c.signal),
-            frames: Vec::new(),
-            stop: String::new(),
+            ..Thread::default()
         };
         if let Some(t) = running {
             head.describe(t);
@@ -364,13 +341,8 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
                     let registers = switched_out(session.kernel(), task.addr)
                         .map_err(|e| anyhow!("task {:#x}: its saved registers: {e}", task.addr))?;
                     let mut head = Thread {
-                        pid: None,
-                        task: None,
                         cpu,
-                        command: None,
-                        signal: None,
-                        frames: Vec::new(),
-                        stop: String::new(),
+                        ..Thread::default()
                     };
                     head.describe(task);
                     vec![Start {
@@ -433,6 +405,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     if !session.dump.is_process_core() {
         unwinders.push(&frame_pointer);
     }
+    let mapped = mapped_files(session);
     let mut contexts = Vec::new();
     for Start {
         mut head,
@@ -442,7 +415,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     {
         crate::interrupt::check()?;
         let stack = unwind::walk(registers, exact, &unwinders);
-        head.frames = frames(session, &stack, args.frames)?;
+        head.frames = frames(mem, &images.set, &mapped, &stack, args.frames)?;
         head.stop = stack.stop;
         contexts.push(head);
     }
@@ -476,20 +449,23 @@ fn command_name(session: &Session<'_>) -> Option<String> {
 }
 
 /// The walked frames as printed: each physical frame's inlined functions first, then its own.
-fn frames(session: &Session<'_>, stack: &Stack, words: bool) -> Result<Vec<Frame>> {
-    let images = session.images();
-    let mapped = mapped_files(session);
+fn frames(
+    mem: &dyn Memory,
+    images: &ImageSet,
+    mapped: &[FileMapping],
+    stack: &Stack,
+    words: bool,
+) -> Result<Vec<Frame>> {
     let mut out = Vec::new();
     for (i, f) in stack.frames.iter().enumerate() {
         crate::interrupt::check()?;
         let at = f.lookup_pc();
-        let image = images.set.image_at(at);
+        let image = images.image_at(at);
         let mut named = image
             .and_then(|image| image.frames(at).ok())
             .unwrap_or_default();
         let symbol = || {
             images
-                .set
                 .symbolize(at)
                 .map(|(_, sym, _)| display_name(&sym.name))
         };
@@ -526,10 +502,10 @@ fn frames(session: &Session<'_>, stack: &Stack, words: bool) -> Result<Vec<Frame
                 exception: f
                     .exception
                     .filter(|_| k == last)
-                    .map(|at| exception(session, at)),
+                    .map(|at| exception(mem, images, at)),
                 words: (words && k == last).then(|| {
                     let next = stack.frames.get(i + 1).map_or(f.sp, |n| n.sp);
-                    stack_words(session, f.sp, next)
+                    stack_words(mem, f.sp, next)
                 }),
             });
         }
@@ -538,24 +514,16 @@ fn frames(session: &Session<'_>, stack: &Stack, words: bool) -> Result<Vec<Frame
 }
 
 /// The `struct pt_regs` at `at`.
-fn exception(session: &Session<'_>, at: u64) -> Exception {
-    let mem: &dyn Memory = session;
-    let mut registers: Vec<_> = PT_REGS
+fn exception(mem: &dyn Memory, images: &ImageSet, at: u64) -> Exception {
+    let registers: Vec<_> = pt_regs::FIELDS
         .iter()
-        .map(|&(name, offset)| (name, mem.read_u64(at.wrapping_add(offset)).ok().map(Hex)))
+        .map(|&(name, offset, _)| (name, mem.read_u64(at.wrapping_add(offset)).ok().map(Hex)))
         .collect();
-    registers.push(("SS", mem.read_u64(at.wrapping_add(160)).ok().map(Hex)));
     let rip_symbol = mem
         .read_u64(at.wrapping_add(pt_regs::IP))
         .ok()
-        .and_then(|rip| {
-            session
-                .images()
-                .set
-                .symbolize(rip)
-                .map(|(_, sym, off)| (sym, off))
-        })
-        .map(|(sym, off)| format!("{}+{off}", display_name(&sym.name)));
+        .and_then(|rip| images.symbolize(rip))
+        .map(|(_, sym, off)| format!("{}+{off}", display_name(&sym.name)));
     Exception {
         address: Hex(at),
         rip_symbol,
@@ -564,7 +532,7 @@ fn exception(session: &Session<'_>, at: u64) -> Exception {
 }
 
 /// A process core's NT_FILE mappings (none for kernel dumps).
-fn mapped_files(session: &Session<'_>) -> Vec<dumpfmt::notes::FileMapping> {
+fn mapped_files(session: &Session<'_>) -> Vec<FileMapping> {
     session
         .dump
         .notes()

@@ -33,28 +33,33 @@ const REG_SP_INDIRECT: u64 = 9;
 
 /// `struct pt_regs` (x86_64): where each register is, in bytes.
 pub mod pt_regs {
-    pub const SIZE: u64 = 168;
     pub const IP: u64 = 128;
     pub const CS: u64 = 136;
     pub const SP: u64 = 152;
-    /// DWARF register number and offset of every general register.
-    pub const GENERAL: [(u16, u64); 16] = [
-        (15, 0),
-        (14, 8),
-        (13, 16),
-        (12, 24),
-        (6, 32),
-        (3, 40),
-        (11, 48),
-        (10, 56),
-        (9, 64),
-        (8, 72),
-        (0, 80),
-        (2, 88),
-        (1, 96),
-        (4, 104),
-        (5, 112),
-        (7, 152),
+    /// Every field in crash's order of printing: its name as crash prints it, its offset, and
+    /// the DWARF number of a general register.
+    pub const FIELDS: [(&str, u64, Option<u16>); 21] = [
+        ("RIP", IP, None),
+        ("RSP", SP, Some(7)),
+        ("RFLAGS", 144, None),
+        ("RAX", 80, Some(0)),
+        ("RBX", 40, Some(3)),
+        ("RCX", 88, Some(2)),
+        ("RDX", 96, Some(1)),
+        ("RSI", 104, Some(4)),
+        ("RDI", 112, Some(5)),
+        ("RBP", 32, Some(6)),
+        ("R8", 72, Some(8)),
+        ("R9", 64, Some(9)),
+        ("R10", 56, Some(10)),
+        ("R11", 48, Some(11)),
+        ("R12", 24, Some(12)),
+        ("R13", 16, Some(13)),
+        ("R14", 8, Some(14)),
+        ("R15", 0, Some(15)),
+        ("ORIG_RAX", 120, None),
+        ("CS", CS, None),
+        ("SS", 160, None),
     ];
 }
 
@@ -285,11 +290,7 @@ impl<'a> Orc<'a> {
     }
 
     fn step(&self, frame: &Frame, registers: &Registers) -> Result<Step, String> {
-        let at = if frame.exact || frame.trampoline {
-            frame.pc
-        } else {
-            frame.pc.wrapping_sub(1)
-        };
+        let at = frame.lookup_pc();
         let table = self
             .tables
             .iter()
@@ -340,8 +341,10 @@ impl<'a> Orc<'a> {
                 caller.set(RSP, Some(sp));
             }
             Kind::Regs => {
-                for (r, offset) in pt_regs::GENERAL {
-                    caller.set(r, self.mem.read_u64(sp.wrapping_add(offset)).ok());
+                for (_, offset, register) in pt_regs::FIELDS {
+                    if let Some(r) = register {
+                        caller.set(r, self.mem.read_u64(sp.wrapping_add(offset)).ok());
+                    }
                 }
                 caller.set(
                     RIP,
