@@ -21,6 +21,15 @@ struct Objdump {
     len: usize,
     mnemonic: String,
     target: Option<u64>,
+    /// The target's name when it is a PLT stub (`strcmp@plt`), which no symbol table holds.
+    target_plt: Option<String>,
+}
+
+/// objdump's reading of an image: its instructions by address, and its PLT stubs (names it
+/// makes up from the dynamic relocations) with their sizes.
+struct Disassembly {
+    instructions: HashMap<u64, Objdump>,
+    stubs: Vec<(String, u64)>,
 }
 
 /// Prefixes objdump and kcrash print as words of their own before the mnemonic.
@@ -28,11 +37,23 @@ const PREFIXES: &[&str] = &[
     "cs", "ds", "rex.W", "data16", "notrack", "bnd", "lock", "rep", "repz", "repnz",
 ];
 
-/// `objdump -d` of the image's text, by address.
-fn objdump(image: &Path) -> HashMap<u64, Objdump> {
+/// `objdump -d` of the image's text.
+fn objdump(image: &Path) -> Disassembly {
     let out = tools::output(Command::new("objdump").args(["-d", "-w"]).arg(image));
     let mut all = HashMap::new();
+    let mut stubs: Vec<(String, u64)> = Vec::new();
+    // The function a line is in, when it is a stub.
+    let mut in_stub = false;
     for line in out.lines() {
+        // `0000000000001030 <strcmp@plt>:`
+        if let Some(header) = line.strip_suffix(">:") {
+            let name = header.split_once(" <").map(|(_, n)| n).unwrap_or_default();
+            in_stub = name.ends_with("@plt");
+            if in_stub {
+                stubs.push((name.to_owned(), 0));
+            }
+            continue;
+        }
         // `  401000:\t55                   \tpush   %rbp`
         let mut parts = line.splitn(3, '\t');
         let (Some(addr), Some(bytes)) = (parts.next(), parts.next()) else {
@@ -60,16 +81,28 @@ fn objdump(image: &Path) -> HashMap<u64, Objdump> {
         } else {
             None
         };
+        let target_plt = target.and(text.split_once(" <")).and_then(|(_, name)| {
+            let name = name.split_once('>')?.0;
+            name.ends_with("@plt").then(|| name.to_owned())
+        });
+        let len = bytes.split_whitespace().count();
+        if let (true, Some((_, size))) = (in_stub, stubs.last_mut()) {
+            *size += len as u64;
+        }
         all.insert(
             addr,
             Objdump {
-                len: bytes.split_whitespace().count(),
+                len,
                 mnemonic: mnemonic.to_owned(),
                 target,
+                target_plt,
             },
         );
     }
-    all
+    Disassembly {
+        instructions: all,
+        stubs,
+    }
 }
 
 /// Mnemonics alike but for the size suffix one of them writes (`callq`/`call`, `retq`/`ret`).
@@ -83,10 +116,24 @@ fn same_mnemonic(a: &str, b: &str) -> bool {
     a == b || base(a) == b || a == base(b) || base(a) == base(b)
 }
 
+/// What `check_functions` compared.
+struct Checked {
+    instructions: usize,
+    /// Branches to a PLT stub, named as objdump names it.
+    plt_calls: usize,
+}
+
 /// Checks `dis --json` of every function of `image` (named by nm, placed at `bias`) in `dump`
-/// against objdump's reading of the image; returns how many instructions agreed.
-fn check_functions(dump: &Path, image: &Path, bias: u64, functions: &[(String, u64)]) -> usize {
-    let oracle = objdump(image);
+/// against objdump's reading of the image, `oracle`.
+fn check_functions(
+    dump: &Path,
+    image: &Path,
+    bias: u64,
+    functions: &[(String, u64)],
+    oracle: &Disassembly,
+) -> Checked {
+    let mut plt_calls = 0;
+    let oracle = &oracle.instructions;
     let commands: Vec<String> = functions
         .iter()
         .map(|(f, _)| format!("dis --json {f}"))
@@ -123,6 +170,10 @@ fn check_functions(dump: &Path, image: &Path, bias: u64, functions: &[(String, u
                 .map(|s| u64::from_str_radix(&s[2..], 16).unwrap() - bias);
             assert_eq!(got, Some(t), "{at:#x}: branch target: {v}");
         }
+        if let Some(stub) = &want.target_plt {
+            assert_eq!(v["target_symbol"].as_str(), Some(&stub[..]), "{at:#x}: {v}");
+            plt_calls += 1;
+        }
         checked += 1;
     }
     // The instructions kcrash shows cover each function as objdump's do.
@@ -138,7 +189,10 @@ fn check_functions(dump: &Path, image: &Path, bias: u64, functions: &[(String, u
         mismatched.len(),
         mismatched.join("\n")
     );
-    checked
+    Checked {
+        instructions: checked,
+        plt_calls,
+    }
 }
 
 /// Every function nm gives a size for (nm -S), by name; a name two local symbols share is left
@@ -178,8 +232,13 @@ fn every_function_of_the_bare_kernel_disassembles_as_objdump_reads_it() {
         &image,
         0,
         &functions,
+        &objdump(&image),
     );
-    assert!(checked > 10_000, "{checked} instructions");
+    assert!(
+        checked.instructions > 10_000,
+        "{} instructions",
+        checked.instructions
+    );
 }
 
 #[test]
@@ -189,9 +248,13 @@ fn a_process_cores_functions_disassemble_as_objdump_reads_its_executable() {
     }
     let image = corpus::file("hosted-c/hosted-c");
     let dump = corpus::file("hosted-c/rings/core.gz");
+    let oracle = objdump(&image);
+    // The PLT's stubs too: `dis strcmp@plt` shows the stub objdump names so.
+    assert!(oracle.stubs.len() > 5, "{:?}", oracle.stubs);
     let functions: Vec<(String, u64)> = sized_functions(&image)
         .into_iter()
         .filter(|(name, _)| !name.starts_with("_start") && !name.contains('@'))
+        .chain(oracle.stubs.iter().cloned())
         .collect();
     let main = nm_all(&image)
         .into_iter()
@@ -205,8 +268,14 @@ fn a_process_cores_functions_disassemble_as_objdump_reads_its_executable() {
         .to_owned();
     let bias = u64::from_str_radix(&placed[2..], 16).unwrap() - main;
     assert!(bias > 0, "a PIE is placed above 0");
-    let checked = check_functions(&dump, &image, bias, &functions);
-    assert!(checked > 500, "{checked} instructions");
+    let checked = check_functions(&dump, &image, bias, &functions, &oracle);
+    assert!(
+        checked.instructions > 500,
+        "{} instructions",
+        checked.instructions
+    );
+    // Calls into the PLT are named by the function they reach.
+    assert!(checked.plt_calls > 10, "{} PLT calls", checked.plt_calls);
 }
 
 #[test]

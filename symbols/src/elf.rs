@@ -25,6 +25,8 @@ pub(crate) struct ElfFile {
     pub(crate) relocatable: bool,
     /// Read on first use: opening for DWARF alone need not read every symbol.
     symbols: OnceLock<SymbolTable>,
+    /// The PLT's stubs, named on first use.
+    plt: OnceLock<SymbolTable>,
     /// `.debug_*` sections (also when stored as GNU `.zdebug_*`), by their `.debug_` name:
     /// section index and where the bytes are.
     debug_sections: HashMap<String, (SectionIndex, CompressedFileRange)>,
@@ -248,6 +250,7 @@ impl ElfFile {
             little_endian,
             relocatable,
             symbols: OnceLock::new(),
+            plt: OnceLock::new(),
             debug_sections,
             build_id,
             debuglink,
@@ -299,6 +302,16 @@ impl ElfFile {
             // The file parsed when it was opened, and its bytes have not changed since.
             object::File::parse(&*self.data)
                 .map(|file| SymbolTable::read(&file, self.placement.as_ref()))
+                .unwrap_or_default()
+        })
+    }
+
+    /// The PLT's stubs (`strcmp@plt`): from the file the program ran, never a debug file,
+    /// whose `.plt` has no bytes.
+    pub(crate) fn plt(&self) -> &SymbolTable {
+        self.plt.get_or_init(|| {
+            object::File::parse(&*self.data)
+                .map(|file| SymbolTable::plt(&file))
                 .unwrap_or_default()
         })
     }

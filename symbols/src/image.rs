@@ -218,9 +218,13 @@ impl Image {
         }
     }
 
-    /// The ELF symbol `name` (as stored, so mangled for Rust and C++).
+    /// The ELF symbol `name` (as stored, so mangled for Rust and C++), or a PLT stub by its
+    /// `name@plt`.
     pub fn symbol(&self, name: &str) -> Option<Symbol> {
-        self.symbol_file().symbols().by_name(name, self.bias)
+        self.symbol_file()
+            .symbols()
+            .by_name(name, self.bias)
+            .or_else(|| self.file.plt().by_name(name, self.bias))
     }
 
     /// Every ELF symbol, in address order (run-time addresses).
@@ -254,11 +258,14 @@ impl Image {
         self.address_ranges().any(|range| range.contains(&address))
     }
 
-    /// The ELF symbol containing run-time `address`, and the offset of `address` in it.
+    /// The ELF symbol containing run-time `address`, and the offset of `address` in it; in the
+    /// PLT, the stub (`strcmp@plt`), as objdump and gdb name it.
     pub fn symbolize(&self, address: u64) -> Option<(Symbol, u64)> {
-        self.symbol_file()
-            .symbols()
-            .containing(address.wrapping_sub(self.bias), self.bias)
+        let address = address.wrapping_sub(self.bias);
+        self.file
+            .plt()
+            .containing(address, self.bias)
+            .or_else(|| self.symbol_file().symbols().containing(address, self.bias))
     }
 
     fn debug(&self) -> Result<&DwarfFile> {

@@ -26,6 +26,7 @@ mod name_key;
 mod names;
 mod namespaces;
 mod placement;
+mod plt;
 mod relocate;
 mod sections;
 mod set;

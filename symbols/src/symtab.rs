@@ -172,22 +172,8 @@ impl SymbolTable {
                 None
             })
             .collect();
-        by_address.sort_by(|a, b| {
-            a.address
-                .cmp(&b.address)
-                .then_with(|| rank(a).cmp(&rank(b)))
-        });
-        let mut by_name = HashMap::with_capacity(by_address.len());
-        for (i, entry) in by_address.iter().enumerate() {
-            by_name
-                .entry(entry.name.clone())
-                .and_modify(|best: &mut usize| {
-                    if rank(entry) < by_address.get(*best).map_or(NO_RANK, rank) {
-                        *best = i;
-                    }
-                })
-                .or_insert(i);
-        }
+        sort_by_address(&mut by_address);
+        let by_name = index_by_name(&by_address);
         // Only a label in code names the code after it: a data label or an absolute value
         // (per-CPU offsets, section bounds) would catch any address past it.
         let in_code = |entry: &&Entry| {
@@ -197,11 +183,7 @@ impl SymbolTable {
             })
         };
         let mut labels_by_address: Vec<Entry> = labels.values().filter(in_code).cloned().collect();
-        labels_by_address.sort_by(|a, b| {
-            a.address
-                .cmp(&b.address)
-                .then_with(|| rank(a).cmp(&rank(b)))
-        });
+        sort_by_address(&mut labels_by_address);
         SymbolTable {
             by_address,
             by_name,
@@ -209,6 +191,38 @@ impl SymbolTable {
             labels_by_address,
             section_names,
             not_loaded,
+        }
+    }
+
+    /// The PLT's stubs as symbols (`strcmp@plt`), which no symbol table of the file holds.
+    pub(crate) fn plt(file: &object::File<'_>) -> SymbolTable {
+        let mut section_names = vec![String::new()];
+        let mut by_address: Vec<Entry> = crate::plt::stubs(file)
+            .into_iter()
+            .map(|stub| {
+                let section = match section_names.iter().position(|s| *s == stub.section) {
+                    Some(i) => i,
+                    None => {
+                        section_names.push(stub.section);
+                        section_names.len() - 1
+                    }
+                };
+                Entry {
+                    name: stub.name.into(),
+                    address: stub.address,
+                    size: stub.size,
+                    section: u32::try_from(section).ok(),
+                    kind: SymbolKind::Function,
+                    global: false,
+                }
+            })
+            .collect();
+        sort_by_address(&mut by_address);
+        SymbolTable {
+            by_name: index_by_name(&by_address),
+            by_address,
+            section_names,
+            ..SymbolTable::default()
         }
     }
 
@@ -305,6 +319,31 @@ impl SymbolTable {
 }
 
 const NO_RANK: u8 = u8::MAX;
+
+/// By address, the best of each address first.
+fn sort_by_address(entries: &mut [Entry]) {
+    entries.sort_by(|a, b| {
+        a.address
+            .cmp(&b.address)
+            .then_with(|| rank(a).cmp(&rank(b)))
+    });
+}
+
+/// The index in `by_address` of the best symbol of each name.
+fn index_by_name(by_address: &[Entry]) -> HashMap<Box<str>, usize> {
+    let mut by_name = HashMap::with_capacity(by_address.len());
+    for (i, entry) in by_address.iter().enumerate() {
+        by_name
+            .entry(entry.name.clone())
+            .and_modify(|best: &mut usize| {
+                if rank(entry) < by_address.get(*best).map_or(NO_RANK, rank) {
+                    *best = i;
+                }
+            })
+            .or_insert(i);
+    }
+    by_name
+}
 
 /// Which of several symbols at one address (or of one name) to show: lower is better.
 /// Global before local, sized before unsized, functions and data before labels.
