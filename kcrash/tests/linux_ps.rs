@@ -279,3 +279,124 @@ fn ps_without_a_linux_kernel_says_what_it_needs() {
         );
     }
 }
+
+/// A task's clocks as `ps -t` gives them: start, user and system nanoseconds, run seconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Clocks {
+    start: u64,
+    user: u64,
+    system: u64,
+}
+
+/// `ps -t`'s blocks, kcrash's or crash's: each task's address, its clocks and RUN TIME in
+/// seconds.
+fn time_blocks(text: &str) -> Vec<(String, Clocks, u64)> {
+    let mut blocks = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(task) = line
+            .split_once("TASK: ")
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+        else {
+            continue;
+        };
+        let mut field = |name: &str| -> String {
+            let l = lines.next().unwrap_or_default();
+            let (key, value) = l.split_once(": ").unwrap_or_else(|| panic!("{l:?}"));
+            assert_eq!(key.trim(), name, "{text}");
+            value.trim().to_owned()
+        };
+        let run = field("RUN TIME");
+        let seconds = run
+            .split(':')
+            .fold(0, |s, part| s * 60 + part.parse::<u64>().unwrap());
+        let number = |v: String| v.parse::<u64>().unwrap();
+        let clocks = Clocks {
+            start: number(field("START TIME")),
+            user: number(field("UTIME")),
+            system: number(field("STIME")),
+        };
+        blocks.push((task.to_owned(), clocks, seconds));
+    }
+    blocks
+}
+
+/// `ps -t`: every task's start, user and system times are drgn's reading of the same fields,
+/// oldest first; where crash lists a task too, its four lines are crash's (RUN TIME within the
+/// second crash's rounding of the start to whole seconds can move it).
+#[test]
+fn ps_t_times_are_crashs_and_drgns() {
+    let Some(dir) = guest("ps_times", &["vmcore.elf", "vmlinux"]) else {
+        return;
+    };
+    let text = stdout(&kcrash(&dir, "vmcore.elf", &["ps -t"]), "ps -t");
+    let ours = time_blocks(&text);
+    assert!(ours.len() > 40, "{text}");
+    assert!(
+        ours.windows(2).all(|w| w[0].1.start <= w[1].1.start),
+        "oldest first:\n{text}"
+    );
+    // Tasks run no longer than the machine has been up, and init ran before the panic.
+    let json = stdout(&kcrash(&dir, "vmcore.elf", &["ps -t --json"]), "json");
+    let json: Value = serde_json::from_str(&json).expect("JSON");
+    let uptime: u64 = json["uptime"]["nanoseconds"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    for t in json["tasks"].as_array().unwrap() {
+        let run: u64 = t["times"]["run"].as_str().unwrap().parse().unwrap();
+        let start: u64 = t["times"]["start"].as_str().unwrap().parse().unwrap();
+        assert_eq!(run + start, uptime, "{t}");
+    }
+    if tools::runs("ps_t_vs_drgn", "drgn") {
+        let script = r#"
+from drgn.helpers.linux.pid import for_each_task
+from drgn.helpers.linux.sched import idle_task
+from drgn.helpers.linux.cpumask import for_each_possible_cpu
+for t in [idle_task(prog, c) for c in for_each_possible_cpu(prog)] + list(for_each_task(prog)):
+    print("%x" % t.value_(), int(t.start_time), int(t.utime), int(t.stime))
+"#;
+        let out = Command::new("drgn")
+            .current_dir(&dir)
+            .args(["-q", "-c", "vmcore.elf", "-s", "vmlinux", "-e", script])
+            .output()
+            .expect("drgn runs");
+        let drgn = String::from_utf8_lossy(&out.stdout);
+        let mut theirs: Vec<(String, Clocks)> = drgn
+            .lines()
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                let n = |i: usize| w[i].parse::<u64>().unwrap();
+                let clocks = Clocks {
+                    start: n(1),
+                    user: n(2),
+                    system: n(3),
+                };
+                (w[0].to_owned(), clocks)
+            })
+            .collect();
+        let mut mine: Vec<(String, Clocks)> = ours
+            .iter()
+            .map(|(t, c, _)| (t.clone(), c.clone()))
+            .collect();
+        theirs.sort_by(|a, b| a.0.cmp(&b.0));
+        mine.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(mine, theirs, "ours, then drgn's");
+    }
+    if tools::runs("ps_t_vs_crash", "crash") {
+        let theirs = time_blocks(&crash(&dir, "vmcore.elf", "ps -t"));
+        assert!(!theirs.is_empty(), "crash printed no times");
+        for (task, clocks, run) in &theirs {
+            let (_, mine, my_run) = ours
+                .iter()
+                .find(|(t, ..)| t == task)
+                .unwrap_or_else(|| panic!("crash lists {task}, kcrash does not"));
+            assert_eq!(mine, clocks, "{task}: ours, then crash's");
+            assert!(
+                my_run.abs_diff(*run) <= 1,
+                "{task}: run {my_run} s, crash's {run} s"
+            );
+        }
+    }
+}

@@ -51,16 +51,8 @@ pub fn thread_or_task(session: &Session<'_>, id: u64) -> Result<Named> {
         let task = find_task(&list.tasks, id)
             .cloned()
             .ok_or_else(|| anyhow!("no task {id} in the dump (ps lists them)"))?;
-        let known = |v: Option<String>| v.unwrap_or_else(|| "?".into());
-        let header = format!(
-            "PID: {}  TASK: {:x}  CPU: {}  COMMAND: \"{}\"",
-            known(task.pid.as_ref().ok().map(i32::to_string)),
-            task.addr,
-            known(task.cpu.as_ref().ok().map(u32::to_string)),
-            known(task.comm.as_ref().ok().cloned()),
-        );
         return Ok(Named {
-            header,
+            header: task_header(&task),
             task: Some(task),
         });
     }
@@ -80,6 +72,19 @@ pub fn thread_or_task(session: &Session<'_>, id: u64) -> Result<Named> {
             bail!("a task needs a Linux kernel dump and its vmlinux; here a CPU is chosen by bt -c")
         }
     }
+}
+
+/// crash's line for a task: `PID: 1  TASK: ffff…  CPU: 1  COMMAND: "init"`, `?` for a field
+/// that could not be read.
+pub fn task_header(task: &Task) -> String {
+    let known = |v: Option<String>| v.unwrap_or_else(|| "?".into());
+    format!(
+        "PID: {}  TASK: {:x}  CPU: {}  COMMAND: \"{}\"",
+        known(task.pid.as_ref().ok().map(i32::to_string)),
+        task.addr,
+        known(task.cpu.as_ref().ok().map(u32::to_string)),
+        known(task.comm.as_ref().ok().cloned()),
+    )
 }
 
 /// An address in hex, with or without 0x (crash's habit).

@@ -7,11 +7,12 @@ use anyhow::{bail, Result};
 use clap::Parser;
 use serde::Serialize;
 
-use super::args::hex;
+use super::args::{hex, task_header};
 use super::{Context, Flow};
-use crate::linux::tasks::{tasks, Read, Task};
+use crate::linux::facts;
+use crate::linux::tasks::{tasks, Read, Task, Times, TimesLayout};
 use crate::paint::Paint;
-use crate::report::{self, Hex, Report};
+use crate::report::{self, Dec, Hex, Report};
 
 /// List the kernel's tasks as crash's ps does: every thread of every process, and each CPU's
 /// idle task (swapper/N), by PID. Columns: PID, PPID, the CPU it runs or last ran on, its
@@ -28,9 +29,15 @@ A field whose memory cannot be read shows ?, with the reason on the line under t
 task list that cannot be followed to its end stops there, with the reason after the table.
 Either way ps then fails, after printing all it could read.
 
+-t shows each task's clocks instead, oldest task first, as crash's ps -t: RUN TIME (from its
+start to the dump's uptime, jiffies_64 over HZ as sys counts it), START TIME (task_struct
+start_time: monotonic nanoseconds since boot), UTIME and STIME (CPU time in user space and in
+the kernel, nanoseconds).
+
 Examples:
   ps
   ps 1 kthreadd ffff8efb81216100
+  ps -t 1
   ps -k | grep kworker
   ps --json | jq -r '.tasks[] | select(.running) | .comm'")]
 pub struct Args {
@@ -40,6 +47,9 @@ pub struct Args {
     /// User tasks only (no kernel threads).
     #[arg(short = 'u')]
     user: bool,
+    /// Each task's start, run, user and system times, oldest task first.
+    #[arg(short = 't')]
+    times: bool,
     /// One JSON document.
     #[arg(long)]
     json: bool,
@@ -103,12 +113,26 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         Ok(false) => !args.kernel,
         Err(_) => true,
     };
-    let rows: Vec<Row> = list
+    let chosen = list
         .tasks
         .iter()
-        .filter(|t| kind(t) && (select.is_empty() || select.iter().any(|s| s.matches(t))))
-        .map(Row::from)
-        .collect();
+        .filter(|t| kind(t) && (select.is_empty() || select.iter().any(|s| s.matches(t))));
+    let (rows, uptime) = if args.times {
+        let kernel = session.kernel();
+        let layout = TimesLayout::read(kernel)?;
+        let uptime = facts::uptime_nsec(kernel).map_err(|e| format!("uptime: {e}"));
+        let mut rows: Vec<Row> = chosen
+            .map(|t| Row::with_times(t, layout.times(kernel.mem, t.addr), &uptime))
+            .collect();
+        // crash's order for -t: by start, oldest first; unknown starts last.
+        rows.sort_by_key(|r| match &r.times {
+            Some(Some(t)) => (false, t.start.0),
+            _ => (true, 0),
+        });
+        (rows, Some(Uptime::from(uptime)))
+    } else {
+        (chosen.map(Row::from).collect(), None)
+    };
     let unmatched: Vec<String> = select
         .iter()
         .filter(|s| !list.tasks.iter().any(|t| s.matches(t)))
@@ -117,6 +141,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let unreadable = rows.iter().filter(|r| !r.unreadable.is_empty()).count();
     let ps = Ps {
         tasks: rows,
+        uptime,
         problems: list.problems,
     };
     report::document(&ps, args.json, cx.out, cx.paint)?;
@@ -137,7 +162,43 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
 #[derive(Serialize)]
 struct Ps {
     tasks: Vec<Row>,
+    /// With -t: the dump's uptime, which run times are counted to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uptime: Option<Uptime>,
     problems: Vec<String>,
+}
+
+/// Nanoseconds since boot when the dump was taken, or why that is unknown.
+#[derive(Serialize)]
+struct Uptime {
+    nanoseconds: Option<Dec>,
+    unknown: Option<String>,
+}
+
+impl From<std::result::Result<i64, String>> for Uptime {
+    fn from(r: std::result::Result<i64, String>) -> Uptime {
+        match r {
+            Ok(ns) => Uptime {
+                nanoseconds: Some(Dec(ns.into())),
+                unknown: None,
+            },
+            Err(why) => Uptime {
+                nanoseconds: None,
+                unknown: Some(why),
+            },
+        }
+    }
+}
+
+/// A task's clocks (-t), nanoseconds.
+#[derive(Serialize)]
+struct RowTimes {
+    /// `start_time`: monotonic time since boot.
+    start: Dec,
+    /// From its start to the dump's uptime; null when the uptime is unknown.
+    run: Option<Dec>,
+    user: Dec,
+    system: Dec,
 }
 
 /// One task; a field whose memory could not be read is null, with the reason in `unreadable`.
@@ -158,6 +219,12 @@ struct Row {
     running: bool,
     /// Its process's PID.
     tgid: Option<i32>,
+    /// With -t: its clocks, null when unreadable (absent without -t).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    times: Option<Option<RowTimes>>,
+    /// The header crash prints above a task's times.
+    #[serde(skip)]
+    header: String,
     /// For each unknown field, the address that could not be read and why.
     unreadable: BTreeMap<&'static str, String>,
 }
@@ -177,8 +244,28 @@ impl From<&Task> for Row {
             kernel_thread: known(&t.kernel_thread, "kernel_thread", &mut why),
             running: t.running,
             tgid: known(&t.tgid, "tgid", &mut why),
+            times: None,
+            header: task_header(t),
             unreadable: why,
         }
+    }
+}
+
+impl Row {
+    /// The row of `ps -t`: `t` with its clocks, run time counted to `uptime`.
+    fn with_times(t: &Task, times: Read<Times>, uptime: &std::result::Result<i64, String>) -> Row {
+        let mut row = Row::from(t);
+        let times = known(&times, "times", &mut row.unreadable).map(|t| RowTimes {
+            start: Dec(t.start.into()),
+            run: uptime
+                .as_ref()
+                .ok()
+                .map(|&now| Dec(i128::from(now) - i128::from(t.start))),
+            user: Dec(t.user.into()),
+            system: Dec(t.system.into()),
+        });
+        row.times = Some(times);
+        row
     }
 }
 
@@ -198,8 +285,11 @@ fn known<T: Clone>(
 }
 
 impl Report for Ps {
-    /// crash's columns, less its memory ones (%MEM, VSZ, RSS).
+    /// crash's columns, less its memory ones (%MEM, VSZ, RSS); with -t, crash's lines of times.
     fn text(&self, out: &mut dyn Write, paint: Paint) -> io::Result<()> {
+        if let Some(uptime) = &self.uptime {
+            return self.times(uptime, out, paint);
+        }
         writeln!(out, "      PID    PPID  CPU       TASK        ST  COMM")?;
         let unknown = || "?".to_owned();
         for r in &self.tasks {
@@ -218,23 +308,58 @@ impl Report for Ps {
                 paint.addr(format_args!("{:016x}", r.task.0)),
                 r.state.unwrap_or("?"),
             )?;
-            if !r.unreadable.is_empty() {
-                let why: Vec<String> = r
-                    .unreadable
-                    .iter()
-                    .map(|(field, e)| format!("{field}: {e}"))
-                    .collect();
-                writeln!(
-                    out,
-                    "          {}",
-                    paint.bad(format_args!("unreadable: {}", why.join("; ")))
-                )?;
-            }
+            r.unreadable(out, paint)?;
         }
+        self.incomplete(out, paint)
+    }
+}
+
+impl Ps {
+    /// `ps -t`: per task, crash's header and its four times.
+    fn times(&self, uptime: &Uptime, out: &mut dyn Write, paint: Paint) -> io::Result<()> {
+        for r in &self.tasks {
+            writeln!(out, "{}", r.header)?;
+            if let Some(Some(t)) = &r.times {
+                let run = match (&t.run, &uptime.unknown) {
+                    (Some(run), _) => facts::uptime(run.0.clamp(0, i64::MAX.into()) as i64),
+                    (None, Some(why)) => paint.bad(format_args!("unknown ({why})")).to_string(),
+                    (None, None) => paint.bad("unknown").to_string(),
+                };
+                writeln!(out, "    RUN TIME: {run}")?;
+                writeln!(out, "  START TIME: {}", t.start.0)?;
+                writeln!(out, "       UTIME: {}", t.user.0)?;
+                writeln!(out, "       STIME: {}", t.system.0)?;
+            }
+            r.unreadable(out, paint)?;
+            writeln!(out)?;
+        }
+        self.incomplete(out, paint)
+    }
+
+    fn incomplete(&self, out: &mut dyn Write, paint: Paint) -> io::Result<()> {
         for p in &self.problems {
             writeln!(out, "{}", paint.bad(format_args!("incomplete: {p}")))?;
         }
         Ok(())
+    }
+}
+
+impl Row {
+    /// The line under a task that says which of its fields could not be read, and why.
+    fn unreadable(&self, out: &mut dyn Write, paint: Paint) -> io::Result<()> {
+        if self.unreadable.is_empty() {
+            return Ok(());
+        }
+        let why: Vec<String> = self
+            .unreadable
+            .iter()
+            .map(|(field, e)| format!("{field}: {e}"))
+            .collect();
+        writeln!(
+            out,
+            "          {}",
+            paint.bad(format_args!("unreadable: {}", why.join("; ")))
+        )
     }
 }
 

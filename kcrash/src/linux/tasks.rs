@@ -260,6 +260,59 @@ impl Layout {
     }
 }
 
+/// A task's clocks, in nanoseconds, as `ps -t` shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Times {
+    /// When it started, on the monotonic clock (`start_time`: time since boot, not counting
+    /// suspend).
+    pub start: u64,
+    /// CPU time spent in user space (`utime`).
+    pub user: u64,
+    /// CPU time spent in the kernel (`stime`).
+    pub system: u64,
+}
+
+/// Where `task_struct` keeps a task's clocks: nanosecond counters since Linux 4.11 (and
+/// `start_time` since 3.17); an older kernel's are other units, which are not read.
+pub struct TimesLayout {
+    start: u64,
+    user: u64,
+    system: u64,
+}
+
+impl TimesLayout {
+    pub fn read(kernel: Kernel<'_>) -> Result<TimesLayout> {
+        let nanoseconds = |member: &str| -> Result<u64> {
+            let size = int(
+                kernel,
+                &format!("sizeof(((struct task_struct *)0)->{member})"),
+            )?;
+            if size != 8 {
+                return Err(crate::error::Error::Missing(format!(
+                    "task_struct.{member} is {size} bytes, not a 64-bit count of nanoseconds: \
+                     this kernel keeps its task times in other units"
+                )));
+            }
+            member_offset(kernel, "task_struct", member)
+        };
+        Ok(TimesLayout {
+            start: nanoseconds("start_time")?,
+            user: nanoseconds("utime")?,
+            system: nanoseconds("stime")?,
+        })
+    }
+
+    /// Task `addr`'s clocks.
+    pub fn times(&self, mem: &dyn Memory, addr: u64) -> Read<Times> {
+        let word = |off: u64| mem.read_u64(addr.wrapping_add(off));
+        Ok(Times {
+            start: word(self.start)?,
+            user: word(self.user)?,
+            system: word(self.system)?,
+        })
+    }
+}
+
 /// `&((struct STRUCT *)0)->MEMBER`: where a member is in its struct.
 fn member_offset(kernel: Kernel<'_>, strukt: &str, member: &str) -> Result<u64> {
     int(kernel, &format!("&((struct {strukt} *)0)->{member}")).map(|v| v as u64)
@@ -704,6 +757,49 @@ mod tests {
         assert_eq!(list.problems.len(), 1, "{:?}", list.problems);
         let why = format!("the threads of task {TORN:#x}: its signal is unreadable");
         assert!(list.problems[0].starts_with(&why), "{}", list.problems[0]);
+    }
+
+    /// A task's clocks are its three nanosecond counters; a kernel whose counters are of
+    /// another size (older units) is refused whole, never read as nanoseconds.
+    #[test]
+    fn task_times_are_read_only_as_nanoseconds() {
+        let dir = tempfile::tempdir().unwrap();
+        for flags in [&[][..], &["-DOLD_LAYOUT"]] {
+            let test = "task_times_are_read_only_as_nanoseconds";
+            let Some(image) = structs(test, dir.path(), flags) else {
+                return;
+            };
+            let mut made = Made::new(&image, !flags.is_empty());
+            let t = format!("((struct task_struct *){INIT:#x})");
+            let layout = {
+                let none = Runs(Vec::new());
+                let kernel = Kernel {
+                    image: Some(&image),
+                    mem: &none,
+                };
+                TimesLayout::read(kernel)
+            };
+            if !flags.is_empty() {
+                let e = layout.err().expect("refused").to_string();
+                assert!(e.contains("task_struct.utime is 4 bytes"), "{e}");
+                continue;
+            }
+            made.word(&format!("&{t}->start_time"), 396_000_123);
+            made.word(&format!("&{t}->utime"), 4_000_000);
+            made.word(&format!("&{t}->stime"), 12_000_000);
+            let mem = Runs(made.runs);
+            let times = layout.unwrap();
+            assert_eq!(
+                times.times(&mem, INIT),
+                Ok(Times {
+                    start: 396_000_123,
+                    user: 4_000_000,
+                    system: 12_000_000
+                })
+            );
+            let e = times.times(&mem, 0x30_0000).unwrap_err();
+            assert_eq!(e.reason, "not in the memory given");
+        }
     }
 
     #[test]

@@ -65,6 +65,13 @@ struct task_struct {
 #endif
 	char comm[16];
 	struct signal_struct *signal;
+#ifdef OLD_LAYOUT
+	/* Before 4.11: clock ticks in a 32-bit cputime_t, which ps -t does not read. */
+	unsigned int utime, stime;
+#else
+	unsigned long long utime, stime;
+#endif
+	unsigned long long start_time;
 };
 struct rq { struct task_struct *curr, *idle; };
 
