@@ -15,8 +15,8 @@ use crate::relocate::Relocations;
 
 /// Where bytes live.
 pub(crate) enum Buffer {
-    /// A read-only memory map of a file.
-    Map(Mmap),
+    /// A read-only memory map of a file, and the file (read past the map by [`Bytes::copy_to`]).
+    Map(Mmap, std::fs::File),
     /// Bytes owned in memory (a decompressed section, or an image given as bytes).
     Owned(Vec<u8>),
 }
@@ -24,7 +24,7 @@ pub(crate) enum Buffer {
 impl Buffer {
     fn as_slice(&self) -> &[u8] {
         match self {
-            Buffer::Map(map) => map,
+            Buffer::Map(map, _) => map,
             Buffer::Owned(vec) => vec,
         }
     }
@@ -74,12 +74,34 @@ impl Bytes {
     /// a page fault every few pages when a parser walks through them. Only a hint; failure
     /// (an old kernel) changes nothing but speed.
     pub(crate) fn prefault(&self) {
-        if let Buffer::Map(map) = &*self.buffer {
+        if let Buffer::Map(map, _) = &*self.buffer {
             let _ = map.advise_range(
                 memmap2::Advice::PopulateRead,
                 self.range.start,
                 self.range.len(),
             );
+        }
+    }
+}
+
+impl Bytes {
+    /// Copies the bytes at `offset` into `buf`, which must be within these bytes. A file-backed
+    /// buffer is read with `pread`, not through the map: a walk that reads a few bytes every
+    /// few pages (the unit headers of `.debug_info`) would otherwise map most of the file into
+    /// the process, as the kernel maps the pages around each one it faults in.
+    pub(crate) fn copy_to(&self, offset: u64, buf: &mut [u8]) -> bool {
+        let Some(bytes) = self.slice(offset, buf.len() as u64) else {
+            return false;
+        };
+        match &*self.buffer {
+            Buffer::Map(_, file) => {
+                use std::os::unix::fs::FileExt;
+                file.read_exact_at(buf, bytes.range.start as u64).is_ok()
+            }
+            Buffer::Owned(_) => {
+                buf.copy_from_slice(&bytes);
+                true
+            }
         }
     }
 }

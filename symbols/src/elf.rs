@@ -184,7 +184,7 @@ impl ElfFile {
         // truncating the file while it is open; all parsing is bounds-checked against the
         // length seen at map time.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_error)?;
-        ElfFile::parse(path.to_owned(), Bytes::new(Buffer::Map(map)))
+        ElfFile::parse(path.to_owned(), Bytes::new(Buffer::Map(map, file)))
     }
 
     /// Parses an ELF image held in memory; `path` is only used to name it in errors.

@@ -16,7 +16,7 @@ use crate::lines::{Frame, Lines};
 use crate::names;
 use crate::placement::SectionAddresses;
 use crate::sections::Sections;
-use crate::symtab::{Symbol, UnloadedSymbol};
+use crate::symtab::{Symbol, SymbolKind, UnloadedSymbol};
 use crate::types::{Type, TypeId, TypeKind};
 
 /// Where to look for separate debug files.
@@ -28,6 +28,10 @@ pub struct Options {
     /// Where the name index of a large image is kept between sessions (see
     /// [`default_index_cache`]); `None` (the default) scans in every session.
     pub index_cache: Option<PathBuf>,
+    /// The size of `.debug_info` from which a lookup first reads only the units that can
+    /// answer it, before building the full name index (see [`Image::find_variable`]); below
+    /// it, the full index is cheap. Default: 8 MiB.
+    pub quick_lookups_from: u64,
 }
 
 impl Default for Options {
@@ -35,6 +39,7 @@ impl Default for Options {
         Options {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             index_cache: None,
+            quick_lookups_from: 8 << 20,
         }
     }
 }
@@ -70,6 +75,7 @@ pub struct Image {
     debug: OnceLock<Result<DwarfFile>>,
     lines: Lines,
     index_cache: Option<PathBuf>,
+    quick_lookups_from: u64,
 }
 
 impl Image {
@@ -92,8 +98,17 @@ impl Image {
     /// An image held in memory (no separate debug file is looked for); `name` names it in
     /// errors.
     pub fn from_bytes(name: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<Image> {
+        Image::from_bytes_with(name, bytes, &Options::default())
+    }
+
+    /// [`Image::from_bytes`] with `options`.
+    pub fn from_bytes_with(
+        name: impl Into<PathBuf>,
+        bytes: Vec<u8>,
+        options: &Options,
+    ) -> Result<Image> {
         let file = ElfFile::parse(name.into(), Bytes::new(Buffer::Owned(bytes)))?;
-        Ok(Image::new(file, None, &Options::default()))
+        Ok(Image::new(file, None, options))
     }
 
     /// Opens the relocatable object `path` (a kernel module `.ko`) with its sections where
@@ -154,6 +169,7 @@ impl Image {
             debug: OnceLock::new(),
             lines: Lines::new(),
             index_cache: options.index_cache.clone(),
+            quick_lookups_from: options.quick_lookups_from,
         }
     }
 
@@ -277,9 +293,11 @@ impl Image {
                            relocated (open it with Image::open_relocatable)"
                         .into(),
                 }),
-                Some(file) => {
-                    DwarfFile::new(Sections::new(Arc::clone(file)), self.index_cache.clone())
-                }
+                Some(file) => DwarfFile::new(
+                    Sections::new(Arc::clone(file)),
+                    self.index_cache.clone(),
+                    self.quick_lookups_from,
+                ),
                 None => Err(Error::NoDebugInfo {
                     path: self.file.path.clone(),
                 }),
@@ -292,10 +310,33 @@ impl Image {
     /// (`klog_runtime::layout::KLOGS`) or a linkage name. A definition is preferred to a
     /// declaration. `Ok(None)` when no unit has it.
     pub fn variable(&self, name: &str) -> Result<Option<Variable>> {
-        let Some(raw) = self.debug()?.variable(name)? else {
-            return Ok(None);
+        self.find_variable(name, Search::Full)
+    }
+
+    /// The variable `name`, searched as `search` says. A large image with no index at hand
+    /// first reads only the unit that describes the ELF symbol `name` (found through the
+    /// symbol's object file and `.debug_aranges`), then the units earlier lookups and
+    /// [`Image::consult`] read. With [`Search::Quick`], a plain name that
+    /// the symbol table does not have is then not looked for any further: `Ok(None)`, although
+    /// the DWARF may describe it (a constant with no storage); [`Search::Full`] asks the full
+    /// name index, building it if need be.
+    pub fn find_variable(&self, name: &str, search: Search) -> Result<Option<Variable>> {
+        let debug = self.debug()?;
+        let raw = if debug.index_is_cheap() {
+            debug.variable(name)?
+        } else {
+            let symbols = self.symbol_file().symbols();
+            let near = match debug.variable_of_objects(name, &symbols.objects_of(name))? {
+                Some(raw) => Some(raw),
+                None => debug.variable_in_visited(name)?,
+            };
+            match (near, search) {
+                (Some(raw), _) => Some(raw),
+                (None, Search::Quick) if is_c_identifier(name) && !symbols.has(name) => None,
+                (None, _) => debug.variable(name)?,
+            }
         };
-        Ok(Some(Variable {
+        Ok(raw.map(|raw| Variable {
             name: raw.name,
             linkage_name: raw.linkage_name,
             address: raw.address.map(|a| a.wrapping_add(self.bias)),
@@ -306,7 +347,41 @@ impl Image {
     /// The type called `name`: `struct _KLog`, `KLog` (a typedef), `int`, or a Rust path
     /// (`klog_runtime::layout::KLog`). A complete type is preferred to a declaration.
     pub fn type_by_name(&self, name: &str) -> Result<Option<TypeId>> {
-        self.debug()?.type_by_name(name)
+        self.find_type(name, Search::Full)
+    }
+
+    /// The type `name`, searched as `search` says. A large image with no index at hand looks
+    /// first in the units its variable lookups (and [`Image::consult`]) have read; with
+    /// [`Search::Quick`] no further, with [`Search::Full`] then in the full name index.
+    pub fn find_type(&self, name: &str, search: Search) -> Result<Option<TypeId>> {
+        let debug = self.debug()?;
+        if debug.index_is_cheap() {
+            return debug.type_by_name(name);
+        }
+        match (debug.type_in_visited(name)?, search) {
+            (Some(id), _) => Ok(Some(id)),
+            (None, Search::Quick) => Ok(None),
+            (None, Search::Full) => debug.type_by_name(name),
+        }
+    }
+
+    /// Reads, for the type lookups that follow, the unit that describes the ELF symbol
+    /// `symbol` (a function or variable): a hint that the types a caller is about to name are
+    /// defined there, which spares a large image its full name index. Does nothing when the
+    /// image has an index at hand, or the unit cannot be found.
+    pub fn consult(&self, symbol: &str) {
+        let Ok(debug) = self.debug() else { return };
+        if debug.index_is_cheap() {
+            return;
+        }
+        let symbols = self.symbol_file().symbols();
+        let code = match symbols.by_name(symbol, 0) {
+            Some(s) if s.kind == SymbolKind::Function => Some(s.address),
+            _ => symbols.objects_of(symbol).first().and_then(|o| o.code),
+        };
+        if let Some(code) = code {
+            debug.visit_unit_at(code);
+        }
     }
 
     /// The type `id`.
@@ -379,6 +454,26 @@ impl Image {
         self.lines
             .frames(&debug.sections, address.wrapping_sub(self.bias))
     }
+}
+
+/// How far a name lookup goes in a large image that has no index at hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Search {
+    /// Only what reading a unit or two can answer: for searching several images in turn
+    /// before paying for any one's full index ([`crate::ImageSet`] does).
+    Quick,
+    /// Whatever it takes: the full name index, built (and cached) if need be.
+    Full,
+}
+
+/// A C identifier: what the ELF symbol table would hold for a C global, unlike a Rust path or
+/// a name with spaces.
+fn is_c_identifier(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b == b'_' || b.is_ascii_alphabetic())
+        && bytes.all(|b| b == b'_' || b.is_ascii_alphanumeric())
 }
 
 #[cfg(test)]

@@ -235,21 +235,35 @@ pub(crate) fn type_names(dwarf: &gimli::Dwarf<Reader>, units: &Units) -> Vec<Str
     names
 }
 
-/// The DIEs in one unit that may carry `name` (for a name index that only names the unit).
-pub(crate) fn in_unit(
-    kind: Kind,
-    path: &Path,
-    dwarf: &gimli::Dwarf<Reader>,
-    unit: &ParsedUnit,
-    unit_offset: u64,
-    name: &str,
-) -> Result<Vec<Candidate>> {
-    let hash = NameHash::of(name);
-    Ok(scan(kind, path, dwarf, unit, unit_offset)?
-        .into_iter()
-        .filter(|(h, _)| *h == hash)
-        .map(|(_, candidate)| Candidate::unpack(candidate))
-        .collect())
+/// The names of one unit, of one kind: what a lookup confined to that unit searches.
+#[derive(Debug)]
+pub(crate) struct UnitNames(Vec<(NameHash, u64)>);
+
+impl UnitNames {
+    pub(crate) fn scan(
+        kind: Kind,
+        path: &Path,
+        dwarf: &gimli::Dwarf<Reader>,
+        unit: &ParsedUnit,
+        unit_offset: u64,
+    ) -> Result<UnitNames> {
+        let mut names = scan(kind, path, dwarf, unit, unit_offset)?;
+        names.sort_unstable();
+        Ok(UnitNames(names))
+    }
+
+    /// The DIEs that may carry `name`, definitions first.
+    pub(crate) fn lookup(&self, name: &str) -> Vec<Candidate> {
+        let hash = NameHash::of(name);
+        let start = self.0.partition_point(|(h, _)| *h < hash);
+        let mut found: Vec<Candidate> = self.0[start..]
+            .iter()
+            .take_while(|(h, _)| *h == hash)
+            .map(|&(_, candidate)| Candidate::unpack(candidate))
+            .collect();
+        found.sort_by_key(|c| !c.defined);
+        found
+    }
 }
 
 /// What an open DIE with children makes of the DIEs under it.

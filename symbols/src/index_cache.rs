@@ -577,7 +577,7 @@ mod tests {
     fn debug_info(path: &Path) -> (DwarfFile, Key) {
         let file = ElfFile::open(path).unwrap();
         let build_id = file.build_id.clone().expect("the image has a build-id");
-        let debug = DwarfFile::new(Sections::new(Arc::new(file)), None).unwrap();
+        let debug = DwarfFile::new(Sections::new(Arc::new(file)), None, u64::MAX).unwrap();
         let key = Key::of(path, &build_id, debug.debug_info_len()).unwrap();
         (debug, key)
     }

@@ -11,6 +11,7 @@
 //! The image is memory-mapped; nothing of its DWARF is parsed until a question needs it, and
 //! then only the DIEs that answer it (through a name index built on first use).
 
+mod aranges;
 mod bytes;
 mod cfi;
 mod debug_file;
@@ -39,7 +40,7 @@ mod units;
 pub use cfi::{CfaRule, FrameRule, RegisterRule};
 pub use elf::{build_id_in_head, LoadSegment};
 pub use error::{Error, Result};
-pub use image::{default_index_cache, Image, Options, Variable};
+pub use image::{default_index_cache, Image, Options, Search, Variable};
 pub use index_cache::{check_index_cache, reseal_index_cache};
 pub use lines::Frame;
 pub use placement::SectionAddresses;

@@ -3,7 +3,7 @@
 
 /// Which names an index holds. Each is built by its own scan on the first lookup of its kind,
 /// so finding a variable never pays for indexing every type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Kind {
     /// Global variables (outside any function or type).
     Variables,

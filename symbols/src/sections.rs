@@ -63,6 +63,8 @@ pub(crate) struct Sections {
 #[derive(Debug, Clone)]
 struct Loaded {
     reader: Reader,
+    /// The bytes `reader` reads (file-backed unless decompressed).
+    bytes: Bytes,
     /// Also in `reader`, which does not give them back.
     relocations: Relocations,
 }
@@ -89,6 +91,15 @@ impl Sections {
         Ok(match self.loaded(id)? {
             Some(loaded) => loaded.reader.clone(),
             None => self.empty(),
+        })
+    }
+
+    /// The bytes of section `id` as stored (decompressed if it was compressed); empty if the
+    /// file does not have it.
+    pub(crate) fn bytes_of(&self, id: SectionId) -> Result<Bytes> {
+        Ok(match self.loaded(id)? {
+            Some(loaded) => loaded.bytes.clone(),
+            None => Bytes::empty(),
         })
     }
 
@@ -147,7 +158,8 @@ impl Sections {
         let bytes = self.bytes(name)?;
         let relocations = self.file.relocations(name, bytes.len() as u64)?;
         Ok(Loaded {
-            reader: reader(bytes, self.endian(), relocations.clone()),
+            reader: reader(bytes.clone(), self.endian(), relocations.clone()),
+            bytes,
             relocations,
         })
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::image::{Image, Variable};
+use crate::image::{Image, Search, Variable};
 use crate::lines::Frame;
 use crate::symtab::Symbol;
 use crate::types::TypeId;
@@ -82,14 +82,30 @@ impl ImageSet {
     /// [`Image::variable`]). Images without DWARF are passed over; an image whose DWARF cannot
     /// be read does not hide a later one that has the name, but when no image has it, that
     /// image's error is returned (the name may have been there).
+    ///
+    /// Every image is first searched quickly ([`Search::Quick`]), then fully: a module's
+    /// variable is found without indexing a kernel whose symbol table does not name it.
     pub fn variable(&self, name: &str) -> Result<Option<(&Image, Variable)>> {
-        self.first(|image| image.variable(name))
+        self.in_two_passes(|image, search| image.find_variable(name, search))
     }
 
     /// The type `name` in the first image whose DWARF has it (see [`Image::type_by_name`]);
-    /// the [`TypeId`] is that image's. Errors as for [`ImageSet::variable`].
+    /// the [`TypeId`] is that image's. Errors as for [`ImageSet::variable`]. Searched in two
+    /// passes, as variables are: a type the kernel's visited units do not define is taken
+    /// from the first module that does, before the kernel's full index is built; modules are
+    /// built against the kernel's headers, so a type both describe is the same type.
     pub fn type_by_name(&self, name: &str) -> Result<Option<(&Image, TypeId)>> {
-        self.first(|image| image.type_by_name(name))
+        self.in_two_passes(|image, search| image.find_type(name, search))
+    }
+
+    fn in_two_passes<'a, T>(
+        &'a self,
+        find: impl Fn(&'a Image, Search) -> Result<Option<T>>,
+    ) -> Result<Option<(&'a Image, T)>> {
+        match self.first(|image| find(image, Search::Quick)) {
+            Ok(Some(found)) => Ok(Some(found)),
+            _ => self.first(|image| find(image, Search::Full)),
+        }
     }
 
     /// Function, file and line at run-time `address`, from the image that holds it; empty when

@@ -66,6 +66,9 @@ struct Entry {
     section: Option<u32>,
     kind: SymbolKind,
     global: bool,
+    /// For a local symbol, the object file it came from: the index in
+    /// [`SymbolTable::objects`] of the `STT_FILE` symbol before it.
+    object: Option<u32>,
 }
 
 /// All defined symbols of one image.
@@ -83,6 +86,19 @@ pub(crate) struct SymbolTable {
     section_names: Vec<String>,
     /// Symbols of sections that are not loaded, with their offset in the section as address.
     not_loaded: Vec<Entry>,
+    /// Each object file the symbol table names (each `STT_FILE` symbol, which the linker puts
+    /// before that object's local symbols).
+    objects: Vec<ObjectFile>,
+}
+
+/// An object file the image was linked from, as its symbol table tells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ObjectFile {
+    /// The `STT_FILE` symbol's name: the source file's, without its directories.
+    pub(crate) file: Box<str>,
+    /// The link-time address of one of its local functions, if it has one: where its code
+    /// is, which `.debug_aranges` maps to its compilation unit.
+    pub(crate) code: Option<u64>,
 }
 
 impl SymbolTable {
@@ -111,15 +127,38 @@ impl SymbolTable {
                 )
         };
         let mut labels = HashMap::new();
+        let mut objects: Vec<ObjectFile> = Vec::new();
         let mut by_address: Vec<Entry> = table
             .into_iter()
             .flat_map(|table| table.symbols())
-            .filter(|symbol| {
+            // The symbol table's order: each object's STT_FILE, then its local symbols.
+            .filter_map(|symbol| {
+                if symbol.kind() == object::SymbolKind::File {
+                    objects.push(ObjectFile {
+                        file: symbol.name().unwrap_or_default().into(),
+                        code: None,
+                    });
+                    return None;
+                }
+                let object = match (symbol.is_local(), objects.len().checked_sub(1)) {
+                    (true, Some(last)) => u32::try_from(last).ok(),
+                    _ => None,
+                };
+                if let (Some(o), object::SymbolKind::Text, true) = (
+                    object.and_then(|i| objects.get_mut(i as usize)),
+                    symbol.kind(),
+                    symbol.is_definition(),
+                ) {
+                    o.code.get_or_insert(symbol.address());
+                }
+                Some((symbol, object))
+            })
+            .filter(|(symbol, _)| {
                 symbol.is_definition()
                     || symbol.kind() == object::SymbolKind::Tls
                     || is_label(symbol)
             })
-            .filter_map(|symbol| {
+            .filter_map(|(symbol, object)| {
                 let kind = match symbol.kind() {
                     object::SymbolKind::Text => SymbolKind::Function,
                     object::SymbolKind::Data => SymbolKind::Data,
@@ -135,6 +174,7 @@ impl SymbolTable {
                     section: symbol.section_index().and_then(|i| u32::try_from(i.0).ok()),
                     kind,
                     global: symbol.is_global(),
+                    object,
                 };
                 let label = is_label(&symbol);
                 let Some(placement) = placement else {
@@ -191,7 +231,47 @@ impl SymbolTable {
             labels_by_address,
             section_names,
             not_loaded,
+            objects,
         }
+    }
+
+    /// The object files that may have defined `name`, likeliest first, for finding the
+    /// compilation unit that describes it. A local symbol's object is the `STT_FILE` before
+    /// it. A global's is guessed from its neighbours: the linker lays out each object's part
+    /// of a section in one piece, so the nearest local symbol below it in its section is
+    /// likely of the same object, and the nearest above it when it opens its object's part.
+    /// Guesses to be checked: the unit must then describe `name`.
+    pub(crate) fn objects_of(&self, name: &str) -> Vec<&ObjectFile> {
+        /// How far to look either way for a local symbol of the same section.
+        const NEAR: usize = 256;
+        let Some(&i) = self.by_name.get(name) else {
+            return Vec::new();
+        };
+        let Some(entry) = self.by_address.get(i) else {
+            return Vec::new();
+        };
+        let same = |e: &&Entry| e.section == entry.section;
+        let found: Vec<u32> = match entry.object {
+            Some(object) => vec![object],
+            None => {
+                let below = self.by_address[..i].iter().rev().take(NEAR);
+                let above = self.by_address[i..].iter().skip(1).take(NEAR);
+                [
+                    below.filter(same).find_map(|e| e.object),
+                    above.filter(same).find_map(|e| e.object),
+                ]
+                .into_iter()
+                .flatten()
+                .collect()
+            }
+        };
+        let mut objects: Vec<&ObjectFile> = Vec::new();
+        for object in found.iter().filter_map(|&o| self.objects.get(o as usize)) {
+            if !objects.contains(&object) {
+                objects.push(object);
+            }
+        }
+        objects
     }
 
     /// The PLT's stubs as symbols (`strcmp@plt`), which no symbol table of the file holds.
@@ -214,6 +294,7 @@ impl SymbolTable {
                     section: u32::try_from(section).ok(),
                     kind: SymbolKind::Function,
                     global: false,
+                    object: None,
                 }
             })
             .collect();
@@ -253,6 +334,11 @@ impl SymbolTable {
     /// Every symbol in address order, the best of each address first.
     pub(crate) fn iter(&self, bias: u64) -> impl Iterator<Item = Symbol> + '_ {
         self.by_address.iter().map(move |e| self.public(e, bias))
+    }
+
+    /// Whether a symbol or label is called `name`.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.by_name.contains_key(name) || self.labels.contains_key(name)
     }
 
     /// Every distinct symbol name, unordered, without building a [`Symbol`] for each.

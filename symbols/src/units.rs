@@ -7,7 +7,9 @@ use std::sync::{Arc, OnceLock};
 
 use gimli::{DebugInfoOffset, UnitHeader, UnitOffset};
 
-use crate::bytes::Reader;
+use gimli::Endianity;
+
+use crate::bytes::{Bytes, Reader};
 use crate::error::{Error, Result};
 use crate::namespaces::Namespaces;
 
@@ -62,44 +64,55 @@ pub(crate) struct Units {
 }
 
 impl Units {
-    /// Walks every unit header: reads a little of every unit, so touches pages all over
-    /// `.debug_info`.
-    pub(crate) fn read(path: PathBuf, dwarf: &gimli::Dwarf<Reader>) -> Units {
-        let mut slots = Vec::new();
+    /// Finds every unit by walking the unit lengths of `section` (`.debug_info`'s bytes) from
+    /// the first: a few bytes every unit, read with `pread` (see [`Bytes::copy_to`]) so that
+    /// the walk maps nothing. Each header is parsed when its unit is first used.
+    pub(crate) fn read(path: PathBuf, section: &Bytes, endian: gimli::RunTimeEndian) -> Units {
+        let word = |at: u64, buf: &mut [u8]| section.copy_to(at, buf);
+        let len = section.len() as u64;
+        let mut offsets = Vec::new();
         let mut header_error = None;
-        let mut headers = dwarf.units();
-        let mut next_offset = 0;
-        loop {
-            match headers.next() {
-                Ok(Some(header)) => {
-                    let offset = header
-                        .offset()
-                        .as_debug_info_offset()
-                        .map_or(next_offset, |o| o.0);
-                    next_offset = offset.saturating_add(header.length_including_self());
-                    slots.push(Slot {
-                        offset,
-                        header: OnceLock::from(Ok(header)),
-                        parsed: OnceLock::new(),
-                    });
+        let mut offset = 0u64;
+        while offset < len {
+            let mut unit_length = [0; 4];
+            let mut long_length = [0; 8];
+            let length = if !word(offset, &mut unit_length) {
+                Err("a unit header runs past the end of the section")
+            } else {
+                match endian.read_u32(&unit_length) {
+                    0xffff_ffff if word(offset + 4, &mut long_length) => {
+                        Ok(endian.read_u64(&long_length).checked_add(12))
+                    }
+                    0xffff_ffff => Err("a unit header runs past the end of the section"),
+                    n if n >= 0xffff_fff0 => Err("a unit length uses a reserved value"),
+                    n => Ok(u64::from(n).checked_add(4)),
                 }
-                Ok(None) => break,
-                Err(source) => {
-                    header_error = Some(Error::Dwarf {
-                        path: path.clone(),
-                        section: ".debug_info",
-                        offset: next_offset as u64,
-                        source,
-                    });
+            };
+            let next = match length {
+                Ok(Some(n)) if n <= len - offset => Ok(offset + n),
+                Ok(_) => Err("a unit's length runs past the end of the section"),
+                Err(why) => Err(why),
+            }
+            .map_err(|what| Error::Malformed {
+                path: path.clone(),
+                section: ".debug_info",
+                offset,
+                what: what.into(),
+            });
+            match next {
+                Ok(next) => {
+                    offsets.push(offset as usize);
+                    offset = next;
+                }
+                Err(error) => {
+                    header_error = Some(error);
                     break;
                 }
             }
         }
-        Units {
-            path,
-            slots,
-            header_error,
-        }
+        let mut units = Units::at(path, offsets.into_iter());
+        units.header_error = header_error;
+        units
     }
 
     /// The units starting at `offsets` (ascending, as an earlier walk found them), each header
@@ -235,4 +248,53 @@ impl Units {
             .ok_or_else(outside)?;
         Ok((index, in_unit))
     }
+}
+
+/// How much of a unit [`root_name`] reads: its header and the start of its first DIE, which
+/// holds the unit's name among its first attributes.
+const ROOT_PREFIX: usize = 512;
+
+/// The `DW_AT_name` of the unit at `offset` in `section` (`.debug_info`'s bytes): the source
+/// file it was compiled from. Reads the unit's first bytes with `pread`
+/// ([`Bytes::copy_to`]), so that naming every unit maps nothing of the section. `None` when
+/// the name is not in those bytes or is in a form this does not read (a string-offsets index).
+pub(crate) fn root_name(
+    dwarf: &gimli::Dwarf<Reader>,
+    section: &Bytes,
+    offset: u64,
+    endian: gimli::RunTimeEndian,
+) -> Option<String> {
+    let available = (section.len() as u64).checked_sub(offset)?;
+    let mut buf = vec![0; ROOT_PREFIX.min(usize::try_from(available).ok()?)];
+    if !section.copy_to(offset, &mut buf) {
+        return None;
+    }
+    // The header's length is cut to what was read: only the first DIE is parsed.
+    let long = endian.read_u32(buf.get(..4)?) == 0xffff_ffff;
+    if long {
+        let len = buf.len().checked_sub(12)? as u64;
+        endian.write_u64(buf.get_mut(4..12)?, len);
+    } else {
+        let len = u32::try_from(buf.len().checked_sub(4)?).ok()?;
+        endian.write_u32(buf.get_mut(..4)?, len);
+    }
+    let info = gimli::DebugInfo::new(&buf, endian);
+    let header = info.header_from_offset(DebugInfoOffset(0)).ok()?;
+    let abbreviations = dwarf
+        .debug_abbrev
+        .abbreviations(header.debug_abbrev_offset())
+        .ok()?;
+    let mut entries = header.entries(&abbreviations);
+    let (_, root) = entries.next_dfs().ok()??;
+    let name = match root.attr_value(gimli::DW_AT_name).ok()?? {
+        gimli::AttributeValue::String(s) => s.slice().to_vec(),
+        gimli::AttributeValue::DebugStrRef(o) => {
+            crate::bytes::raw(&dwarf.debug_str.get_str(o).ok()?).to_vec()
+        }
+        gimli::AttributeValue::DebugLineStrRef(o) => {
+            crate::bytes::raw(&dwarf.debug_line_str.get_str(o).ok()?).to_vec()
+        }
+        _ => return None,
+    };
+    Some(String::from_utf8_lossy(&name).into_owned())
 }

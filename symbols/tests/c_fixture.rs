@@ -217,6 +217,22 @@ fn dwarf5() {
     check_image(&Image::open(&program).unwrap(), &program);
 }
 
+/// The lookups a large image makes first (one unit, found through the symbol's object and
+/// `.debug_aranges`), made on the fixture by asking for them from any size: the same answers.
+#[test]
+fn quick_lookups_answer_as_the_full_index() {
+    if !tools::runs("quick_lookups_answer_as_the_full_index", "gcc") {
+        return;
+    }
+    let dir = temp();
+    let program = gcc(dir.path(), "klog", &["-g", "-gdwarf-5"]);
+    let options = Options {
+        quick_lookups_from: 0,
+        ..Options::default()
+    };
+    check_image(&Image::open_with(&program, &options).unwrap(), &program);
+}
+
 #[test]
 fn dwarf4_with_old_bit_offsets() {
     if !tools::runs("dwarf4_with_old_bit_offsets", "gcc") {

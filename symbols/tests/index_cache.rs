@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use kcrash_harness::{linux, tools};
-use symbols::{Image, Options};
+use symbols::{Image, Options, Search};
 
 /// What a session asks of the kernel image, as text to compare.
 fn answers(vmlinux: &Path, cache: &Path) -> String {
@@ -14,6 +14,10 @@ fn answers(vmlinux: &Path, cache: &Path) -> String {
         ..Options::default()
     };
     let image = Image::open_with(vmlinux, &options).expect("vmlinux opens");
+    // A name no unit has needs the full index: the session builds (and caches) it, or reads it
+    // from the cache. Every answer below then comes from it.
+    let none = image.find_variable("kcrash_no_such_variable", Search::Full);
+    assert!(none.unwrap().is_none());
     let mut out = String::new();
     for name in ["jiffies_64", "init_task", "prb", "modules"] {
         let variable = image.variable(name).unwrap().expect(name);

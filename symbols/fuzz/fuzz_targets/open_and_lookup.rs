@@ -6,13 +6,23 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use symbols::{Image, SectionAddresses, TypeId};
+use symbols::{Image, Options, SectionAddresses, TypeId};
 
 /// Where the module's sections are said to be.
 const TEXT: u64 = 0xffff_ffff_c0a0_0000;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(image) = Image::from_bytes("fuzz-input", data.to_vec()) {
+        ask(&image);
+    }
+    // The lookups of a large image (one unit through `.debug_aranges` and the symbol table's
+    // object files, units named by their first bytes), asked of this small one.
+    let quick = Options {
+        quick_lookups_from: 0,
+        ..Options::default()
+    };
+    if let Ok(image) = Image::from_bytes_with("fuzz-input", data.to_vec(), &quick) {
+        image.consult("main");
         ask(&image);
     }
     let sections: SectionAddresses = [

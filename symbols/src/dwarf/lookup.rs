@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::DwarfFile;
 use crate::debug_names::{DebugNames, Target};
 use crate::error::Result;
-use crate::index::{in_unit, Candidate, NameIndex};
+use crate::index::{Candidate, NameIndex};
 use crate::index_cache::{self, CacheFile, Key, Rejected};
 use crate::name_key::Kind;
 use crate::units::Units;
@@ -25,6 +25,19 @@ pub(crate) struct Persistent {
     path: PathBuf,
 }
 
+impl Persistent {
+    /// The indexes of a valid cache file at `path`.
+    fn from(file: CacheFile, path: PathBuf) -> Persistent {
+        let file = Arc::new(file);
+        Persistent {
+            variables: NameIndex::cached(Arc::clone(&file), Kind::Variables),
+            types: NameIndex::cached(Arc::clone(&file), Kind::Types),
+            file: Some(file),
+            path,
+        }
+    }
+}
+
 impl DwarfFile {
     /// The units: where a cache file says they start when the indexes came from one (their
     /// headers are then read as DIEs in them are), else found by walking every header.
@@ -33,7 +46,12 @@ impl DwarfFile {
             Some(Some(Persistent {
                 file: Some(file), ..
             })) => Units::at(self.path.clone(), file.unit_offsets()),
-            _ => Units::read(self.path.clone(), &self.dwarf),
+            _ => {
+                // The section loaded when the DWARF view was made; it cannot fail now.
+                let section = self.sections.bytes_of(gimli::SectionId::DebugInfo);
+                let section = section.unwrap_or_else(|_| crate::bytes::Bytes::empty());
+                Units::read(self.path.clone(), &section, self.sections.endian())
+            }
         })
     }
 
@@ -74,21 +92,52 @@ impl DwarfFile {
         }
     }
 
-    /// Both name indexes through the cache, when there is one and it keeps this image: a large
-    /// `.debug_info` in a file with a build-id.
-    pub(super) fn persistent(&self) -> Option<Persistent> {
+    /// The cache directory and this image's key there, when the cache keeps this image: a
+    /// large `.debug_info` in a file with a build-id, and a directory that may be trusted.
+    fn cache_key(&self) -> Option<(&Path, Key)> {
         let debug_info_len = self.debug_info_len();
         if debug_info_len < index_cache::MIN_DEBUG_INFO {
             return None;
         }
-        let dir = self.index_cache.as_ref()?;
+        let dir = self.index_cache.as_deref()?;
         if let Some(why) = index_cache::distrust(dir) {
             index_cache::note_distrusted(dir, &why);
             return None;
         }
         let file = self.sections.file();
         let key = Key::of(&file.path, file.build_id.as_deref()?, debug_info_len)?;
+        Some((dir, key))
+    }
+
+    /// Both name indexes through the cache, when it keeps this image.
+    pub(super) fn persistent(&self) -> Option<Persistent> {
+        let (dir, key) = self.cache_key()?;
         Some(self.cached_in(dir, &key))
+    }
+
+    /// Whether the cache holds this image's indexes, opened now if so. Scans nothing: a
+    /// missing or invalid file is left for the first lookup that needs the full index, which
+    /// builds and writes it.
+    pub(super) fn cached_index(&self) -> bool {
+        if let Some(persistent) = self.persistent.get() {
+            return persistent.is_some();
+        }
+        if self.cache_failed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let Some((dir, key)) = self.cache_key() else {
+            let _ = self.persistent.set(None);
+            return false;
+        };
+        match CacheFile::open(dir, &key) {
+            Ok(file) => {
+                let _ = self
+                    .persistent
+                    .set(Some(Persistent::from(file, key.path_in(dir))));
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Both name indexes from the cache file for `key` in `dir`; when there is none, or it is
@@ -96,15 +145,7 @@ impl DwarfFile {
     pub(crate) fn cached_in(&self, dir: &Path, key: &Key) -> Persistent {
         let path = key.path_in(dir);
         match CacheFile::open(dir, key) {
-            Ok(file) => {
-                let file = Arc::new(file);
-                return Persistent {
-                    variables: NameIndex::cached(Arc::clone(&file), Kind::Variables),
-                    types: NameIndex::cached(Arc::clone(&file), Kind::Types),
-                    file: Some(file),
-                    path,
-                };
-            }
+            Ok(file) => return Persistent::from(file, path),
             Err(Rejected::Missing) => {}
             Err(Rejected::Invalid(why)) => index_cache::note_rejected(&path, &why, "rebuilding it"),
         }
@@ -143,10 +184,7 @@ impl DwarfFile {
                 match target {
                     Target::Die(die) => found.push(Candidate { die, defined: true }),
                     Target::Unit(offset) => {
-                        let index = self.units().starting_at(offset)?;
-                        let unit = self.units().parsed(&self.dwarf, index)?;
-                        let start = self.units().offset(index);
-                        found.extend(in_unit(kind, &self.path, &self.dwarf, &unit, start, name)?);
+                        found.extend(self.unit_names(kind, offset)?.lookup(name));
                     }
                 }
             }

@@ -5,6 +5,7 @@
 //! [`Type`]: crate::types::Type
 
 mod lookup;
+mod quick;
 mod type_parser;
 mod variables;
 
@@ -26,6 +27,7 @@ use crate::types::{Type, TypeId};
 use crate::units::{ParsedUnit, Units};
 
 use lookup::Persistent;
+use quick::Visits;
 use variables::RawVariable;
 
 /// How many references a chain of typedefs, qualifiers or wrappers may follow before we call it
@@ -46,15 +48,28 @@ pub(crate) struct DwarfFile {
     persistent: OnceLock<Option<Persistent>>,
     /// The directory of the index cache, if the image's user wants one.
     index_cache: Option<PathBuf>,
+    /// The `.debug_info` size from which lookups read single units first.
+    quick_lookups_from: u64,
     /// Set when the cache file failed a check in a lookup: the session scans from then on.
     cache_failed: AtomicBool,
     /// `.debug_names`, if present and readable.
     debug_names: OnceLock<Option<DebugNames>>,
     types: RwLock<HashMap<TypeId, Arc<Type>>>,
+    /// `.debug_aranges`, read on first use by the quick lookups.
+    aranges: OnceLock<crate::aranges::Aranges>,
+    /// The units the quick lookups have read.
+    visits: Visits,
+    /// Each unit's source file name (last segment) and offset, sorted by name: found on the
+    /// first quick lookup of a variable whose object has no code.
+    unit_files: OnceLock<Vec<(Box<str>, u64)>>,
 }
 
 impl DwarfFile {
-    pub(crate) fn new(sections: Sections, index_cache: Option<PathBuf>) -> Result<DwarfFile> {
+    pub(crate) fn new(
+        sections: Sections,
+        index_cache: Option<PathBuf>,
+        quick_lookups_from: u64,
+    ) -> Result<DwarfFile> {
         let path = sections.file().path.clone();
         let dwarf = sections.types_dwarf()?;
         Ok(DwarfFile {
@@ -66,9 +81,13 @@ impl DwarfFile {
             types_index: OnceLock::new(),
             persistent: OnceLock::new(),
             index_cache,
+            quick_lookups_from,
             cache_failed: AtomicBool::new(false),
             debug_names: OnceLock::new(),
             types: RwLock::default(),
+            aranges: OnceLock::new(),
+            visits: Visits::default(),
+            unit_files: OnceLock::new(),
         })
     }
 
