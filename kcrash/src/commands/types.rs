@@ -2,18 +2,23 @@
 //! `struct [-o] NAME [ADDR]` / `union [-o] NAME [ADDR]`.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
 
-use super::args::image;
 use super::{Context, Flow};
 use crate::expr::decl::{self, expanded, Offsets};
 use crate::expr::eval::{Place, Shape};
 use crate::expr::json::to_json as value_json;
 use crate::expr::text::Writer;
 use crate::expr::value::{Options, Reader};
-use crate::expr::{parse_expr, parse_type, Evaluator, Ty, Value};
+use crate::expr::{
+    evaluate, evaluate_with, named_type, named_type_with, parse_expr, Evaluator, Ty, Value,
+};
+use crate::memory::Memory;
 use crate::report;
+use crate::session::{Images, Session};
+use symbols::{Image, Search};
 
 pub const WHATIS_HELP: &str = "\
 whatis [--json] EXPR|TYPE — the type of an expression, or what a type name names (one typedef unrolled)
@@ -49,18 +54,42 @@ Examples:
   struct _KLog.name,next_write &KLogs[2]
   struct _KLog.next_write";
 
-/// The type `text` names, or `None` when it is not a type name the image has.
-fn named_type(ev: &Evaluator<'_>, text: &str) -> Option<Ty> {
-    ev.resolve_type(&parse_type(text)?).ok()
+/// The type of `text` — a type name or an expression (evaluated: `whatis *p` reads `p`) — in
+/// the first of the session's images that knows it (the kernel's, then each module's), with
+/// that image's evaluator, and whether `text` named a type.
+fn type_of<'i>(
+    images: &'i [Arc<Image>],
+    mem: &'i dyn Memory,
+    text: &str,
+) -> Result<(Evaluator<'i>, Ty, bool)> {
+    let expr = parse_expr(text);
+    // A type or an expression that the images know cheaply, before any full name index.
+    let mut failure = None;
+    for search in [Search::Quick, Search::Full] {
+        if let Some((ev, ty)) = named_type_with(images, mem, text, search) {
+            return Ok((ev, ty, true));
+        }
+        let Ok(expr) = &expr else { continue };
+        match evaluate_with(images, mem, expr, search) {
+            Ok((ev, value)) => return Ok((ev, value.ty, false)),
+            Err(e @ crate::error::Error::NoSymbol { .. }) => failure = Some(e),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    match (expr, failure) {
+        (Err(e), _) => Err(anyhow!("{}", e.show(text))),
+        (Ok(_), Some(e)) => Err(e.into()),
+        (Ok(_), None) => bail!("{text}: no such type or symbol"),
+    }
 }
 
-/// The type of `text`, a type name or an expression (evaluated: `whatis *p` reads `p`).
-fn type_of(ev: &Evaluator<'_>, text: &str) -> Result<(Ty, bool)> {
-    if let Some(ty) = named_type(ev, text) {
-        return Ok((ty, true));
+/// The session's images, or why there are none.
+fn all_images(session: &Session<'_>) -> Result<Arc<Images>> {
+    let images = session.images();
+    if images.set.images().is_empty() {
+        bail!("no image: give the kernel image or program for symbols");
     }
-    let expr = parse_expr(text).map_err(|e| anyhow!("{}", e.show(text)))?;
-    Ok((ev.eval(&expr)?.ty, false))
+    Ok(images)
 }
 
 /// The argument of `whatis`/`ptype` as typed (empty for `--help`), and whether `--json` came
@@ -87,12 +116,11 @@ pub fn whatis(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         writeln!(out, "{WHATIS_HELP}")?;
         return Ok(Flow::Continue);
     }
-    let image = image(session)?;
-    let ev = Evaluator::new(image, session);
-    let (ty, is_type_name) = type_of(&ev, &text)?;
+    let images = all_images(session)?;
+    let (ev, ty, is_type_name) = type_of(images.set.images(), session, &text)?;
     // A typedef's name shows what it stands for, one level down, as gdb's whatis does.
     let shown = match (&ty, is_type_name) {
-        (Ty::Dwarf(id), true) => match image.type_(*id)?.kind {
+        (Ty::Dwarf(id), true) => match ev.image.type_(*id)?.kind {
             symbols::TypeKind::Typedef(target) => target.map_or(Ty::Void, Ty::Dwarf),
             _ => ty.clone(),
         },
@@ -113,9 +141,8 @@ pub fn ptype(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         writeln!(out, "{PTYPE_HELP}")?;
         return Ok(Flow::Continue);
     }
-    let image = image(session)?;
-    let ev = Evaluator::new(image, session);
-    let (ty, _) = type_of(&ev, &text)?;
+    let images = all_images(session)?;
+    let (ev, ty, _) = type_of(images.set.images(), session, &text)?;
     if json {
         report::json_line(&decl::layout_json(&ev, &ty)?, out)?;
     } else {
@@ -149,16 +176,18 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
         Some((n, m)) => (n, Some(m.split(',').collect::<Vec<_>>())),
         None => (*name, None),
     };
-    let image = image(session)?;
-    let ev = Evaluator::new(image, session);
-    let ty = [format!("{keyword} {name}"), (*name).to_owned()]
+    let images = all_images(session)?;
+    let (ev, ty) = [format!("{keyword} {name}"), (*name).to_owned()]
         .iter()
-        .find_map(|n| named_type(&ev, n))
+        .find_map(|n| named_type(images.set.images(), session, n))
         .ok_or_else(|| {
-            anyhow!(
-                "{keyword} {name}: no such type in {}",
-                image.path().display()
-            )
+            let searched: Vec<String> = images
+                .set
+                .images()
+                .iter()
+                .map(|i| i.path().display().to_string())
+                .collect();
+            anyhow!("{keyword} {name}: no such type in {}", searched.join(", "))
         })?;
     let is_kind = match ev.shape(&ty)? {
         Shape::Struct(_) | Shape::Variants(_) => keyword == "struct",
@@ -169,7 +198,7 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
         bail!("{name} is {}, not a {keyword}", ev.type_name(&ty)?);
     }
     if let Some(members) = members {
-        members_of(&ev, &ty, &members, addr, out)?;
+        members_of(images.set.images(), &ev, &ty, &members, addr, out)?;
         return Ok(Flow::Continue);
     }
     if addr.is_empty() && json {
@@ -183,9 +212,7 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
         }
         return Ok(Flow::Continue);
     }
-    let text = addr.join(" ");
-    let expr = parse_expr(&text).map_err(|e| anyhow!("{}", e.show(&text)))?;
-    let at = address_of(&ev, ev.eval(&expr)?)?;
+    let at = address_in(images.set.images(), session, &addr.join(" "))?;
     let value = Value {
         ty: ty.clone(),
         place: Place::Memory(at),
@@ -200,7 +227,7 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
         return Ok(Flow::Continue);
     }
     let shown = match ty {
-        Ty::Dwarf(id) => Ty::Dwarf(image.value_type(id)?),
+        Ty::Dwarf(id) => Ty::Dwarf(ev.image.value_type(id)?),
         other => other,
     };
     writeln!(
@@ -215,6 +242,7 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
 /// `struct NAME.a,b.c [ADDR]`: each member with its offset and declaration, or its value in the
 /// object at ADDR, one a line as crash shows them.
 fn members_of(
+    images: &[Arc<Image>],
     ev: &Evaluator<'_>,
     ty: &Ty,
     members: &[&str],
@@ -224,9 +252,7 @@ fn members_of(
     let at = if addr.is_empty() {
         None
     } else {
-        let text = addr.join(" ");
-        let expr = parse_expr(&text).map_err(|e| anyhow!("{}", e.show(&text)))?;
-        Some(address_of(ev, ev.eval(&expr)?)?)
+        Some(address_in(images, ev.mem, &addr.join(" "))?)
     };
     let opts = Options {
         pretty: true,
@@ -275,6 +301,14 @@ fn members_of(
 }
 
 /// An address given as a number or pointer (its value), or as an object (where it is).
+/// The address `text` gives — an expression in any of the session's images (a module's type
+/// at a kernel variable's address, or the other way round).
+fn address_in(images: &[Arc<Image>], mem: &dyn Memory, text: &str) -> Result<u64> {
+    let expr = parse_expr(text).map_err(|e| anyhow!("{}", e.show(text)))?;
+    let (ev, value) = evaluate(images, mem, &expr)?;
+    address_of(&ev, value)
+}
+
 fn address_of(ev: &Evaluator<'_>, v: Value) -> Result<u64> {
     match ev.shape(&v.ty)? {
         Shape::Int(..) | Shape::Pointer(_) | Shape::Enum(..) => Ok(ev.scalar(&v)?.0),

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use symbols::{Encoding, Image, Member, SymbolKind, Type, TypeId, TypeKind};
+use symbols::{Encoding, Image, Member, Search, SymbolKind, Type, TypeId, TypeKind};
 
 use super::parse::{BinOp, Expr, TypeName, UnOp};
 use crate::error::{Error, Result};
@@ -123,6 +123,10 @@ pub enum IntStyle {
 pub struct Evaluator<'a> {
     pub image: &'a Image,
     pub mem: &'a dyn Memory,
+    /// How far names are looked for: [`Search::Quick`] makes a name the image cannot find
+    /// cheaply unknown (`NoSymbol`), so that another image can be tried before this one's
+    /// full index is built.
+    pub search: Search,
 }
 
 /// "Cannot access memory at address 0x…", gdb's words for a failed read.
@@ -132,7 +136,21 @@ pub fn cannot_access(addr: u64) -> String {
 
 impl<'a> Evaluator<'a> {
     pub fn new(image: &'a Image, mem: &'a dyn Memory) -> Evaluator<'a> {
-        Evaluator { image, mem }
+        Evaluator {
+            image,
+            mem,
+            search: Search::Full,
+        }
+    }
+
+    /// The type `name` of the image, as far as `search` looks. A quick search that does not
+    /// find it says so (`NoSymbol`) rather than fall back to a built-in type the full index
+    /// might have overridden.
+    fn named_type(&self, name: &str) -> Result<Option<symbols::TypeId>> {
+        match (self.image.find_type(name, self.search)?, self.search) {
+            (None, Search::Quick) => Err(Error::NoSymbol { name: name.into() }),
+            (found, _) => Ok(found),
+        }
     }
 
     /// The type `ty` is, seen through typedefs and wrappers.
@@ -273,7 +291,7 @@ impl<'a> Evaluator<'a> {
 
     /// The type named by `t`: one of the image's, with pointers put on it.
     pub fn resolve_type(&self, t: &TypeName) -> Result<Ty> {
-        let base = match self.image.type_by_name(&t.base)? {
+        let base = match self.named_type(&t.base)? {
             Some(id) => Ty::Dwarf(id),
             None => match builtin(&t.base) {
                 Some(b) => b,
@@ -292,7 +310,7 @@ impl<'a> Evaluator<'a> {
             Expr::Name(name) => self.variable(name),
             Expr::Int(n) => Ok(immediate(literal_type(*n), *n)),
             // A character is the image's `char` (C's, or Rust's), as gdb types it.
-            Expr::Char(c) => Ok(match self.image.type_by_name("char")? {
+            Expr::Char(c) => Ok(match self.named_type("char")? {
                 Some(id) => immediate_ty(Ty::Dwarf(id), *c),
                 None => immediate(IntTy::INT, *c),
             }),
@@ -315,15 +333,28 @@ impl<'a> Evaluator<'a> {
             Expr::Repeat(first, count) => self.repeat(self.eval(first)?, self.eval(count)?),
             Expr::Cast(t, operand) => self.cast(self.resolve_type(t)?, self.eval(operand)?),
             // `sizeof(x)` parses as a type; a variable `x` is meant when no type has that name.
-            Expr::SizeofType(t) => match self.resolve_type(t) {
-                Ok(ty) => self.sizeof(&ty),
-                Err(e) if t.pointers > 0 || t.base.contains(' ') => Err(e),
-                Err(e) => match self.variable(&t.base) {
-                    Ok(v) => self.sizeof(&v.ty),
-                    Err(_) => Err(e),
-                },
-            },
+            // A variable found cheaply is taken first: no C scope has a type and a variable of
+            // one plain name, and the type's name might cost a large image its full index.
+            Expr::SizeofType(t) if t.pointers == 0 && !t.base.contains(' ') => {
+                match self.image.find_variable(&t.base, Search::Quick) {
+                    Ok(Some(_)) => self.sizeof(&self.variable(&t.base)?.ty),
+                    _ => self.sizeof_type(t),
+                }
+            }
+            Expr::SizeofType(t) => self.sizeof_type(t),
             Expr::SizeofExpr(operand) => self.sizeof(&self.eval(operand)?.ty),
+        }
+    }
+
+    /// `sizeof(T)` for a type name, or for a variable `T` when no type has that name.
+    fn sizeof_type(&self, t: &TypeName) -> Result<Value> {
+        match self.resolve_type(t) {
+            Ok(ty) => self.sizeof(&ty),
+            Err(e) if t.pointers > 0 || t.base.contains(' ') => Err(e),
+            Err(e) => match self.variable(&t.base) {
+                Ok(v) => self.sizeof(&v.ty),
+                Err(_) => Err(e),
+            },
         }
     }
 
@@ -336,7 +367,7 @@ impl<'a> Evaluator<'a> {
     }
 
     fn variable(&self, name: &str) -> Result<Value> {
-        if let Some(var) = self.image.variable(name)? {
+        if let Some(var) = self.image.find_variable(name, self.search)? {
             // A declaration the linker defined (Linux's `jiffies`, an alias of `jiffies_64` in
             // the linker script) has its address in the ELF symbol table only, as gdb finds it.
             let Some(addr) = var

@@ -15,23 +15,50 @@ pub use parse::{parse_expr, parse_type, Expr, ParseError, TypeName};
 
 use std::sync::Arc;
 
-use symbols::Image;
+use symbols::{Image, Search};
 
 use crate::error::Error;
 use crate::memory::Memory;
 
 /// `expr` evaluated by the first of `images` that knows every name in it — the kernel first,
 /// then each loaded module, as gdb searches its object files — with the evaluator that did.
+/// Every image is first tried with the names it finds cheaply ([`Search::Quick`]), then with
+/// its full name index: a module's `KLogs` does not cost indexing the kernel's DWARF.
 pub fn evaluate<'i>(
     images: &'i [Arc<Image>],
     mem: &'i dyn Memory,
     expr: &Expr,
 ) -> Result<(Evaluator<'i>, Value), Error> {
+    match evaluate_with(images, mem, expr, Search::Quick) {
+        Err(Error::NoSymbol { .. }) => evaluate_with(images, mem, expr, Search::Full),
+        done => done,
+    }
+}
+
+/// `expr` evaluated by the first of `images` that knows every name in it, each searched as
+/// `search` says; `NoSymbol` when none does.
+pub fn evaluate_with<'i>(
+    images: &'i [Arc<Image>],
+    mem: &'i dyn Memory,
+    expr: &Expr,
+    search: Search,
+) -> Result<(Evaluator<'i>, Value), Error> {
     let mut failure = None;
     for image in images {
-        let ev = Evaluator::new(image, mem);
+        let ev = Evaluator {
+            search,
+            ..Evaluator::new(image, mem)
+        };
         match ev.eval(expr) {
-            Ok(v) => return Ok((ev, v)),
+            // The evaluator goes on searching fully: what a quick search found is what the
+            // full one finds, and later names may need more.
+            Ok(v) => {
+                let ev = Evaluator {
+                    search: Search::Full,
+                    ..ev
+                };
+                return Ok((ev, v));
+            }
             Err(e @ Error::NoSymbol { .. }) => {
                 failure.get_or_insert(e);
             }
@@ -39,6 +66,41 @@ pub fn evaluate<'i>(
         }
     }
     Err(failure.unwrap_or_else(|| Error::Usage("nothing to evaluate with".into())))
+}
+
+/// The type `text` names, in the first of `images` that has it (each searched quickly first,
+/// as [`evaluate`] does), with that image's evaluator; `None` when `text` is no type name any
+/// image has.
+pub fn named_type<'i>(
+    images: &'i [Arc<Image>],
+    mem: &'i dyn Memory,
+    text: &str,
+) -> Option<(Evaluator<'i>, Ty)> {
+    [Search::Quick, Search::Full]
+        .into_iter()
+        .find_map(|search| named_type_with(images, mem, text, search))
+}
+
+/// The type `text` names in the first of `images` that has it, each searched as `search` says.
+pub fn named_type_with<'i>(
+    images: &'i [Arc<Image>],
+    mem: &'i dyn Memory,
+    text: &str,
+    search: Search,
+) -> Option<(Evaluator<'i>, Ty)> {
+    let t = parse_type(text)?;
+    images.iter().find_map(|image| {
+        let ev = Evaluator {
+            search,
+            ..Evaluator::new(image, mem)
+        };
+        let ty = ev.resolve_type(&t).ok()?;
+        let ev = Evaluator {
+            search: Search::Full,
+            ..ev
+        };
+        Some((ev, ty))
+    })
 }
 
 /// How deep anonymous structs and unions inside one another are looked through for members.

@@ -68,6 +68,17 @@ fn evaluator<'a>(kernel: Kernel<'a>) -> Result<Evaluator<'a>> {
     Ok(Evaluator::new(image, kernel.mem))
 }
 
+/// Has the units that define `functions` read, where the variables a reader is about to name
+/// are defined: a large vmlinux with no name index at hand then need not build one. A name
+/// the kernel lacks costs nothing but the full index later.
+pub fn consult(kernel: Kernel<'_>, functions: &[&str]) {
+    if let Some(image) = kernel.image {
+        for f in functions {
+            image.consult(f);
+        }
+    }
+}
+
 /// The integer value of a C expression over the kernel's variables.
 pub fn int(kernel: Kernel<'_>, expr: &str) -> Result<i64> {
     let ev = evaluator(kernel)?;
@@ -79,6 +90,7 @@ pub fn int(kernel: Kernel<'_>, expr: &str) -> Result<i64> {
 /// CPUs online at the crash (`__num_online_cpus`; a panic takes the others offline) and
 /// possible (`nr_cpu_ids`).
 pub fn cpus(kernel: Kernel<'_>) -> Result<(i64, i64)> {
+    consult(kernel, &["set_cpu_online", "setup_nr_cpu_ids"]);
     Ok((
         int(kernel, "__num_online_cpus.counter")?,
         int(kernel, "nr_cpu_ids")?,
@@ -87,6 +99,7 @@ pub fn cpus(kernel: Kernel<'_>) -> Result<(i64, i64)> {
 
 /// Bytes of RAM: every online node's `node_present_pages`, as crash counts it.
 pub fn memory(kernel: Kernel<'_>, page_size: u64) -> Result<u64> {
+    consult(kernel, &["numa_set_node"]);
     let nodes = int(kernel, "sizeof(node_data) / sizeof(node_data[0])")?;
     let mut pages = 0u64;
     for i in 0..nodes.clamp(0, 1 << 10) {

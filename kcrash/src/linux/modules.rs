@@ -8,7 +8,7 @@ use symbols::SectionAddresses;
 
 use crate::error::{Context, Error, Result};
 use crate::escape::escaped;
-use crate::linux::facts::int;
+use crate::linux::facts::{consult, int};
 use crate::linux::Kernel;
 
 /// `MODULE_NAME_LEN`'s bound on what is read of a name (56 on 64-bit).
@@ -55,6 +55,9 @@ impl Module {
     /// shows and crash's `mod -s` reads). `struct module_sect_attrs` is complete only in the
     /// unit that defines it, so the pointer is cast to the type found by name.
     pub fn sections(&self, kernel: Kernel<'_>) -> Result<SectionAddresses> {
+        // The unit that defines the attributes has their read callback (never inlined: its
+        // address is taken).
+        consult(kernel, &["module_sect_read"]);
         let attrs = self.field(kernel, "sect_attrs")? as u64;
         let field = |path: &str| {
             int(

@@ -4,7 +4,7 @@
 use symbols::Image;
 
 use crate::error::{Context, Error, Result};
-use crate::linux::facts::int;
+use crate::linux::facts::{consult, int};
 use crate::linux::Kernel;
 
 /// Linux's largest NR_CPUS: a CPU count beyond it is no count.
@@ -21,9 +21,12 @@ impl PerCpu {
     /// Each possible CPU's offset. A kernel built without SMP has no `__per_cpu_offset`: its one
     /// CPU's variables are where the image says.
     pub fn read(kernel: Kernel<'_>) -> Result<PerCpu> {
-        if vmlinux(kernel)?.symbol("__per_cpu_offset").is_none() {
+        let image = vmlinux(kernel)?;
+        if image.symbol("__per_cpu_offset").is_none() {
             return Ok(PerCpu { offsets: vec![0] });
         }
+        // The units that define the table and the count.
+        consult(kernel, &["setup_per_cpu_areas", "setup_nr_cpu_ids"]);
         let table = int(kernel, "&__per_cpu_offset")?;
         let cpus = int(kernel, "nr_cpu_ids")?;
         let room = int(

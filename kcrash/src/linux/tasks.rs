@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use crate::error::Result;
 use crate::escape::escaped;
-use crate::linux::facts::int;
+use crate::linux::facts::{consult, int};
 use crate::linux::percpu::{self, PerCpu};
 use crate::linux::Kernel;
 use crate::memory::{Memory, Unreadable};
@@ -427,6 +427,8 @@ struct CpuTasks {
 impl CpuTasks {
     /// What the per-CPU areas say; what cannot be read is a problem.
     fn read(kernel: Kernel<'_>, problems: &mut Vec<String>) -> CpuTasks {
+        // The scheduler's unit defines the runqueues.
+        consult(kernel, &["schedule"]);
         let percpu = match PerCpu::read(kernel) {
             Ok(p) => p,
             Err(e) => {

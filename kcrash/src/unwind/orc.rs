@@ -91,6 +91,8 @@ struct Layout {
 impl Layout {
     fn of(image: &Image) -> Result<Layout, String> {
         let no = |why: String| format!("struct orc_entry: {why}");
+        // ORC's own unwinder's unit defines the entry: read instead of a full name index.
+        image.consult("unwind_next_frame");
         let id = image
             .type_by_name("struct orc_entry")
             .map_err(|e| no(e.to_string()))?
