@@ -18,15 +18,16 @@ use crate::plugins::DECODERS;
 use crate::session::Session;
 use crate::symbolize::display_name;
 
-/// The words the prompt completes, gathered once when the prompt starts; members are looked up
-/// in the session's DWARF as they are asked for.
+/// The words the prompt completes: command names from the start, the rest gathered on the first
+/// Tab that needs them (the prompt starts at once whatever the image's size); members are looked
+/// up in the session's DWARF as they are asked for.
 pub struct Completion<'a, 'd> {
     session: &'a Session<'d>,
     commands: Vec<&'static str>,
     /// KLog ring names (SCHED, FS, …), when the image has the KLog.
-    subsystems: Vec<String>,
+    subsystems: OnceLock<Vec<String>>,
     /// Sorted: stored symbol names, and the demangled names of Rust symbols.
-    symbols: Vec<String>,
+    symbols: OnceLock<Vec<String>>,
     /// Sorted type names as C spells them (`struct task_struct`, `u64`), read when first asked.
     types: OnceLock<Vec<String>>,
     prompt: Paint,
@@ -47,27 +48,33 @@ impl<'a, 'd> Completion<'a, 'd> {
             .collect();
         commands.sort_unstable();
         commands.dedup();
-        let subsystems = session.klog().map(|k| k.names()).unwrap_or_default();
-        let mut symbols: Vec<String> = Vec::new();
-        if let Some(image) = &session.image {
-            for name in image.symbol_names() {
-                let shown = display_name(name);
-                if shown != name && !shown.contains(char::is_whitespace) {
-                    symbols.push(shown);
-                }
-                symbols.push(name.to_owned());
-            }
-        }
-        symbols.sort_unstable();
-        symbols.dedup();
         Completion {
             session,
             types: OnceLock::new(),
             commands,
-            subsystems,
-            symbols,
+            subsystems: OnceLock::new(),
+            symbols: OnceLock::new(),
             prompt,
         }
+    }
+
+    /// The image's symbol names, sorted, read on first use.
+    fn symbols(&self) -> &[String] {
+        self.symbols.get_or_init(|| {
+            let mut symbols: Vec<String> = Vec::new();
+            if let Some(image) = &self.session.image {
+                for name in image.symbol_names() {
+                    let shown = display_name(name);
+                    if shown != name && !shown.contains(char::is_whitespace) {
+                        symbols.push(shown);
+                    }
+                    symbols.push(name.to_owned());
+                }
+            }
+            symbols.sort_unstable();
+            symbols.dedup();
+            symbols
+        })
     }
 
     /// The candidates for `word`, the `index`-th word of a line starting with `first`, after
@@ -126,6 +133,7 @@ impl<'a, 'd> Completion<'a, 'd> {
             "help" | "?" => commands(),
             "klog" => self
                 .subsystems
+                .get_or_init(|| self.session.klog().map(|k| k.names()).unwrap_or_default())
                 .iter()
                 .filter(|s| {
                     s.len() >= word.len()
@@ -138,8 +146,9 @@ impl<'a, 'd> Completion<'a, 'd> {
     }
 
     fn symbols_from<'s>(&'s self, word: &'s str) -> impl Iterator<Item = String> + 's {
-        let from = self.symbols.partition_point(|s| s.as_str() < word);
-        self.symbols[from..]
+        let symbols = self.symbols();
+        let from = symbols.partition_point(|s| s.as_str() < word);
+        symbols[from..]
             .iter()
             .take_while(move |s| s.starts_with(word))
             .cloned()
