@@ -253,7 +253,11 @@ fn linux_outputs_match_their_schemas() {
     assert!(tasks.iter().any(|t| t["running"] == true && t["pid"] == 1));
     check(&files, "ps --json 1 kthreadd", "ps", Shape::Document);
     let times = check(&files, "ps -t --json", "ps", Shape::Document);
-    assert!(times[0]["uptime"]["nanoseconds"].is_string(), "{}", times[0]);
+    assert!(
+        times[0]["uptime"]["nanoseconds"].is_string(),
+        "{}",
+        times[0]
+    );
     assert!(times[0]["tasks"][0]["times"]["start"].is_string());
     let records = check(&files, "log --json", "log", Shape::Lines);
     assert!(records.iter().any(|r| r["text"]
