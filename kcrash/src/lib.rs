@@ -3,6 +3,7 @@
 //! The library holds everything but the binary's command line: the session over a dump and its
 //! image, the decoders' logs (the KLog's first, from `plugins/`), the commands and the shell. The binary is a thin front end over it.
 
+pub mod batch;
 pub mod commands;
 pub mod error;
 pub mod event_view;

@@ -89,6 +89,7 @@ Examples:
   kcrash regress corpus --filter '^hosted/' --jobs 1
   kcrash regress corpus --json report.json --junit report.xml
   kcrash regress corpus --update        after a deliberate change of output
+  kcrash regress corpus --shard 2/4     the second of four machines' share
 
 Exit status: 0 when every check passed, 1 when one failed or could not run (a missing or
 unreadable dump, image or expected file), 2 when the manifest or the arguments are wrong.")]
@@ -111,6 +112,10 @@ struct RegressCli {
     /// Only entries whose name matches this regular expression.
     #[arg(long, value_name = "REGEX")]
     filter: Option<regex::Regex>,
+    /// Only the K-th of N shares of the entries (every N-th from the K-th in name order), for
+    /// spreading a corpus over machines.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<kcrash::batch::sources::Shard>,
     /// Colour: on a terminal only (auto; NO_COLOR turns it off), always, or never.
     #[arg(long, value_name = "WHEN", default_value = "auto")]
     color: ColorChoice,
@@ -132,10 +137,12 @@ fn command_line() -> clap::Command {
 }
 
 fn main() -> ExitCode {
-    // `kcrash regress DIR`, `kcrash man`, `kcrash completions SHELL`: a dump or image of one of
-    // these names is `./regress` and so on.
+    // `kcrash regress DIR`, `kcrash batch ...`, `kcrash merge ...`, `kcrash man`, `kcrash
+    // completions SHELL`: a dump or image of one of these names is `./regress` and so on.
     match std::env::args_os().nth(1) {
         Some(a) if a == "regress" => return regress(std::env::args_os().skip(1)),
+        Some(a) if a == "batch" => return kcrash::batch::main(std::env::args_os().skip(1)),
+        Some(a) if a == "merge" => return kcrash::batch::merge_main(std::env::args_os().skip(1)),
         Some(a) if a == "man" => return man_page(),
         Some(a) if a == "completions" => return completions(std::env::args_os().nth(2)),
         _ => {}
@@ -524,9 +531,10 @@ fn regress(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
         jobs: cli.jobs.map(usize::from),
         update: cli.update,
         filter: cli.filter,
+        shard: cli.shard,
     };
     let entries = corpus.selected(&options);
-    if entries.is_empty() {
+    if entries.is_empty() && options.shard.is_none() {
         return fail_open(errors, "no entry of the manifest matches --filter");
     }
     // Progress on a terminal only; the summary and the report say the rest.

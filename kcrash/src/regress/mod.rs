@@ -34,6 +34,8 @@ pub struct Options {
     pub update: bool,
     /// Only entries whose name matches.
     pub filter: Option<Regex>,
+    /// Only the K-th of N shares of the selected entries, in name order.
+    pub shard: Option<crate::batch::sources::Shard>,
 }
 
 /// What became of one check on one dump.
@@ -145,9 +147,11 @@ impl Corpus {
         })
     }
 
-    /// The entries `options.filter` selects, in manifest order.
+    /// The entries `options.filter` selects, in manifest order; with a shard, its share of them
+    /// (every N-th from the K-th in name order, so that shards split any manifest alike).
     pub fn selected<'a>(&'a self, options: &Options) -> Vec<&'a Entry> {
-        self.manifest
+        let mut chosen: Vec<&Entry> = self
+            .manifest
             .entries
             .iter()
             .filter(|e| {
@@ -156,7 +160,17 @@ impl Corpus {
                     .as_ref()
                     .is_none_or(|re| re.is_match(&e.name))
             })
-            .collect()
+            .collect();
+        if let Some(shard) = options.shard {
+            let mut names: Vec<&str> = chosen.iter().map(|e| e.name.as_str()).collect();
+            names.sort_unstable();
+            chosen.retain(|e| {
+                names
+                    .binary_search(&e.name.as_str())
+                    .is_ok_and(|i| shard.takes(i))
+            });
+        }
+        chosen
     }
 
     /// Runs `entries` in parallel; `done` is called as each entry finishes (for progress).
