@@ -1,6 +1,6 @@
 //! Turning KLOG arguments into 64-bit data words.
 
-use core::ffi::{c_char, CStr};
+use core::ffi::CStr;
 
 /// A value that can be logged as one data word. Signed integers are sign-extended, so `%d` and
 /// `%ld` both print them right.
@@ -43,7 +43,9 @@ impl KlogStr for &CStr {
     }
 }
 
-impl KlogStr for *const c_char {
+// C's `char` is `i8` on x86_64 and `u8` on aarch64 Linux: implementing both byte pointers (rather
+// than `*const c_char` beside `*const u8`) covers `*const c_char` on every target.
+impl KlogStr for *const i8 {
     #[inline(always)]
     fn str_word(self) -> u64 {
         self as usize as u64

@@ -252,14 +252,20 @@ proptest! {
     }
 }
 
-/// Threads hammer one subsystem, or two: afterwards every ring slot holds exactly the record whose
-/// writer reserved that sequence number, complete, and the counts are exact.
+/// Threads hammer one subsystem, or two: afterwards the counts are exact, and every ring slot
+/// holds exactly the record whose writer reserved that sequence number, complete — unless a writer
+/// was lapped. The design's rings take no lock: a writer stalled (here, preempted) between its
+/// reservation and its last store while the ring hands out its slot again stores its words over
+/// the newer record, which can end with a valid header over words of both. Such a slot cannot be
+/// told from the record alone, so the test finds the lapped writers itself and holds only their
+/// slots to the weaker check; it says how many there were.
 fn threads_writing(threads: u64, per_thread: u64, two_subsystems: bool) {
     let _g = fresh();
     klog_init();
     let barrier = Barrier::new(threads as usize);
-    // Per thread: (subsystem id, sequence number) → (thread, event index).
-    let logs: Vec<Vec<(u16, u64, u64)>> = std::thread::scope(|s| {
+    let capacity = |sub: u16| KLogs[sub as usize].capacity();
+    // Per thread: (subsystem id, sequence number, event index, whether its writer was lapped).
+    let logs: Vec<Vec<(u16, u64, u64, bool)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let barrier = &barrier;
@@ -275,7 +281,14 @@ fn threads_writing(threads: u64, per_thread: u64, two_subsystems: bool) {
                             };
                             let seq =
                                 klog_runtime::KLOGT2!(sub, "thread %d event %d", t + 1, i).unwrap();
-                            (sub.id, seq, i)
+                            // A read-modify-write, so the stores above are done before it reads:
+                            // the slot's next reservation, seq + capacity, either came before it
+                            // (the writer was lapped) or will come after every store above.
+                            let now = KLogs[sub.id as usize]
+                                .next_write
+                                .fetch_add(0, Ordering::SeqCst)
+                                / REC_WORDS;
+                            (sub.id, seq, i, now > seq + capacity(sub.id))
                         })
                         .collect()
                 })
@@ -284,12 +297,17 @@ fn threads_writing(threads: u64, per_thread: u64, two_subsystems: bool) {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     let mut expected: HashMap<(u16, u64), (u64, u64)> = HashMap::new();
+    // Per subsystem, the ring slots a lapped writer stored into.
+    let mut overwritten: HashMap<(u16, u64), u64> = HashMap::new();
     for (t, events) in logs.iter().enumerate() {
-        for &(sub, seq, i) in events {
+        for &(sub, seq, i, lapped) in events {
             assert!(
                 expected.insert((sub, seq), (t as u64 + 1, i)).is_none(),
                 "sequence number {seq} handed out twice"
             );
+            if lapped {
+                *overwritten.entry((sub, seq % capacity(sub))).or_default() += 1;
+            }
         }
     }
     for sub in [DBG_SCHED.id, DBG_PARCHORE.id] {
@@ -306,12 +324,25 @@ fn threads_writing(threads: u64, per_thread: u64, two_subsystems: bool) {
                 },
                 "record {seq} torn or foreign"
             );
+            if overwritten.contains_key(&(sub, seq % log.capacity())) {
+                // Every word still comes from some writer of this test: a thread's chore id.
+                assert!(
+                    (1..=threads).contains(&r.id),
+                    "record {seq}: chore {}",
+                    r.id
+                );
+                continue;
+            }
             assert_eq!(
                 (r.id, r.data1, r.data2),
                 (thread, thread, i),
                 "record {seq} of subsystem {sub}"
             );
         }
+    }
+    let lapped: u64 = overwritten.values().sum();
+    if lapped > 0 {
+        eprintln!("{lapped} writers lapped by their ring; their slots checked only for a header");
     }
 }
 
