@@ -9,10 +9,8 @@ use crate::detect::ET_CORE;
 use crate::error::{Error, FileRef, MissingReason};
 use crate::range_map::{RangeMap, RangeMapBuilder};
 use crate::storage::Storage;
+use crate::Machine;
 
-/// QEMU writes EM_386 (still ELF64) when the first vCPU was not in long mode.
-const EM_386: u16 = 3;
-pub(crate) const EM_X86_64: u16 = 62;
 const PT_LOAD: u32 = 1;
 /// /proc/kcore's p_paddr for a segment with no physical address.
 const NO_PADDR: u64 = u64::MAX;
@@ -194,8 +192,11 @@ impl ElfCore {
             return Err(file.malformed(16, format!("ELF type {e_type} is not ET_CORE (4)")));
         }
         let machine = u16_le(data, 18).ok_or_else(|| field(18, "e_machine"))?;
-        if machine != EM_X86_64 && machine != EM_386 {
-            return Err(file.malformed(18, format!("ELF machine {machine} is not x86_64 (62)")));
+        if Machine::from_elf(machine).is_none() {
+            return Err(file.malformed(
+                18,
+                format!("ELF machine {machine} is neither x86_64 (62) nor AArch64 (183)"),
+            ));
         }
         let phoff = u64_le(data, 32).ok_or_else(|| field(32, "e_phoff"))?;
         let shoff = u64_le(data, 40).ok_or_else(|| field(40, "e_shoff"))?;

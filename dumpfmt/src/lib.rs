@@ -8,7 +8,7 @@
 //! are opened by [`Dump::open_raw`] with the physical address of their first byte. [`detect`] names a file's kind from its first [`DETECT_LEN`] bytes, by the
 //! same signatures [`Dump::open`] goes by, so a caller can tell a dump from a kernel image or a
 //! module before opening it. [`Dump::linux_info`] and [`AddressSpace::from_dump`] give a Linux x86_64
-//! kernel's view from VMCOREINFO.
+//! or arm64 kernel's view from VMCOREINFO ([`Dump::machine`] says which).
 //!
 //! [`Dump::open`] maps a file; [`Dump::from_bytes`] reads bytes already in memory the same way.
 //!
@@ -38,6 +38,7 @@ mod inflate;
 mod kdump;
 mod linux;
 pub mod lzo;
+mod machine;
 pub mod notes;
 mod range_map;
 mod raw;
@@ -52,8 +53,9 @@ use std::sync::Arc;
 pub use detect::{detect, open_regular, read_head, FileKind, DETECT_LEN};
 pub use elf::Segment;
 pub use error::{Error, MissingReason, VirtReason};
-pub use linux::LinuxInfo;
-pub use notes::{Note, Notes, PrStatus, QemuCpuState};
+pub use linux::{Arm64Info, LinuxInfo};
+pub use machine::Machine;
+pub use notes::{Note, Notes, PrStatus, QemuCpuState, Regs};
 pub use search::Searched;
 pub use translate::{AddressSpace, LinearMap, PhysMemory, Source};
 pub use vmcoreinfo::VmcoreInfo;
@@ -106,7 +108,11 @@ pub struct Dump {
     storage: Storage,
     format: Format,
     inner: Inner,
+    machine: Machine,
 }
+
+/// Where a kdump header's `utsname.machine` is (in the reassembled file of a flattened one).
+const KDUMP_MACHINE_OFFSET: u64 = 12 + 4 * 65;
 
 impl std::fmt::Debug for Dump {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -169,6 +175,8 @@ impl Dump {
             storage,
             format: Format::Raw,
             inner: Inner::Raw(raw),
+            // A raw image says nothing of itself; kcrash's raw images are x86_64 machines'.
+            machine: Machine::X86_64,
         })
     }
 
@@ -219,12 +227,57 @@ impl Dump {
                 ));
             }
         };
-        Ok(Dump {
+        let named = match &inner {
+            Inner::Elf(e) => Machine::from_elf(e.machine),
+            Inner::Kdump(k) => match k.header.machine.as_str() {
+                // QEMU writes "Unknown" for the guests it has no name for (aarch64 among them).
+                "" | "Unknown" => None,
+                name => Some(Machine::from_uname(name).ok_or_else(|| {
+                    file.malformed(
+                        KDUMP_MACHINE_OFFSET,
+                        format!("kdump utsname.machine {name:?} is neither x86_64 nor aarch64"),
+                    )
+                })?),
+            },
+            Inner::Raw(_) => None,
+        };
+        let mut dump = Dump {
             file,
             storage,
             format,
             inner,
-        })
+            machine: named.unwrap_or(Machine::X86_64),
+        };
+        if named.is_none() {
+            dump.machine = dump.machine_from_contents();
+        }
+        Ok(dump)
+    }
+
+    /// For a kdump file whose header names no machine: VMCOREINFO's architecture-only keys, else
+    /// the size of its NT_PRSTATUS notes; x86_64, the format's first home, when nothing says.
+    fn machine_from_contents(&self) -> Machine {
+        if let Ok(Some(info)) = self.vmcoreinfo() {
+            if info.get("NUMBER(kimage_voffset)").is_some() {
+                return Machine::Aarch64;
+            }
+            if info.get("SYMBOL(init_top_pgt)").is_some() {
+                return Machine::X86_64;
+            }
+        }
+        let prstatus = self
+            .notes()
+            .filter_map(Result::ok)
+            .find(|n| n.is("CORE", notes::NT_PRSTATUS));
+        match prstatus {
+            Some(n) if n.desc.len() == notes::AARCH64_PRSTATUS_SIZE => Machine::Aarch64,
+            _ => Machine::X86_64,
+        }
+    }
+
+    /// The processor the dump's memory and registers belong to.
+    pub fn machine(&self) -> Machine {
+        self.machine
     }
 
     pub fn path(&self) -> &Path {
@@ -272,8 +325,8 @@ impl Dump {
         matches!(&self.inner, Inner::Elf(e) if e.process_core)
     }
 
-    /// ELF e_machine: 62 (x86_64), or 3 when QEMU dumped a vCPU not in long mode (its
-    /// NT_PRSTATUS then has the i386 layout). None for kdump files and raw images.
+    /// ELF e_machine: 62 (x86_64), 183 (AArch64), or 3 when QEMU dumped an x86 vCPU not in long
+    /// mode (its NT_PRSTATUS then has the i386 layout). None for kdump files and raw images.
     pub fn elf_machine(&self) -> Option<u16> {
         match &self.inner {
             Inner::Elf(e) => Some(e.machine),
@@ -386,7 +439,8 @@ impl Dump {
 
     /// NT_PRSTATUS notes, one per CPU (kernel dumps) or thread (process cores).
     pub fn prstatus(&self) -> impl Iterator<Item = Result<PrStatus, Error>> + '_ {
-        self.notes_of("CORE", notes::NT_PRSTATUS, |n| n.prstatus())
+        let machine = self.machine;
+        self.notes_of("CORE", notes::NT_PRSTATUS, move |n| n.prstatus(machine))
     }
 
     /// QEMU CPU-state notes, one per vCPU.
@@ -432,7 +486,7 @@ impl Dump {
     /// table, paging mode, crash time); None when the dump has no VMCOREINFO.
     pub fn linux_info(&self) -> Result<Option<LinuxInfo>, Error> {
         self.vmcoreinfo()?
-            .map(|info| LinuxInfo::from_vmcoreinfo(&info))
+            .map(|info| LinuxInfo::from_vmcoreinfo(&info, self.machine))
             .transpose()
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::bytes::{c_string, i32_le, slice, u16_le, u32_le, u64_le};
 use crate::error::{Error, FileRef};
+use crate::Machine;
 
 pub const NT_PRSTATUS: u32 = 1;
 pub const NT_PRPSINFO: u32 = 3;
@@ -147,20 +148,26 @@ impl<'a> Note<'a> {
         Ok(())
     }
 
-    /// NT_PRSTATUS of an x86_64 dump: the registers of one CPU (or thread).
-    pub fn prstatus(&self) -> Result<PrStatus, Error> {
-        self.need("NT_PRSTATUS", PRSTATUS_SIZE)?;
+    /// NT_PRSTATUS: the registers of one CPU (or thread), in `machine`'s layout.
+    pub fn prstatus(&self, machine: Machine) -> Result<PrStatus, Error> {
+        let (size, what) = match machine {
+            Machine::X86_64 => (PRSTATUS_SIZE, "NT_PRSTATUS (x86_64)"),
+            Machine::Aarch64 => (AARCH64_PRSTATUS_SIZE, "NT_PRSTATUS (aarch64)"),
+        };
+        self.need(what, size)?;
         let d = self.desc;
-        let mut regs = [0u64; 27];
-        for (i, r) in regs.iter_mut().enumerate() {
-            *r = u64_le(d, 112 + 8 * i as u64).unwrap_or_default();
-        }
+        // `pr_reg` starts at 112 in both layouts; only its length differs.
+        let word = |i: usize| u64_le(d, 112 + 8 * i as u64).unwrap_or_default();
+        let regs = match machine {
+            Machine::X86_64 => Regs::X86_64(X86_64Regs(std::array::from_fn(word))),
+            Machine::Aarch64 => Regs::Aarch64(Aarch64Regs(std::array::from_fn(word))),
+        };
         Ok(PrStatus {
             signal: i32_le(d, 0).unwrap_or_default(),
             current_signal: u16_le(d, 12).unwrap_or_default(),
             pid: i32_le(d, 32).unwrap_or_default(),
             ppid: i32_le(d, 36).unwrap_or_default(),
-            regs: X86_64Regs(regs),
+            regs,
         })
     }
 
@@ -280,9 +287,11 @@ impl<'a> Note<'a> {
 }
 
 const PRSTATUS_SIZE: usize = 336;
+/// 112 bytes before `pr_reg`, 34 registers, `pr_fpvalid` and padding.
+pub(crate) const AARCH64_PRSTATUS_SIZE: usize = 392;
 const QEMU_CPU_STATE_SIZE: usize = 432;
 
-/// NT_PRSTATUS (x86_64).
+/// NT_PRSTATUS.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrStatus {
     /// `pr_info.si_signo`.
@@ -291,7 +300,74 @@ pub struct PrStatus {
     /// The PID running on this CPU (kdump), the thread id (process cores), or vCPU index + 1 (QEMU).
     pub pid: i32,
     pub ppid: i32,
-    pub regs: X86_64Regs,
+    pub regs: Regs,
+}
+
+/// `pr_reg`, by architecture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Regs {
+    X86_64(X86_64Regs),
+    Aarch64(Aarch64Regs),
+}
+
+impl Regs {
+    /// The program counter (`rip`, `pc`).
+    pub fn pc(&self) -> u64 {
+        match self {
+            Regs::X86_64(r) => r.rip(),
+            Regs::Aarch64(r) => r.pc(),
+        }
+    }
+
+    /// The stack pointer (`rsp`, `sp`).
+    pub fn sp(&self) -> u64 {
+        match self {
+            Regs::X86_64(r) => r.rsp(),
+            Regs::Aarch64(r) => r.sp(),
+        }
+    }
+
+    /// The x86_64 registers, or None for another architecture.
+    pub fn x86_64(&self) -> Option<&X86_64Regs> {
+        match self {
+            Regs::X86_64(r) => Some(r),
+            Regs::Aarch64(_) => None,
+        }
+    }
+
+    /// Names and values, in the kernel's order.
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        let (names, values): (&[&'static str], &[u64]) = match self {
+            Regs::X86_64(r) => (&X86_64Regs::NAMES, &r.0),
+            Regs::Aarch64(r) => (&Aarch64Regs::NAMES, &r.0),
+        };
+        names.iter().copied().zip(values.iter().copied())
+    }
+}
+
+/// `user_pt_regs`: x0 to x30, sp, pc, pstate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Aarch64Regs(pub [u64; 34]);
+
+impl Aarch64Regs {
+    pub const NAMES: [&'static str; 34] = [
+        "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
+        "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26",
+        "x27", "x28", "x29", "x30", "sp", "pc", "pstate",
+    ];
+
+    pub fn pc(&self) -> u64 {
+        self.0[32]
+    }
+
+    pub fn sp(&self) -> u64 {
+        self.0[31]
+    }
+
+    /// x29, the frame pointer.
+    pub fn fp(&self) -> u64 {
+        self.0[29]
+    }
 }
 
 /// `user_regs_struct`: 27 registers in kernel order.

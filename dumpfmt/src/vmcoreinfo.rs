@@ -65,6 +65,13 @@ impl<'a> VmcoreInfo<'a> {
         })
     }
 
+    /// An error naming `key`'s line: its value `is_what` ("is not a power of two").
+    pub(crate) fn malformed(&self, key: &str, is_what: &str) -> Error {
+        let (value, at) = self.find(key).unwrap_or(("", 0));
+        self.file
+            .malformed(at, format!("VMCOREINFO {key}={value:?} {is_what}"))
+    }
+
     /// `SYMBOL(name)`: a runtime (KASLR-shifted) address, hex without 0x.
     pub fn symbol(&self, name: &str) -> Result<Option<u64>, Error> {
         self.parse(&format!("SYMBOL({name})"), "a hex address", parse_hex)

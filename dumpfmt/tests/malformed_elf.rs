@@ -47,7 +47,7 @@ fn elf_header_problems() {
     open_fails(&exec, 16, "not ET_CORE");
     let mut arm = elf(&[], &[]);
     arm[18] = 40;
-    open_fails(&arm, 18, "not x86_64");
+    open_fails(&arm, 18, "neither x86_64 (62) nor AArch64 (183)");
 }
 
 #[test]
@@ -281,7 +281,7 @@ fn short_or_oversized_note_descriptors() {
     let dump = open(&note_segment(&notes)).unwrap();
     let e = dump.prstatus().next().unwrap().unwrap_err().to_string();
     assert!(
-        e.contains("NT_PRSTATUS note descriptor is 100 bytes, need at least 336"),
+        e.contains("NT_PRSTATUS (x86_64) note descriptor is 100 bytes, need at least 336"),
         "{e}"
     );
     let e = dump

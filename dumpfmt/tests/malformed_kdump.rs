@@ -36,6 +36,31 @@ fn kdump_header_problems() {
     open_fails(&b, 1 << 40, "VMCOREINFO");
 }
 
+/// utsname.machine (at 272) decides the page-table format and register layout: a machine kcrash
+/// does not read is refused; QEMU's "Unknown" is settled by the dump's contents.
+#[test]
+fn kdump_machine_names() {
+    let named = |name: &[u8]| {
+        let mut b = kdump(&[]);
+        b[272..272 + 65].fill(0);
+        b[272..272 + name.len()].copy_from_slice(name);
+        b
+    };
+    open_fails(
+        &named(b"ppc64le"),
+        272,
+        "\"ppc64le\" is neither x86_64 nor aarch64",
+    );
+    for (name, machine) in [
+        (&b"aarch64"[..], dumpfmt::Machine::Aarch64),
+        (b"x86_64", dumpfmt::Machine::X86_64),
+        (b"Unknown", dumpfmt::Machine::X86_64),
+    ] {
+        let dump = dumpfmt::Dump::from_bytes("named", named(name)).unwrap();
+        assert_eq!(dump.machine(), machine, "{name:?}");
+    }
+}
+
 #[test]
 fn kdump_pages_good_and_bad() {
     let text: Vec<u8> = (0..BS).map(|i| b"kdump page "[i % 11]).collect();

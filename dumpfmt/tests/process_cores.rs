@@ -93,9 +93,9 @@ fn check_core(core: &Path, exe: &Path, line: &str, pid: u32) {
     for note in dump.notes() {
         let note = note.unwrap();
         if note.is("CORE", dumpfmt::notes::NT_PRSTATUS) {
-            let st = note.prstatus().unwrap();
+            let st = note.prstatus(dumpfmt::Machine::X86_64).unwrap();
             assert_eq!(st.pid as u32, pid);
-            assert_ne!(st.regs.rip(), 0);
+            assert_ne!(st.regs.pc(), 0);
             saw.0 = true;
         } else if note.is("CORE", dumpfmt::notes::NT_PRPSINFO) {
             let ps = note.prpsinfo().unwrap();

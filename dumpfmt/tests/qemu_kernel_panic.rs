@@ -109,7 +109,7 @@ fn panic_registers_and_console_text_are_in_every_format() {
     assert!(!expected.is_empty(), "the panic message is in guest memory");
 
     let cpu0 = reference.prstatus().next().unwrap().unwrap();
-    let rip = cpu0.regs.rip();
+    let rip = cpu0.regs.pc();
     assert!(
         (KERNEL_MAP..KERNEL_MAP_END).contains(&rip),
         "rip {rip:#x} in kernel text"
@@ -147,7 +147,7 @@ fn virtual_reads_agree_between_dump_mappings_and_page_tables() {
     let paging = Dump::open(&d.paging).unwrap();
     let mut by_segments = AddressSpace::new(&paging);
     by_segments.push(Source::DumpMappings);
-    let rip = paging.prstatus().next().unwrap().unwrap().regs.rip();
+    let rip = paging.prstatus().next().unwrap().unwrap().regs.pc();
     let probes: Vec<u64> = [rip, 0xffff_ffff_8100_0000 + d.kernel_offset]
         .into_iter()
         .chain(
@@ -461,7 +461,7 @@ fn vmcoreinfo_address_space_translates_like_qemu_and_cr3() {
         let space = {
             let mut s = AddressSpace::new(&dump);
             s.push(Source::PageTables {
-                walker: std::sync::Arc::new(linux.walker()),
+                walker: std::sync::Arc::new(linux.x86_64_walker()),
                 root,
             });
             s

@@ -1,15 +1,16 @@
 //! Virtual → physical translation. An [`AddressSpace`] tries its sources in order: the dump's
 //! own virtual mappings, page tables walked by an architecture's [`PageTableWalker`], and linear
-//! maps supplied by the caller. The architecture sits behind the walker trait; x86_64 is
-//! [`x86_64::X86_64`].
+//! maps supplied by the caller. The architecture sits behind the walker trait: x86_64 is
+//! [`x86_64::X86_64`], arm64 [`aarch64::Aarch64`].
 
+pub mod aarch64;
 pub mod x86_64;
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, VirtReason};
-use crate::{Dump, LinuxInfo};
+use crate::{Dump, LinuxInfo, Machine};
 
 /// Physical memory a walker reads page tables from.
 pub trait PhysMemory {
@@ -163,6 +164,10 @@ impl<'d> AddressSpace<'d> {
     /// 4. the kernel image mapping from VMCOREINFO ([`LinuxInfo::kernel_image_map`]), so that
     ///    kernel text and data read even where the page tables cannot be.
     ///
+    /// Those are an x86_64 dump's. An arm64 dump's are its own mappings and the kernel's tables,
+    /// `swapper_pg_dir` at its virtual address less `NUMBER(kimage_voffset)`, walked with the
+    /// granule and address size VMCOREINFO gives ([`crate::Arm64Info`]).
+    ///
     /// A live /proc/kcore ([`Dump::is_live`]) maps the direct map and the kernel image itself;
     /// vmalloc and module addresses go through the page tables (kcore reads their holes as
     /// zeros), walked afresh on every read.
@@ -177,33 +182,50 @@ impl<'d> AddressSpace<'d> {
         // The kernel changes its page tables as it runs: nothing is kept between reads.
         space.tlb_enabled = !dump.is_live();
         let linux = dump.linux_info()?;
-        let walker = linux
-            .as_ref()
-            .map_or(x86_64::X86_64::new(false), LinuxInfo::walker);
-        if let Some(root) = linux.as_ref().and_then(LinuxInfo::kernel_root) {
-            space.push(Source::PageTables {
-                walker: Arc::new(walker),
-                root,
-            });
-        }
-        for cpu in dump.qemu_cpu_states() {
-            let cpu = cpu?;
-            if cpu.paging() && cpu.cr3() != 0 {
-                let walker = x86_64::X86_64 {
-                    five_level: walker.five_level || cpu.la57(),
-                    ..walker
-                };
-                space.push(Source::PageTables {
-                    walker: Arc::new(walker),
-                    root: cpu.cr3(),
-                });
-                break;
+        match dump.machine() {
+            Machine::X86_64 => space.push_x86_64_tables(linux.as_ref())?,
+            Machine::Aarch64 => {
+                let arm64 = linux.as_ref().and_then(|l| l.arm64.as_ref());
+                if let Some((regime, root)) =
+                    arm64.and_then(|a| Some((a.regime?, a.kernel_root()?)))
+                {
+                    space.push(Source::PageTables {
+                        walker: Arc::new(regime),
+                        root,
+                    });
+                }
             }
         }
         if let Some(map) = linux.as_ref().and_then(LinuxInfo::kernel_image_map) {
             space.push(Source::Linear(map));
         }
         Ok(space)
+    }
+
+    /// The kernel's reference tables, then the first paging CPU's (see [`AddressSpace::from_dump`]).
+    fn push_x86_64_tables(&mut self, linux: Option<&LinuxInfo>) -> Result<(), Error> {
+        let walker = linux.map_or(x86_64::X86_64::new(false), LinuxInfo::x86_64_walker);
+        if let Some(root) = linux.and_then(LinuxInfo::kernel_root) {
+            self.push(Source::PageTables {
+                walker: Arc::new(walker),
+                root,
+            });
+        }
+        for cpu in self.dump.qemu_cpu_states() {
+            let cpu = cpu?;
+            if cpu.paging() && cpu.cr3() != 0 {
+                let walker = x86_64::X86_64 {
+                    five_level: walker.five_level || cpu.la57(),
+                    ..walker
+                };
+                self.push(Source::PageTables {
+                    walker: Arc::new(walker),
+                    root: cpu.cr3(),
+                });
+                break;
+            }
+        }
+        Ok(())
     }
 
     pub fn push(&mut self, source: Source) -> &mut Self {

@@ -6,7 +6,8 @@ use dumpfmt::{AddressSpace, Dump};
 
 pub fn exercise(dump: &Dump, seed_bytes: &[u8]) {
     for note in dump.notes().flatten() {
-        let _ = note.prstatus();
+        let _ = note.prstatus(dumpfmt::Machine::X86_64);
+        let _ = note.prstatus(dumpfmt::Machine::Aarch64);
         let _ = note.prpsinfo();
         let _ = note.siginfo();
         let _ = note.file_mappings();
