@@ -58,7 +58,7 @@ impl Relocations {
     }
 
     /// Reads the relocations that apply to section number `target`, called `target_name` and
-    /// `target_len` bytes long once decompressed, of the x86-64 ELF file `data`, resolving
+    /// `target_len` bytes long once decompressed, of the x86-64 or AArch64 ELF file `data`, resolving
     /// symbols with `placement`.
     pub(crate) fn read(
         path: &Path,
@@ -111,12 +111,13 @@ impl Relocations {
                     "REL relocations (addends in the section) are not supported, only RELA".into(),
                 ));
             }
-            if header.e_machine(e) != elf::EM_X86_64 {
+            let machine = header.e_machine(e);
+            if !matches!(machine, elf::EM_X86_64 | elf::EM_AARCH64) {
                 return Err(at(
                     start,
                     format!(
-                        "relocations for ELF machine {} are not supported, only x86-64",
-                        header.e_machine(e)
+                        "relocations for ELF machine {machine} are not supported, only x86-64's \
+                         and AArch64's"
                     ),
                 ));
             }
@@ -134,7 +135,8 @@ impl Relocations {
                 let entry_offset = start.saturating_add(i as u64 * 24);
                 let at = |what: String| at(entry_offset, format!("entry {i}: {what}"));
                 let r_type = rela.r_type(e, false);
-                if r_type == elf::R_X86_64_NONE {
+                // R_X86_64_NONE and R_AARCH64_NONE.
+                if r_type == 0 {
                     continue;
                 }
                 let offset = rela.r_offset(e);
@@ -186,7 +188,7 @@ impl Relocations {
                 };
                 let place = target_address.wrapping_add(offset);
                 let (width, value) =
-                    resolve(r_type, symbol, rela.r_addend(e), place).map_err(&at)?;
+                    resolve(machine, r_type, symbol, rela.r_addend(e), place).map_err(&at)?;
                 if offset
                     .checked_add(u64::from(width))
                     .is_none_or(|end| end > target_len)
@@ -225,34 +227,58 @@ impl Relocations {
     }
 }
 
-/// What an x86-64 relocation of type `r_type` writes, for symbol value `symbol`, addend
-/// `addend` and patched field at run-time address `place` (System V x86-64 psABI, table
-/// "Relocation Types"): the field's width and its value as read back, zero-extended.
-fn resolve(r_type: u32, symbol: u64, addend: i64, place: u64) -> Result<(u8, u64), String> {
+/// What a relocation of type `r_type` for ELF machine `machine` writes, for symbol value
+/// `symbol`, addend `addend` and patched field at run-time address `place`: the field's width and
+/// its value as read back, zero-extended.
+fn resolve(
+    machine: u16,
+    r_type: u32,
+    symbol: u64,
+    addend: i64,
+    place: u64,
+) -> Result<(u8, u64), String> {
     // Addresses wrap modulo 2^64; the 32-bit types then say how the sum must fit.
     let sum = symbol.wrapping_add(addend as u64);
-    let (width, value) = match r_type {
-        elf::R_X86_64_64 => return Ok((8, sum)),
-        elf::R_X86_64_32 => (4, u32::try_from(sum).ok()),
-        elf::R_X86_64_32S => (4, i32::try_from(sum as i64).ok().map(|v| v as u32)),
-        elf::R_X86_64_PC32 => {
-            let relative = sum.wrapping_sub(place) as i64;
-            (4, i32::try_from(relative).ok().map(|v| v as u32))
+    let relative = sum.wrapping_sub(place) as i64;
+    let (name, width, value) = match (machine, r_type) {
+        // System V x86-64 psABI, table "Relocation Types".
+        (elf::EM_X86_64, elf::R_X86_64_64) => return Ok((8, sum)),
+        (elf::EM_X86_64, elf::R_X86_64_32) => ("R_X86_64_32", 4, u32::try_from(sum).ok()),
+        (elf::EM_X86_64, elf::R_X86_64_32S) => (
+            "R_X86_64_32S",
+            4,
+            i32::try_from(sum as i64).ok().map(|v| v as u32),
+        ),
+        (elf::EM_X86_64, elf::R_X86_64_PC32) => (
+            "R_X86_64_PC32",
+            4,
+            i32::try_from(relative).ok().map(|v| v as u32),
+        ),
+        // ELF for the Arm 64-bit Architecture, "Static Data relocations": the 32-bit forms
+        // hold any value from -2^31 to 2^32 - 1.
+        (elf::EM_AARCH64, elf::R_AARCH64_ABS64) => return Ok((8, sum)),
+        (elf::EM_AARCH64, elf::R_AARCH64_ABS32) => {
+            ("R_AARCH64_ABS32", 4, aarch64_data32(sum as i64))
         }
-        other => {
+        (elf::EM_AARCH64, elf::R_AARCH64_PREL32) => {
+            ("R_AARCH64_PREL32", 4, aarch64_data32(relative))
+        }
+        (_, other) => {
             return Err(format!(
                 "relocation type {other} is not supported in debug sections"
             ))
         }
     };
-    let name = match r_type {
-        elf::R_X86_64_32 => "R_X86_64_32",
-        elf::R_X86_64_32S => "R_X86_64_32S",
-        _ => "R_X86_64_PC32",
-    };
     value.map(|value| (width, u64::from(value))).ok_or_else(|| {
         format!("{name} of symbol value {symbol:#x} plus {addend:#x} does not fit in 32 bits")
     })
+}
+
+/// An AArch64 32-bit data relocation's field: `value` if it lies in [-2^31, 2^32).
+fn aarch64_data32(value: i64) -> Option<u32> {
+    (-(1 << 31)..(1 << 32))
+        .contains(&value)
+        .then_some(value as u32)
 }
 
 impl gimli::Relocate for Relocations {
@@ -274,28 +300,68 @@ impl gimli::Relocate for Relocations {
 mod tests {
     use super::*;
 
+    const X86: u16 = elf::EM_X86_64;
+    const ARM: u16 = elf::EM_AARCH64;
+
     /// Values worked by hand from the psABI's formulas.
     #[test]
     fn resolve_follows_the_psabi() {
         let text = 0xffff_ffff_c010_0000;
         assert_eq!(
-            resolve(elf::R_X86_64_64, text, 0x20, 0),
+            resolve(X86, elf::R_X86_64_64, text, 0x20, 0),
             Ok((8, 0xffff_ffff_c010_0020))
         );
-        assert_eq!(resolve(elf::R_X86_64_32, 0, 0x9a3, 0x1000), Ok((4, 0x9a3)));
-        assert!(resolve(elf::R_X86_64_32, text, 0, 0).is_err());
         assert_eq!(
-            resolve(elf::R_X86_64_32S, text, 0x10, 0),
+            resolve(X86, elf::R_X86_64_32, 0, 0x9a3, 0x1000),
+            Ok((4, 0x9a3))
+        );
+        assert!(resolve(X86, elf::R_X86_64_32, text, 0, 0).is_err());
+        assert_eq!(
+            resolve(X86, elf::R_X86_64_32S, text, 0x10, 0),
             Ok((4, 0xc010_0010))
         );
-        assert!(resolve(elf::R_X86_64_32S, 0x8000_0000, 0, 0).is_err());
+        assert!(resolve(X86, elf::R_X86_64_32S, 0x8000_0000, 0, 0).is_err());
         // A field 0x100 bytes after its target, pointing back 0x100 - 4.
         assert_eq!(
-            resolve(elf::R_X86_64_PC32, text, -4, text + 0x100),
+            resolve(X86, elf::R_X86_64_PC32, text, -4, text + 0x100),
             Ok((4, 0xffff_fefc))
         );
         // 2 GiB apart: out of reach of a 32-bit displacement.
-        assert!(resolve(elf::R_X86_64_PC32, 0x9000_0000, 0, 0x1000).is_err());
-        assert!(resolve(elf::R_X86_64_GOTPCREL, 0, 0, 0).is_err());
+        assert!(resolve(X86, elf::R_X86_64_PC32, 0x9000_0000, 0, 0x1000).is_err());
+        assert!(resolve(X86, elf::R_X86_64_GOTPCREL, 0, 0, 0).is_err());
+    }
+
+    /// Values worked by hand from the AArch64 ELF ABI's formulas (S + A, S + A - P).
+    #[test]
+    fn resolve_follows_the_aarch64_abi() {
+        let text = 0xffff_8000_0910_0000;
+        assert_eq!(
+            resolve(ARM, elf::R_AARCH64_ABS64, text, 0x20, 0),
+            Ok((8, 0xffff_8000_0910_0020))
+        );
+        // DWARF's 32-bit offsets into another debug section.
+        assert_eq!(
+            resolve(ARM, elf::R_AARCH64_ABS32, 0, 0x9a3, 0),
+            Ok((4, 0x9a3))
+        );
+        // Unsigned and signed 32-bit values both fit; a kernel address does not.
+        assert_eq!(
+            resolve(ARM, elf::R_AARCH64_ABS32, 0, 0xffff_fff0, 0),
+            Ok((4, 0xffff_fff0))
+        );
+        assert_eq!(
+            resolve(ARM, elf::R_AARCH64_ABS32, 0, -16, 0),
+            Ok((4, 0xffff_fff0))
+        );
+        assert!(resolve(ARM, elf::R_AARCH64_ABS32, text, 0, 0).is_err());
+        assert!(resolve(ARM, elf::R_AARCH64_ABS32, 0, 1 << 32, 0).is_err());
+        assert_eq!(
+            resolve(ARM, elf::R_AARCH64_PREL32, text, -4, text + 0x100),
+            Ok((4, 0xffff_fefc))
+        );
+        assert!(resolve(ARM, elf::R_AARCH64_PREL32, 0x9000_0000_0000, 0, 0x1000).is_err());
+        // A type of the other machine is no type here.
+        assert!(resolve(ARM, elf::R_X86_64_64, 0, 0, 0).is_err());
+        assert!(resolve(X86, elf::R_AARCH64_ABS64, 0, 0, 0).is_err());
     }
 }

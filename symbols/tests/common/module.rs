@@ -11,12 +11,19 @@ use kcrash_harness::tools;
 use object::{Object, ObjectSection};
 use symbols::SectionAddresses;
 
+/// The Linux series these tests read (the guest pipeline's default, 6.1): the cache and /usr/src
+/// may hold others the guest pipeline booted.
+fn series_prefix() -> String {
+    format!("{}.", kcrash_harness::linux::debian::SERIES[0].0)
+}
+
 /// The release of the Debian kernel CI extracted to /var/cache/kcrash-ci (`6.1.0-48-amd64`):
 /// whichever Debian ships when the cache is filled, so never written into a test.
 pub fn debian_release() -> Option<String> {
     let mut found: Vec<String> = std::fs::read_dir("/var/cache/kcrash-ci/linux-image/lib/modules")
         .ok()?
         .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with(&series_prefix()))
         .collect();
     found.sort();
     found.pop()
@@ -28,15 +35,18 @@ pub fn debian_file(path: &str) -> PathBuf {
     PathBuf::from(path.replace("{release}", &release))
 }
 
-/// Debian's kernel headers for Kbuild, whichever release the Linux guest steps installed
-/// (`/usr/src/linux-headers-*-amd64`): the release moves as Debian updates its kernel.
+/// Debian's kernel headers for Kbuild, whichever release of the series the Linux guest steps
+/// installed (`/usr/src/linux-headers-6.1.*-amd64`): the release moves as Debian updates it.
 fn headers() -> Option<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/src")
         .ok()?
         .filter_map(|e| Some(e.ok()?.path()))
         .filter(|p| {
             let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
-            name.is_some_and(|n| n.starts_with("linux-headers-") && n.ends_with("-amd64"))
+            name.is_some_and(|n| {
+                n.starts_with(&format!("linux-headers-{}", series_prefix()))
+                    && n.ends_with("-amd64")
+            })
         })
         .filter(|p| p.join("Makefile").exists())
         .collect();
@@ -69,7 +79,7 @@ pub fn kotest() -> Option<&'static Path> {
     if built.is_none() {
         tools::not_run(
             "kotest",
-            "/usr/src/linux-headers-*-amd64, make or gcc missing: kotest.ko not built",
+            "/usr/src/linux-headers-6.1.*-amd64, make or gcc missing: kotest.ko not built",
         );
     }
     built.as_deref()
@@ -98,6 +108,33 @@ pub fn layout(module: &Path) -> SectionAddresses {
     sections
 }
 
+/// The oracles that read a module of its machine: the host's gdb and binutils for x86-64,
+/// gdb-multiarch and binutils-aarch64-linux-gnu's for AArch64.
+pub struct Oracles {
+    pub gdb: &'static str,
+    pub objdump: &'static str,
+    pub addr2line: &'static str,
+    pub readelf: &'static str,
+}
+
+pub fn oracles(module: &Path) -> Oracles {
+    if kcrash_harness::dump::elf_machine(module).unwrap() == Some(object::elf::EM_AARCH64) {
+        Oracles {
+            gdb: "gdb-multiarch",
+            objdump: "aarch64-linux-gnu-objdump",
+            addr2line: "aarch64-linux-gnu-addr2line",
+            readelf: "aarch64-linux-gnu-readelf",
+        }
+    } else {
+        Oracles {
+            gdb: "gdb",
+            objdump: "objdump",
+            addr2line: "addr2line",
+            readelf: "readelf",
+        }
+    }
+}
+
 /// gdb's output for `commands` with `module` added at `sections` (stdout only: a question gdb
 /// cannot answer prints its error on stderr, so leaves no line).
 pub fn gdb(module: &Path, sections: &SectionAddresses, commands: &[String]) -> String {
@@ -105,13 +142,40 @@ pub fn gdb(module: &Path, sections: &SectionAddresses, commands: &[String]) -> S
     for (name, address) in sections.iter() {
         add += &format!(" -s {name} {address:#x}");
     }
-    let mut command = Command::new("gdb");
+    let mut command = Command::new(oracles(module).gdb);
     command.args(["-batch", "-nx", "-iex", "set auto-load no", "-ex", &add]);
     for c in commands {
         command.arg("-ex").arg(c);
     }
     let output = command.output().expect("gdb runs");
     String::from_utf8(output.stdout).unwrap()
+}
+
+/// gdb's minimal symbols (the ELF symbol table, placed at `sections`): name → address, for
+/// names it lists once. gdb's `&function` is the DWARF entry instead, which on arm64 lies past
+/// the symbol by the patchable NOPs ftrace asks for.
+pub fn minimal_symbols(module: &Path, sections: &SectionAddresses) -> HashMap<String, u64> {
+    let output = gdb(module, sections, &["maint print msymbols".into()]);
+    let mut seen = HashMap::new();
+    let mut twice = HashSet::new();
+    // "[27] t 0xffffffffc0a00050 oracle_line section .text  klogtest.c" ("[ 4]" below 10).
+    for line in output.lines() {
+        let mut words = line.split_whitespace().skip_while(|w| !w.starts_with("0x"));
+        let (Some(address), Some(name)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Some(Ok(address)) = address
+            .strip_prefix("0x")
+            .map(|hex| u64::from_str_radix(hex, 16))
+        else {
+            continue;
+        };
+        if seen.insert(name.to_owned(), address).is_some() {
+            twice.insert(name.to_owned());
+        }
+    }
+    seen.retain(|name, _| !twice.contains(name));
+    seen
 }
 
 /// `NAME=0xADDRESS` lines, as [`address_of`]'s commands make gdb print them.
@@ -139,7 +203,7 @@ pub fn address_of(name: &str) -> [String; 3] {
 pub fn objdump_symbols(module: &Path) -> HashMap<String, (String, u64)> {
     let mut seen = HashMap::new();
     let mut twice = HashSet::new();
-    for line in tools::output(Command::new("objdump").arg("-t").arg(module)).lines() {
+    for line in tools::output(Command::new(oracles(module).objdump).arg("-t").arg(module)).lines() {
         // "0000000000000000 l     F .init.text\t000000000000002c kotest_init"
         let (Some(value), Some(flags), Some(rest)) =
             (line.get(..16), line.get(17..24), line.get(25..))
