@@ -1,5 +1,6 @@
 //! `klog [SUBSYS] [full|terse]`: the design's klogPrint(subsys, type) over a dump.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use anyhow::{bail, Result};
@@ -110,8 +111,16 @@ fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
-/// Render workers at most: beyond a few, the single-threaded merge is the limit.
+/// Render threads at most, the calling thread's among them: beyond a few, the single-threaded
+/// merge is the limit.
 const MAX_WORKERS: usize = 4;
+
+/// Whether a schema could claim a record, by the record's kind of description and its `desc`
+/// word, which name its format.
+type Claims = HashMap<(u8, u64), bool, foldhash::fast::RandomState>;
+/// Formats remembered per thread: a ring's formats are a few hundred; a damaged ring's random
+/// `desc` words must not grow the map without end.
+const CLAIMS_MAX: usize = 1 << 16;
 
 /// The filters of one `klog` invocation.
 struct Filter {
@@ -366,7 +375,10 @@ fn show(
     let ring_names: Vec<String> = klog.rings.iter().map(Ring::label).collect();
     let json = args.json;
     let schemata = schemata.filter(|s| !args.raw && s.reads(klog));
-    let render = |printer: &mut Printer<'_>, rec: &Record, buf: &mut Vec<u8>| -> io::Result<bool> {
+    let render = |(printer, claims): &mut (Printer<'_>, Claims),
+                  rec: &Record,
+                  buf: &mut Vec<u8>|
+     -> io::Result<bool> {
         if !filter.keeps(rec, printer) {
             return Ok(false);
         }
@@ -378,11 +390,19 @@ fn show(
             printer.text(buf, rec, style);
         }
         // Only a record a schema could claim is made an event and looked up: most are not.
+        // Whether one could depends on the format alone, so it is asked once per format.
+        if claims.len() >= CLAIMS_MAX {
+            claims.clear();
+        }
         let claimable = schemata.filter(|s| {
-            printer
-                .decoder
-                .format(rec)
-                .is_some_and(|f| s.may_claim(klog, &f))
+            *claims
+                .entry((rec.desc_kind as u8, rec.desc()))
+                .or_insert_with(|| {
+                    printer
+                        .decoder
+                        .format(rec)
+                        .is_some_and(|f| s.may_claim(klog, &f))
+                })
         });
         if let Some(schema) =
             claimable.and_then(|s| s.apply(klog, &klog.unformatted_event(printer, rec)))
@@ -412,8 +432,11 @@ fn show(
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(MAX_WORKERS);
-    let mut printers: Vec<Printer<'_>> = (0..workers)
-        .map(|_| Printer::new(mem, klog.names(), clock).with_descriptions(klog))
+    let mut printers: Vec<(Printer<'_>, Claims)> = (0..workers)
+        .map(|_| {
+            let printer = Printer::new(mem, klog.names(), clock).with_descriptions(klog);
+            (printer, Claims::default())
+        })
         .collect();
     // Ctrl-C ends the record stream; what was rendered is written, then the command says so.
     let records = klog

@@ -16,7 +16,7 @@ pub mod pipeline;
 pub use event::{Damage, Event, Field, Key, Name, Value};
 pub use log::{Clock, Context, Count, Decoder, Found, Log, Missing, Order, RingInfo, Symbol};
 pub use memory::{Memory, Runs, Unreadable};
-pub use merge::{Keyed, Merge};
+pub use merge::{Keyed, Merge, PeekKey};
 
 /// The version of kcrash's JSON conventions, the first key (`kcrash_json`) of every document and
 /// line: a decoder that writes JSON itself writes it too.

@@ -1,24 +1,31 @@
 //! Rendering a stream on several threads. The merge walks the rings in order on the calling
 //! thread; rendering (reading format strings and `%s` arguments, printf, escaping) depends only on
-//! the item, so each batch is split among workers, each with its own printer (its buffers, its
-//! memory caches), and their lines are written in stream order. While the workers render one
-//! batch, the calling thread merges the next, so the merge and the rendering overlap. Memory is
-//! bounded by two batches, whatever the log's length. `klog` renders its records with it.
+//! the item, so a batch is cut into chunks that every thread claims in turn, each rendering with
+//! its own printer (its buffers, its memory caches), and the chunks' lines are written in stream
+//! order. While the workers render one batch, the calling thread merges the next, then claims
+//! what chunks of the batch are left: no thread waits while another has work, whatever the
+//! merge's share of the cost. Memory is bounded by two batches, whatever the log's length.
+//! `klog` renders its records with it.
 
 use std::io::{self, Write};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
 
-/// Items per batch: large enough to amortise the hand-over to the workers, small enough to stay
+/// Items per batch: large enough to amortise handing it to the workers, small enough to stay
 /// in cache.
-const BATCH: usize = 4096;
+const BATCH: usize = 8192;
 /// The smallest batch, for a short `-n`.
 const MIN_BATCH: usize = 64;
+/// Items a thread claims at once: small enough that the threads finish a batch together.
+const CHUNK: usize = 256;
 
 /// Appends an item's line(s) to the buffer with printer `P`, or nothing when a filter drops it;
 /// says whether it kept the item.
 pub type Render<'p, P, T> = dyn Fn(&mut P, &T, &mut Vec<u8>) -> io::Result<bool> + Sync + 'p;
 
-/// One worker's output for its share of a batch: bytes, and where each kept item's text ends.
+/// One chunk's output: bytes, and where each kept item's text ends.
 #[derive(Default)]
 struct Part {
     bytes: Vec<u8>,
@@ -57,16 +64,10 @@ impl Part {
     }
 }
 
-/// Fills `shares` with the stream's next `want` items, split evenly; returns how many.
-fn fill<T>(items: &mut impl Iterator<Item = T>, shares: &mut [Vec<T>], want: usize) -> usize {
-    let per = want.div_ceil(shares.len());
-    let mut n = 0;
-    for share in shares.iter_mut() {
-        share.clear();
-        share.extend(items.by_ref().take(per));
-        n += share.len();
-    }
-    n
+/// Fills `batch` with the stream's next `want` items.
+fn fill<T>(items: &mut impl Iterator<Item = T>, batch: &mut Vec<T>, want: usize) {
+    batch.clear();
+    batch.extend(items.by_ref().take(want));
 }
 
 /// How many items the next batch should hold when `wanted` more may still be written.
@@ -74,110 +75,126 @@ fn batch_size(wanted: u64) -> usize {
     wanted.clamp(MIN_BATCH as u64, BATCH as u64) as usize
 }
 
-/// A worker's items with the limit on kept ones; given back with the rendered part.
-type Job<T> = (Vec<T>, Part, u64);
-type Done<T> = io::Result<(Vec<T>, Part)>;
-
-/// The calling thread's end of the hand-over with one worker.
-struct Lane<T> {
-    jobs: Sender<Job<T>>,
-    done: Receiver<Done<T>>,
+/// A batch being rendered: its chunks, handed out in order to whichever thread asks.
+struct Job<T> {
+    items: Vec<T>,
+    next: AtomicUsize,
+    parts: Vec<Mutex<io::Result<Part>>>,
+    /// No chunk needs to keep more than what is left to write.
+    limit: u64,
 }
 
-/// Renders `items` with `render` on one worker per printer and writes at most `limit` kept
-/// items to `out`, in order. Returns how many were written.
-pub fn render_stream<P: Send, T: Send>(
+impl<T> Job<T> {
+    /// Renders chunks with `printer` until none is left.
+    fn work<P>(&self, printer: &mut P, render: &Render<'_, P, T>) {
+        loop {
+            let c = self.next.fetch_add(1, Ordering::Relaxed);
+            let (Some(items), Some(slot)) = (self.items.chunks(CHUNK).nth(c), self.parts.get(c))
+            else {
+                return;
+            };
+            // Each chunk is claimed once: its lock is never waited for.
+            let Ok(mut slot) = slot.lock() else {
+                return;
+            };
+            let mut part = std::mem::replace(&mut *slot, Ok(Part::default())).unwrap_or_default();
+            *slot = part
+                .render(printer, items, render, self.limit)
+                .map(|()| part);
+        }
+    }
+}
+
+/// Renders `items` with `render`, one thread per printer (the calling thread's is the first),
+/// and writes at most `limit` kept items to `out`, in order. Returns how many were written.
+pub fn render_stream<P: Send, T: Send + Sync>(
     mut items: impl Iterator<Item = T>,
     printers: &mut [P],
     render: &Render<'_, P, T>,
     limit: u64,
     out: &mut dyn Write,
 ) -> io::Result<u64> {
-    if let [printer] = printers {
-        return render_serial(items, printer, render, limit, out);
-    }
+    let Some((mine, others)) = printers.split_first_mut() else {
+        return Ok(0);
+    };
+    let panicked = || io::Error::other("a render worker panicked");
     std::thread::scope(|s| {
-        let mut lanes = Vec::with_capacity(printers.len());
-        let mut workers = Vec::with_capacity(printers.len());
-        for printer in printers.iter_mut() {
-            let (jobs, job_rx) = channel::<Job<T>>();
-            let (done_tx, done) = channel::<Done<T>>();
-            workers.push(s.spawn(move || {
-                for (share, mut part, limit) in job_rx {
-                    let r = part.render(printer, &share, render, limit);
-                    if done_tx.send(r.map(|()| (share, part))).is_err() {
-                        break;
+        // Each worker takes a batch, renders chunks of it until none is left, lets go of the
+        // batch and says whether it rendered without panicking (a panic must not leave the
+        // calling thread waiting for it); the workers end when the batches do.
+        let (done_tx, done) = channel::<bool>();
+        let workers: Vec<Sender<Arc<Job<T>>>> = others
+            .iter_mut()
+            .map(|printer| {
+                let (tx, jobs) = channel::<Arc<Job<T>>>();
+                let done_tx = done_tx.clone();
+                s.spawn(move || {
+                    for job in jobs {
+                        let rendered =
+                            catch_unwind(AssertUnwindSafe(|| job.work(printer, render))).is_ok();
+                        drop(job);
+                        if done_tx.send(rendered).is_err() || !rendered {
+                            return;
+                        }
                     }
+                });
+                tx
+            })
+            .collect();
+        drop(done_tx);
+        let mut written = 0u64;
+        let mut ahead = Vec::new();
+        let mut first = Vec::new();
+        fill(&mut items, &mut first, batch_size(limit));
+        let mut job = Arc::new(Job {
+            items: first,
+            next: AtomicUsize::new(0),
+            parts: Vec::new(),
+            limit,
+        });
+        while !job.items.is_empty() && written < limit {
+            let left = limit - written;
+            let chunks = {
+                let job = Arc::get_mut(&mut job).ok_or_else(panicked)?;
+                let chunks = job.items.len().div_ceil(CHUNK);
+                if job.parts.len() < chunks {
+                    job.parts
+                        .resize_with(chunks, || Mutex::new(Ok(Part::default())));
                 }
-            }));
-            lanes.push(Lane { jobs, done });
-        }
-        let result = drive(&mut items, &lanes, limit, out);
-        // Closing the job channels ends the workers.
-        drop(lanes);
-        for w in workers {
-            if w.join().is_err() {
-                return Err(io::Error::other("a render worker panicked"));
+                *job.next.get_mut() = 0;
+                job.limit = left;
+                chunks
+            };
+            // Workers only where the batch has a chunk for them.
+            let helping = workers.len().min(chunks.saturating_sub(1));
+            for w in &workers[..helping] {
+                w.send(Arc::clone(&job)).map_err(|_| panicked())?;
             }
+            // The next batch, sized as if every item in flight were kept, then a hand with
+            // what is left of this one.
+            fill(
+                &mut items,
+                &mut ahead,
+                batch_size(left.saturating_sub(job.items.len() as u64)),
+            );
+            job.work(mine, render);
+            for _ in 0..helping {
+                if !done.recv().map_err(|_| panicked())? {
+                    return Err(panicked());
+                }
+            }
+            let job = Arc::get_mut(&mut job).ok_or_else(panicked)?;
+            for slot in &mut job.parts[..chunks] {
+                let slot = slot.get_mut().map_err(|_| panicked())?;
+                let part = std::mem::replace(slot, Ok(Part::default()))?;
+                written += part.write(limit - written, out)?;
+                // Its buffers serve the next batch.
+                *slot = Ok(part);
+            }
+            std::mem::swap(&mut job.items, &mut ahead);
         }
-        result
+        Ok(written)
     })
-}
-
-/// The calling thread's side: hands out batch k, merges batch k+1 while the workers render it,
-/// then writes batch k's parts in order.
-fn drive<T>(
-    items: &mut impl Iterator<Item = T>,
-    lanes: &[Lane<T>],
-    limit: u64,
-    out: &mut dyn Write,
-) -> io::Result<u64> {
-    let lost = || io::Error::other("a render worker stopped");
-    let mut written = 0u64;
-    let mut batch: Vec<Vec<T>> = lanes.iter().map(|_| Vec::new()).collect();
-    let mut ahead: Vec<Vec<T>> = lanes.iter().map(|_| Vec::new()).collect();
-    let mut parts: Vec<Part> = lanes.iter().map(|_| Part::default()).collect();
-    let mut pending = fill(items, &mut batch, batch_size(limit));
-    while pending > 0 && written < limit {
-        // No part needs to keep more than what is left to write.
-        let left = limit - written;
-        for (lane, (share, part)) in lanes.iter().zip(batch.drain(..).zip(parts.drain(..))) {
-            lane.jobs.send((share, part, left)).map_err(|_| lost())?;
-        }
-        // The next batch, sized as if every item in flight were kept.
-        let next = pending;
-        pending = fill(
-            items,
-            &mut ahead,
-            batch_size(left.saturating_sub(next as u64)),
-        );
-        for lane in lanes {
-            let (share, part) = lane.done.recv().map_err(|_| lost())??;
-            written += part.write(limit - written, out)?;
-            batch.push(share);
-            parts.push(part);
-        }
-        std::mem::swap(&mut batch, &mut ahead);
-    }
-    Ok(written)
-}
-
-/// One printer: render and write batch by batch on the calling thread.
-fn render_serial<P, T>(
-    mut items: impl Iterator<Item = T>,
-    printer: &mut P,
-    render: &Render<'_, P, T>,
-    limit: u64,
-    out: &mut dyn Write,
-) -> io::Result<u64> {
-    let mut written = 0u64;
-    let mut share = [Vec::new()];
-    let mut part = Part::default();
-    while written < limit && fill(&mut items, &mut share, batch_size(limit - written)) > 0 {
-        part.render(printer, &share[0], render, limit - written)?;
-        written += part.write(limit - written, out)?;
-    }
-    Ok(written)
 }
 
 #[cfg(test)]
@@ -230,5 +247,38 @@ mod tests {
                 assert_eq!(written, want.lines().count() as u64);
             }
         }
+    }
+
+    /// A worker whose render panics makes the stream fail with an error, never hang waiting for
+    /// it nor take the calling thread down.
+    #[test]
+    fn a_panicking_worker_is_an_error() {
+        use std::sync::atomic::AtomicBool;
+        use std::time::{Duration, Instant};
+        // Printer 1 is the worker's: it panics on its first item. Printer 0, the calling
+        // thread's, waits for that before rendering, so that the worker surely has a chunk.
+        let mut printers: Vec<u64> = vec![0, 1];
+        let worker_started = AtomicBool::new(false);
+        let render = |me: &mut u64, item: &u64, buf: &mut Vec<u8>| {
+            if *me == 1 {
+                worker_started.store(true, Ordering::SeqCst);
+                panic!("a worker's render panicked");
+            }
+            let since = Instant::now();
+            while !worker_started.load(Ordering::SeqCst) {
+                assert!(
+                    since.elapsed() < Duration::from_secs(60),
+                    "no worker rendered"
+                );
+                std::thread::yield_now();
+            }
+            buf.extend_from_slice(format!("{item}\n").as_bytes());
+            Ok(true)
+        };
+        let mut out = Vec::new();
+        let n = 2 * BATCH as u64;
+        let r = render_stream(0..n, &mut printers, &render, u64::MAX, &mut out);
+        let e = r.expect_err("the worker panicked");
+        assert!(e.to_string().contains("panicked"), "{e}");
     }
 }

@@ -633,14 +633,21 @@ fn json_str(out: &mut Vec<u8>, raw: &[u8], scratch: &mut Vec<u8>) {
 /// A JSON string of text already escaped for a terminal (subsystem names are, when read).
 fn json_quoted(out: &mut Vec<u8>, text: &[u8]) {
     out.push(b'"');
-    for &c in text {
-        match c {
+    let mut rest = text;
+    // Plain runs are copied whole; only the bytes JSON must escape are looked at one by one.
+    while let Some(at) = rest
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+    {
+        out.extend_from_slice(&rest[..at]);
+        match rest[at] {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
-            0..=0x1f => out.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
-            _ => out.push(c),
+            c => out.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
         }
+        rest = &rest[at + 1..];
     }
+    out.extend_from_slice(rest);
     out.push(b'"');
 }
 
@@ -765,5 +772,44 @@ mod tests {
             "{text}"
         );
         assert_eq!(marks, ["event_unknown"]);
+    }
+
+    /// Hex as `report::Hex` writes it: no leading zeros, one `0` for zero, every width.
+    #[test]
+    fn hex_has_no_leading_zeros_at_any_width() {
+        for v in [
+            0,
+            1,
+            0xf,
+            0x10,
+            0xabc,
+            u64::from(u32::MAX),
+            1 << 63,
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            push_hex(&mut out, v);
+            assert_eq!(out, format!("{v:x}").as_bytes());
+            out.clear();
+            push_hex_str(&mut out, v);
+            assert_eq!(out, format!("\"0x{v:x}\"").as_bytes());
+        }
+    }
+
+    /// A quoted string escapes what JSON must and copies the rest.
+    #[test]
+    fn json_strings_escape_quotes_backslashes_and_controls() {
+        for (text, want) in [
+            (&b""[..], r#""""#),
+            (b"plain", r#""plain""#),
+            (b"\"", r#""\"""#),
+            (b"a\\b", r#""a\\b""#),
+            (b"\x01x\n\"\x1f", r#""\u0001x\u000a\"\u001f""#),
+            (b"end\\", r#""end\\""#),
+        ] {
+            let mut out = Vec::new();
+            json_quoted(&mut out, text);
+            assert_eq!(String::from_utf8_lossy(&out), want);
+        }
     }
 }

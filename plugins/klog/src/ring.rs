@@ -521,13 +521,9 @@ impl<'a> Cursor<'a> {
         self
     }
 
-    /// The slot with sequence number `seq` (which may be one older than the records yielded).
-    fn slot(&mut self, seq: u64) -> Result<[u64; 8], Unreadable> {
-        let in_chunk = seq >= self.chunk_lo && seq < self.chunk_lo + self.chunk.len() as u64;
-        if !in_chunk {
-            self.fill(seq);
-        }
-        self.chunk[(seq - self.chunk_lo) as usize].clone()
+    /// Whether the chunk read ahead holds the slot with sequence number `seq`.
+    fn holds(&self, seq: u64) -> bool {
+        seq >= self.chunk_lo && seq < self.chunk_lo + self.chunk.len() as u64
     }
 
     /// Reads the chunk around `seq` that the walk needs next, with one older record for the
@@ -568,13 +564,21 @@ impl<'a> Cursor<'a> {
         self.bytes = bytes;
     }
 
+    /// The record with sequence number `seq`, judged beside the slot before it.
     fn record(&mut self, seq: u64) -> Record {
-        let slot = self.slot(seq);
-        let older = if seq > self.ring.first_seq() {
-            self.slot(seq - 1).ok()
-        } else {
-            None
+        let has_older = seq > self.ring.first_seq();
+        if !self.holds(seq) || (has_older && !self.holds(seq - 1)) {
+            // A fill around `seq` holds the slot before it too.
+            self.fill(seq);
+        }
+        let at = |s: u64| (s - self.chunk_lo) as usize;
+        let slot = match &self.chunk[at(seq)] {
+            Ok(words) => Ok(*words),
+            Err(e) => Err(e.clone()),
         };
+        let older = has_older
+            .then(|| self.chunk[at(seq - 1)].as_ref().ok().copied())
+            .flatten();
         classify(self.ring, seq, slot, older, self.floor)
     }
 
@@ -601,6 +605,16 @@ impl<'a> Cursor<'a> {
         None
     }
 
+    /// Fills the window: WINDOW records beyond the next, or as many as the ring has left.
+    fn read_ahead(&mut self) {
+        while self.window.len() <= WINDOW {
+            match self.next_in_ring() {
+                Some(rec) => self.insert(rec),
+                None => break,
+            }
+        }
+    }
+
     /// Puts `rec` in the window at its place in clock order; nearly always the back.
     fn insert(&mut self, rec: Record) {
         let key = (rec.sort_clock, rec.seq);
@@ -617,7 +631,12 @@ impl<'a> Cursor<'a> {
         {
             at -= 1;
         }
-        self.window.insert(at, rec);
+        if at == self.window.len() {
+            // The common case, without insert's general moves.
+            self.window.push_back(rec);
+        } else {
+            self.window.insert(at, rec);
+        }
     }
 }
 
@@ -703,13 +722,15 @@ impl Iterator for Cursor<'_> {
     /// Records in clock order: read ahead by WINDOW and reordered, so that neighbours written
     /// out of order by several processors come out most recent (or oldest) first all the same.
     fn next(&mut self) -> Option<Record> {
-        while self.window.len() <= WINDOW {
-            match self.next_in_ring() {
-                Some(rec) => self.insert(rec),
-                None => break,
-            }
-        }
+        self.read_ahead();
         self.window.pop_front()
+    }
+}
+
+impl kcrash_plugin::PeekKey for Cursor<'_> {
+    fn peek_key(&mut self) -> Option<(u64, u64, usize)> {
+        self.read_ahead();
+        self.window.front().map(kcrash_plugin::Keyed::key)
     }
 }
 
