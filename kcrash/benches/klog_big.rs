@@ -82,7 +82,7 @@ fn klog_big(c: &mut Criterion) {
             &logs,
             &session,
             &select,
-            true,
+            None,
             &mut io::sink(),
             &mut io::sink(),
             Paint::default(),

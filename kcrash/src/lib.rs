@@ -11,6 +11,7 @@ pub use kcrash_plugin::escape;
 pub mod export;
 pub mod expr;
 pub mod interrupt;
+pub mod lanes;
 pub use kcrash_klog as klog;
 pub mod linux;
 pub use kcrash_plugin::memory;

@@ -13,6 +13,7 @@ pub static DECODERS: &[&dyn Decoder] = &[
     &kcrash_dprobes::DECODER,
     &kcrash_qnx::DECODER,
     &kcrash_klogger::DECODER,
+    &kcrash_ftrace::DECODER,
 ];
 
 /// Every schema file syntax, kcrash's own first; a file is read in the first that claims it.

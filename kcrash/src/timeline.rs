@@ -5,21 +5,19 @@
 //! logs are merged in nanoseconds, each converted by its own clock rate; a log whose rate is not
 //! known cannot be placed among the others and is left out, with a note.
 //!
-//! Each ring is read, filtered and rendered a batch at a time on a thread of its own, so rings
-//! are decoded and printed in parallel; the calling thread only merges the rendered lines by
-//! their keys, as `klog 0` merges records (a heap holding one line per ring). Memory stays
-//! bounded by a few batches per ring, whatever the logs' length.
+//! Each ring is read, filtered and rendered a batch at a time on a thread of its own, and the
+//! calling thread merges the rendered lines by their keys (`lanes.rs`). Memory stays bounded
+//! by a few batches per ring, whatever the logs' length.
 
-use std::collections::BinaryHeap;
-use std::io::{self, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver};
 
 use anyhow::{bail, Context as _, Result};
 use kcrash_plugin::{Clock, Event, Log, Memory, Order};
 use regex::bytes::Regex;
 
 use crate::event_view::{write_line, EventView, RingPrefix};
+use crate::lanes::{self, Batch, Batches};
 use crate::paint::Paint;
 use crate::report;
 use crate::schemata::{Reader, Schematized};
@@ -52,27 +50,6 @@ pub struct Select {
     /// Events as their decoder reads them: no schema names or types their fields.
     #[arg(long)]
     pub raw: bool,
-}
-
-/// Events rendered per batch: large enough to amortise the hand-over between threads, small
-/// enough that every ring's batches stay in memory together.
-const BATCH: usize = 1024;
-/// The smallest batch, for a short `-n`.
-const MIN_BATCH: usize = 16;
-/// Rings read on threads of their own at most; beyond, the calling thread reads them.
-const MAX_THREADS: usize = 64;
-
-/// Where a line goes in the merged stream: (time, place in its ring, stream), compared in that
-/// order and bitwise inverted for oldest-first, so that the max-heap's top is the next line.
-type Key = (u64, u64, usize);
-
-/// A ring's next rendered lines, in its order.
-#[derive(Default)]
-struct Batch {
-    keys: Vec<Key>,
-    /// Where each line ends in `bytes`.
-    ends: Vec<usize>,
-    bytes: Vec<u8>,
 }
 
 /// How one ring's kept events become bytes in the merged stream: a text or JSON line, or an
@@ -191,19 +168,15 @@ struct Producer<'a, 'r> {
     stream: usize,
     plan: &'r Plan<'r>,
     emit: Box<dyn Emit + 'r>,
-    batch_size: usize,
-    /// Set when the merge has written all it will: the rings' threads stop reading.
-    done: &'r AtomicBool,
 }
 
-impl Producer<'_, '_> {
-    /// The next batch of kept lines; an empty one when the ring has no more.
-    fn next_batch(&mut self) -> Batch {
+impl Batches for Producer<'_, '_> {
+    fn next_batch(&mut self, size: usize, done: &AtomicBool) -> Batch {
         let mut b = Batch::default();
         let plan = self.plan;
         // A batch of kept lines, or the ring's end; filtered-out events do not count.
-        while b.ends.len() < self.batch_size {
-            if self.done.load(Ordering::Relaxed) || crate::interrupt::requested() {
+        while b.lines() < size {
+            if done.load(Ordering::Relaxed) || crate::interrupt::requested() {
                 break;
             }
             let (log, mem, ring, order) = (self.log, self.mem, self.ring, plan.order);
@@ -224,64 +197,28 @@ impl Producer<'_, '_> {
             {
                 continue;
             }
-            let key = (time, event.seq, self.stream);
-            b.keys.push(match plan.order {
-                Order::NewestFirst => key,
-                Order::OldestFirst => (!key.0, !key.1, !key.2),
-            });
-            b.ends.push(b.bytes.len());
+            b.push((time, event.seq, self.stream), plan.order);
         }
         b
     }
 }
 
-/// A ring as the merge sees it: its current batch and where the rest comes from.
-struct Lane<'a, 'r> {
-    batch: Batch,
-    at: usize,
-    source: Source<'a, 'r>,
-}
-
-enum Source<'a, 'r> {
-    /// A thread renders the ring ahead of the merge.
-    Thread(Receiver<Batch>),
-    /// The calling thread renders it when the merge needs it.
-    Inline(Producer<'a, 'r>),
-}
-
-impl Lane<'_, '_> {
-    /// The key of the ring's next line, fetching its next batch when the current one is done.
-    fn key(&mut self) -> Option<Key> {
-        if self.at == self.batch.keys.len() {
-            self.batch = match &mut self.source {
-                Source::Thread(rx) => rx.recv().unwrap_or_default(),
-                Source::Inline(p) => p.next_batch(),
-            };
-            self.at = 0;
-        }
-        self.batch.keys.get(self.at).copied()
-    }
-
-    /// Writes the ring's next line.
-    fn write(&mut self, out: &mut Vec<u8>) {
-        let start = self.at.checked_sub(1).map_or(0, |i| self.batch.ends[i]);
-        out.extend_from_slice(&self.batch.bytes[start..self.batch.ends[self.at]]);
-        self.at += 1;
-    }
-}
-
-/// Prints the events of `logs` that `select` keeps, merged by time; `show_log` puts each event's
-/// log on its text line. Says on `err` which logs cannot be merged and when nothing was kept.
+/// Prints the events of `logs` that `select` (and `keep`, a command's own filter) keeps, merged
+/// by time; with several logs each text line names its event's log. Says on `err` which logs
+/// cannot be merged and when nothing was kept.
 pub fn print<'a>(
     logs: &[&'a dyn Log],
     session: &'a Session<'_>,
     select: &Select,
-    show_log: bool,
+    keep: Option<&'a (dyn Fn(&Event<'_>) -> bool + Sync)>,
     out: &mut dyn Write,
     err: &mut dyn Write,
     paint: Paint,
 ) -> Result<u64> {
-    let plan = Plan::new(logs, session.schema_reader(false), select, err)?;
+    // With several logs, each line says whose event it is.
+    let show_log = logs.len() > 1;
+    let mut plan = Plan::new(logs, session.schema_reader(false), select, err)?;
+    plan.keep = keep;
     let lines = |log: &'a dyn Log, ring: usize, _: usize| -> Box<dyn Emit + '_> {
         Box::new(Lines {
             plan: &plan,
@@ -314,9 +251,7 @@ pub fn stream<'a, 'r>(
 where
     'a: 'r,
 {
-    let batch_size = plan.limit.clamp(MIN_BATCH as u64, BATCH as u64) as usize;
-    let done = AtomicBool::new(false);
-    let mut producers = Vec::new();
+    let mut producers: Vec<Box<dyn Batches + 'r>> = Vec::new();
     for &log in &plan.logs {
         for (r, ring) in log.rings().iter().enumerate() {
             // Every ring is read, whatever --cpu says: which rings a processor writes is the
@@ -325,7 +260,7 @@ where
                 continue;
             }
             let stream = producers.len();
-            producers.push(Producer {
+            producers.push(Box::new(Producer {
                 events: None,
                 mem,
                 ring: r,
@@ -333,81 +268,10 @@ where
                 stream,
                 plan,
                 emit: make(log, r, stream),
-                batch_size,
-                done: &done,
-            });
+            }));
         }
     }
-    let shown = std::thread::scope(|s| {
-        let threaded = producers.len() <= MAX_THREADS;
-        let lanes: Vec<Lane<'_, '_>> = producers
-            .into_iter()
-            .map(|mut p| {
-                let source = if threaded {
-                    // Two batches ahead at most: the thread waits for the merge beyond that.
-                    let (tx, rx) = sync_channel(2);
-                    s.spawn(move || loop {
-                        let b = p.next_batch();
-                        let done = b.keys.is_empty();
-                        if tx.send(b).is_err() || done {
-                            break;
-                        }
-                    });
-                    Source::Thread(rx)
-                } else {
-                    // Every ring's batch waits in memory for the merge: keep them small.
-                    p.batch_size = p.batch_size.min(MIN_BATCH);
-                    Source::Inline(p)
-                };
-                Lane {
-                    batch: Batch::default(),
-                    at: 0,
-                    source,
-                }
-            })
-            .collect();
-        let shown = merge(lanes, plan.limit, out);
-        // The merge dropped the lanes, closing the channels; a thread still reading stops.
-        done.store(true, Ordering::Relaxed);
-        shown
-    })?;
-    crate::interrupt::check()?;
-    Ok(shown)
-}
-
-/// Writes up to `limit` lines of the lanes in key order; returns how many. Ctrl-C stops it.
-fn merge(mut lanes: Vec<Lane<'_, '_>>, limit: u64, out: &mut dyn Write) -> io::Result<u64> {
-    let mut heap = BinaryHeap::with_capacity(lanes.len());
-    for (i, lane) in lanes.iter_mut().enumerate() {
-        if let Some(k) = lane.key() {
-            heap.push((k, i));
-        }
-    }
-    let mut buf = Vec::with_capacity(1 << 16);
-    let mut shown = 0;
-    while shown < limit {
-        let Some(mut top) = heap.peek_mut() else {
-            break;
-        };
-        let lane = &mut lanes[top.1];
-        lane.write(&mut buf);
-        shown += 1;
-        match lane.key() {
-            Some(k) => top.0 = k,
-            None => {
-                std::collections::binary_heap::PeekMut::pop(top);
-            }
-        }
-        if buf.len() >= 1 << 16 {
-            out.write_all(&buf)?;
-            buf.clear();
-            if crate::interrupt::requested() {
-                break;
-            }
-        }
-    }
-    out.write_all(&buf)?;
-    Ok(shown)
+    lanes::merge(producers, plan.limit, out)
 }
 
 /// A time given on the command line (`--since`, `--until`) in ticks: seconds times the clock rate

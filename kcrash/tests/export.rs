@@ -740,7 +740,9 @@ fn a_linux_guests_timeline_marks_its_panic_and_holds_the_modules_log() {
         .iter()
         .any(|t| t.starts_with("time relative to the panic")));
     assert!(
-        texts.iter().any(|t| t.ends_with("events of KLog, printk")),
+        texts
+            .iter()
+            .any(|t| t.ends_with("events of KLog, printk, ftrace")),
         "{texts:?}"
     );
     for lane in ["KLog SCHED", "KLog FS", "printk"] {
@@ -754,9 +756,15 @@ fn a_linux_guests_timeline_marks_its_panic_and_holds_the_modules_log() {
         .as_str()
         .is_some_and(|r| !r.is_empty()));
     assert_eq!(doc["release"], doc["attributes"]["kcrash.kernel_release"]);
-    let (klog, printk): (Vec<_>, Vec<_>) = perfetto_events(&doc, test)
+    let (klog, others): (Vec<_>, Vec<_>) = perfetto_events(&doc, test)
         .into_iter()
         .partition(|e| e.parent.as_deref() == Some("KLog"));
+    // The guest traced with ftrace while the module ran: its rings are the third log.
+    let (printk, ftrace): (Vec<_>, Vec<_>) = others
+        .into_iter()
+        .partition(|e| e.parent.as_deref() == Some("printk"));
+    assert!(!ftrace.is_empty());
+    assert!(ftrace.iter().all(|e| e.parent.as_deref() == Some("ftrace")));
     let checked = check_against_oracle(test, klog, &expected, &klog_schemata());
     assert!(checked > 100, "{checked} KLog records");
     // The console's `[    2.574425] Kernel panic - not syncing: ...`, to the microsecond.

@@ -56,7 +56,7 @@ pub fn run(cx: &mut Context<'_, '_>, decoder: &dyn Decoder, argv: &[String]) -> 
             &[log],
             cx.session,
             &args.select,
-            false,
+            None,
             cx.out,
             cx.err,
             cx.paint,

@@ -31,6 +31,7 @@ pub mod sym;
 pub mod sys;
 pub mod task;
 pub mod timeline;
+pub mod trace;
 pub mod types;
 
 use std::collections::BTreeMap;
@@ -154,6 +155,14 @@ pub const COMMANDS: &[Command] = &[
         help: clap_help::<klog::Args>,
         options: clap_options::<klog::Args>,
         run: klog::run,
+    },
+    Command {
+        name: "trace",
+        aliases: &[],
+        summary: "Linux's ftrace ring buffers, as trace-cmd report: trace [-n N] [--cpu N] [--instance NAME] [--dat FILE] [--json] [-s]",
+        help: clap_help::<trace::Args>,
+        options: clap_options::<trace::Args>,
+        run: trace::run,
     },
     Command {
         name: "timeline",

@@ -59,12 +59,11 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         export::run(&args.exports, &logs, session, select, None, cx.out, cx.err)?;
         return Ok(Flow::Continue);
     }
-    let multi = logs.len() > 1;
     timeline::print(
         &logs,
         cx.session,
         &args.select,
-        multi,
+        None,
         cx.out,
         cx.err,
         cx.paint,

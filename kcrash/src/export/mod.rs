@@ -393,7 +393,7 @@ pub fn run<'a>(
         identity: &identity,
     };
     for (format, path) in wanted {
-        let mut file = Output::create(path, format)?;
+        let mut file = Output::create(path, format.describe())?;
         let shown = match format {
             Format::Perfetto => perfetto::write(&source, &mut file),
             Format::ChromeJson => chrome::write(&source, &mut file),
@@ -464,8 +464,23 @@ pub struct Output {
     what: &'static str,
 }
 
+/// Writes a file of `what` (a trace.dat, ...) to `path` with `write`, as the exports are
+/// written: never over a file the session reads, never half (a temporary file renamed into
+/// place when `write` succeeds). Returns what `write` returned and the file's size.
+pub fn write_file<T>(
+    path: &Path,
+    what: &'static str,
+    session: &Session<'_>,
+    write: impl FnOnce(&mut dyn Write) -> Result<T>,
+) -> Result<(T, u64)> {
+    check_destination(path, session)?;
+    let mut file = Output::create(path, what)?;
+    let done = write(&mut file).with_context(|| format!("{}: {what}", path.display()))?;
+    Ok((done, file.finish()?))
+}
+
 impl Output {
-    fn create(path: &Path, format: Format) -> Result<Output> {
+    fn create(path: &Path, what: &'static str) -> Result<Output> {
         let tmp = tempfile::Builder::new()
             .prefix(".kcrash-export-")
             .suffix(".part")
@@ -477,7 +492,7 @@ impl Output {
             bytes: 0,
             started: Instant::now(),
             progress: None,
-            what: format.describe(),
+            what,
         })
     }
 
@@ -609,13 +624,13 @@ mod tests {
         let dest = dir.path().join("t.pftrace");
         std::fs::write(&dest, b"old").unwrap();
         let files = || std::fs::read_dir(dir.path()).unwrap().count();
-        let mut out = Output::create(&dest, Format::Perfetto).unwrap();
+        let mut out = Output::create(&dest, Format::Perfetto.describe()).unwrap();
         out.write_all(&[7; 100_000]).unwrap();
         assert_eq!(files(), 2, "the destination and the temporary file");
         drop(out);
         assert_eq!(std::fs::read(&dest).unwrap(), b"old");
         assert_eq!(files(), 1);
-        let mut out = Output::create(&dest, Format::Perfetto).unwrap();
+        let mut out = Output::create(&dest, Format::Perfetto.describe()).unwrap();
         out.write_all(b"new").unwrap();
         assert_eq!(out.finish().unwrap(), 3);
         assert_eq!(std::fs::read(&dest).unwrap(), b"new");

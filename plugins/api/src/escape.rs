@@ -16,6 +16,17 @@ pub fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
     escape_slow(bytes, out);
 }
 
+/// As [`escape_into`], but a tab is kept as a tab: for a message whose own layout uses tabs
+/// (as some of the kernel's trace formats do), printed where a tab is only whitespace.
+pub fn escape_keeping_tabs_into(bytes: &[u8], out: &mut Vec<u8>) {
+    for (i, piece) in bytes.split(|&b| b == b'\t').enumerate() {
+        if i > 0 {
+            out.push(b'\t');
+        }
+        escape_into(piece, out);
+    }
+}
+
 fn escape_slow(bytes: &[u8], out: &mut Vec<u8>) {
     let mut i = 0;
     while i < bytes.len() {
@@ -78,5 +89,12 @@ mod tests {
             escaped(b"A\x1b[2J\nfake line\x7f\\ \xff caf\xc3\xa9"),
             "A\\x1b[2J\\nfake line\\x7f\\\\ \\xff caf\u{e9}"
         );
+    }
+
+    #[test]
+    fn a_line_keeps_its_tabs_and_nothing_else() {
+        let mut out = Vec::new();
+        escape_keeping_tabs_into(b"mt_find\tNode\n\x1b", &mut out);
+        assert_eq!(out, b"mt_find\tNode\\n\\x1b");
     }
 }

@@ -1,7 +1,7 @@
 //! Writes seed inputs made from real dumps and images: `seeds OUT` fills OUT/klog, OUT/printf,
 //! OUT/expr_parse, OUT/expr_eval, OUT/expr_dwarf, OUT/linux, OUT/shell_line, OUT/dprobes,
 //! OUT/qnx, OUT/klogger, OUT/schema_file, OUT/schema_klogger, OUT/schema_qnx,
-//! OUT/schema_dprobes and OUT/unwind_cfi, from the corpus, the gcc fixtures, the small text files under
+//! OUT/schema_dprobes, OUT/unwind_cfi and OUT/ftrace, from the corpus, the gcc fixtures, the small text files under
 //! kcrash/fuzz/seeds and the schema files the decoders ship. Run by `.ci/fuzz` before fuzzing; nothing it writes is committed.
 
 use std::collections::HashMap;
@@ -38,6 +38,7 @@ fn main() {
     files("plugins/qnx/schemas", &out.join("schema_qnx"));
     files("plugins/dprobes/schemas", &out.join("schema_dprobes"));
     unwind_cfi(&out.join("unwind_cfi"));
+    files("kcrash/fuzz/seeds/ftrace", &out.join("ftrace"));
 }
 
 /// The hosted C program's crashes: its image, and up to 16 KiB of the stack from the first frame the
