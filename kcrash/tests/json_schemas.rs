@@ -266,6 +266,19 @@ fn linux_outputs_match_their_schemas() {
     common_commands(&files, LINUX);
 }
 
+#[test]
+fn arm64_outputs_match_their_schemas() {
+    let Some((_, dumps)) = linux::arm64::guest_dumps("arm64_outputs_match_their_schemas") else {
+        return;
+    };
+    for dump in dumps {
+        let files = [dump];
+        let sys = check(&files, "sys --json", "sys", Shape::Document);
+        assert!(sys[0]["stops"][0]["pc"].is_string(), "{}", sys[0]);
+        check(&files, "log --json", "log", Shape::Lines);
+    }
+}
+
 /// The schemas hold what they promise: a real record passes, and the same record with an
 /// address as a number, without its version, or with a field the schema does not know fails.
 #[test]

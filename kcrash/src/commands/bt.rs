@@ -278,6 +278,10 @@ struct Start {
 pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(argv)?;
     let session = cx.session;
+    let machine = session.dump.machine();
+    if machine != dumpfmt::Machine::X86_64 {
+        bail!("unwinding {machine} stacks is not supported: kcrash's unwinders are x86_64's");
+    }
     let mut warnings = Vec::new();
     let all = unwind::contexts(session.dump, &mut warnings);
     let tasks = match session.linux {

@@ -101,6 +101,10 @@ impl Report for Line {
 
 pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(argv)?;
+    let machine = cx.session.dump.machine();
+    if machine != dumpfmt::Machine::X86_64 {
+        bail!("disassembling {machine} code is not supported: kcrash's disassembler is x86_64's");
+    }
     let start = address(cx.session, &args.what)?;
     let (count, end) = match args.count {
         Some(0) => bail!("COUNT must be at least 1"),

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use dumpfmt::{Dump, Format, PrStatus, QemuCpuState};
+use dumpfmt::{Dump, Format, Machine, PrStatus, QemuCpuState};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -37,17 +37,43 @@ pub struct Args {
 const NT_PRPSINFO: u32 = 3;
 const NT_SIGINFO: u32 = 0x5349_4749;
 
-/// One CPU or thread where the dump stopped it.
-#[derive(Serialize)]
+/// One CPU or thread where the dump stopped it. In JSON its registers go by their architecture's
+/// names: `rip`, `rip_symbol`, `rsp` and `cr2` on x86_64; `pc`, `pc_symbol` and `sp` on arm64.
 struct Stop {
     /// vCPU index, or the thread id.
     id: i64,
-    rip: Hex,
-    /// `name+off` of rip, when the image has a symbol there.
-    rip_symbol: Option<String>,
-    rsp: Hex,
-    /// CR2 (QEMU notes): the last page-fault address.
+    machine: Machine,
+    pc: Hex,
+    /// `name+off` of the pc, when the image has a symbol there.
+    pc_symbol: Option<String>,
+    sp: Hex,
+    /// CR2 (QEMU's x86 notes): the last page-fault address.
     cr2: Option<Hex>,
+}
+
+impl Stop {
+    /// The names of the program counter and stack pointer.
+    fn register_names(&self) -> (&'static str, &'static str) {
+        match self.machine {
+            Machine::X86_64 => ("rip", "rsp"),
+            Machine::Aarch64 => ("pc", "sp"),
+        }
+    }
+}
+
+impl Serialize for Stop {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (pc, sp) = self.register_names();
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry(pc, &self.pc)?;
+        map.serialize_entry(&format!("{pc}_symbol"), &self.pc_symbol)?;
+        map.serialize_entry(sp, &self.sp)?;
+        if self.machine == Machine::X86_64 {
+            map.serialize_entry("cr2", &self.cr2)?;
+        }
+        map.end()
+    }
 }
 
 /// A range of a process's memory read from a file.
@@ -61,18 +87,24 @@ struct Backed {
 
 impl Stop {
     /// From QEMU's CPU notes when there are any (they have CR2), else from NT_PRSTATUS.
-    fn all(qemu: &[QemuCpuState], prstatus: &[PrStatus], image: Option<&Image>) -> Vec<Stop> {
-        let stop = |id: i64, rip: u64, rsp: u64, cr2: Option<u64>| Stop {
+    fn all(
+        machine: Machine,
+        qemu: &[QemuCpuState],
+        prstatus: &[PrStatus],
+        image: Option<&Image>,
+    ) -> Vec<Stop> {
+        let stop = |id: i64, pc: u64, sp: u64, cr2: Option<u64>| Stop {
             id,
-            rip: Hex(rip),
-            rip_symbol: image.and_then(|i| describe(i, rip)),
-            rsp: Hex(rsp),
+            machine,
+            pc: Hex(pc),
+            pc_symbol: image.and_then(|i| describe(i, pc)),
+            sp: Hex(sp),
             cr2: cr2.map(Hex),
         };
         if qemu.is_empty() {
             prstatus
                 .iter()
-                .map(|p| stop(p.pid.into(), p.regs.rip(), p.regs.rsp(), None))
+                .map(|p| stop(p.pid.into(), p.regs.pc(), p.regs.sp(), None))
                 .collect()
         } else {
             qemu.iter()
@@ -170,6 +202,9 @@ impl Report {
             "Linux (the kernel's core dump or gdb gcore)"
         } else if !qemu.is_empty() {
             "QEMU dump-guest-memory (QEMU CPU-state notes)"
+        } else if dump.kdump_header().is_some_and(|h| h.machine == "Unknown") {
+            // makedumpfile copies the kernel's uname; QEMU names only the machines it knows.
+            "QEMU dump-guest-memory (kdump header's machine \"Unknown\")"
         } else if dump.kdump_header().is_some() {
             "kdump (makedumpfile)"
         } else if dump.format() == Format::Raw {
@@ -187,7 +222,7 @@ impl Report {
             facts.push(("machine", json!(escaped(h.machine.as_bytes()))));
             facts.push(("dump_level", json!(h.dump_level)));
         }
-        let stops = Stop::all(&qemu, &prstatus, session.image.as_deref());
+        let stops = Stop::all(dump.machine(), &qemu, &prstatus, session.image.as_deref());
         let cpus = match dump.kdump_header() {
             Some(h) if h.nr_cpus > 0 => h.nr_cpus as usize,
             _ => stops.len(),
@@ -303,16 +338,17 @@ impl report::Report for Report {
         }
         let what = if process { "THREAD" } else { "CPU" };
         for s in &self.stops {
+            let (pc, sp) = s.register_names();
             write!(
                 out,
-                "{:>12}: rip {} ",
+                "{:>12}: {pc} {} ",
                 paint.strong(format!("{what} {}", s.id)),
-                paint.addr(format_args!("{:#018x}", s.rip.0))
+                paint.addr(format_args!("{:#018x}", s.pc.0))
             )?;
-            if let Some(name) = &s.rip_symbol {
+            if let Some(name) = &s.pc_symbol {
                 write!(out, "({}) ", paint.name(name))?;
             }
-            write!(out, "rsp {:#018x}", s.rsp.0)?;
+            write!(out, "{sp} {:#018x}", s.sp.0)?;
             if let Some(cr2) = s.cr2 {
                 write!(out, " cr2 {:#018x}", cr2.0)?;
             }
@@ -481,8 +517,8 @@ fn kernel_panic(stops: &[Stop], linux: bool, message: Option<String>) -> String 
         }
     };
     if let Some(s) = stops.first() {
-        text.push_str(&format!("; CPU {} stopped at {:#x}", s.id, s.rip.0));
-        if let Some(name) = &s.rip_symbol {
+        text.push_str(&format!("; CPU {} stopped at {:#x}", s.id, s.pc.0));
+        if let Some(name) = &s.pc_symbol {
             text.push_str(&format!(" ({name})"));
         }
         if let Some(cr2) = s.cr2.filter(|&c| c.0 != 0) {

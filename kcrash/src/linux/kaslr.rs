@@ -101,6 +101,12 @@ pub fn banner_at(space: &AddressSpace<'_>, image: &Image, offset: u64) -> Option
 /// when it has none, through `init_top_pgt` found by looking for the banner in physical memory
 /// (which then joins `space`).
 pub fn search(dump: &Dump, space: &mut AddressSpace<'_>, image: &Image) -> Result<(u64, Found)> {
+    if dump.machine() != dumpfmt::Machine::X86_64 {
+        return Err(Error::Missing(format!(
+            "the dump has no VMCOREINFO, and kcrash finds a {} kernel's KASLR offset only there",
+            dump.machine()
+        )));
+    }
     if banner(image).is_none() {
         return Err(Error::Missing(format!(
             "{} has no linux_banner symbol in its file: cannot find the kernel in the dump",

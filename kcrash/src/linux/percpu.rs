@@ -25,14 +25,25 @@ impl PerCpu {
         if image.symbol("__per_cpu_offset").is_none() {
             return Ok(PerCpu { offsets: vec![0] });
         }
-        // The units that define the table and the count.
-        consult(kernel, &["setup_per_cpu_areas", "setup_nr_cpu_ids"]);
+        // The units that define the table and the count: x86 defines the table with its
+        // setup_per_cpu_areas, the other architectures in mm/percpu.c.
+        consult(
+            kernel,
+            &[
+                "setup_per_cpu_areas",
+                "pcpu_setup_first_chunk",
+                "setup_nr_cpu_ids",
+            ],
+        );
         let table = int(kernel, "&__per_cpu_offset")?;
         let cpus = int(kernel, "nr_cpu_ids")?;
         let room = int(
             kernel,
             "sizeof(__per_cpu_offset) / sizeof(__per_cpu_offset[0])",
         )?;
+        // A declaration without its bound (`extern unsigned long __per_cpu_offset[]`) has size
+        // 0: the bound is then unknown, not 0.
+        let room = if room == 0 { MAX_CPUS } else { room };
         if !(1..=room.min(MAX_CPUS)).contains(&cpus) {
             return Err(Error::Damaged(format!(
                 "nr_cpu_ids is {cpus}, not a CPU count (__per_cpu_offset has {room})"

@@ -184,7 +184,20 @@ impl<'d> Session<'d> {
                 });
             }
         }
-        let exe = exe_path.as_deref().map(|name| (name, path.clone()));
+        // QEMU's user-mode emulator writes no NT_FILE, and leaves out the read-only mappings
+        // that start with an ELF header: the image placed by AT_ENTRY is then the only file
+        // known to have been mapped.
+        let own_name = path.display().to_string();
+        let exe = if mappings.is_empty() && entry.is_some() {
+            mappings = process::image_mappings(&image, &own_name);
+            self.notes.push(format!(
+                "the core names no mapped files (no NT_FILE): {own_name}'s segments, placed by \
+                 AT_ENTRY, stand in where the core left out read-only memory"
+            ));
+            Some((own_name.as_str(), path.clone()))
+        } else {
+            exe_path.as_deref().map(|name| (name, path.clone()))
+        };
         let (file_backed, verdict) = FileBacked::new(
             &mappings,
             exe,

@@ -171,6 +171,25 @@ impl FileBacked {
     }
 }
 
+/// The file contents of `image`'s PT_LOAD segments where the process had them (its load bias
+/// applied), as NT_FILE would list them, under `name`.
+pub fn image_mappings(image: &symbols::Image, name: &str) -> Vec<FileMapping> {
+    image
+        .load_segments()
+        .iter()
+        .filter(|s| s.file_size > 0)
+        .map(|s| {
+            let start = s.vaddr.wrapping_add(image.load_bias());
+            FileMapping {
+                start,
+                end: start.saturating_add(s.file_size),
+                file_offset: s.file_offset,
+                path: name.to_owned(),
+            }
+        })
+        .collect()
+}
+
 /// The parts of `[start, end)` that no writable PT_LOAD of the core covers.
 fn unwritable(start: u64, end: u64, segments: &[Segment]) -> Vec<(u64, u64)> {
     let mut writable: Vec<(u64, u64)> = segments

@@ -43,7 +43,8 @@ pub fn contexts(dump: &Dump, warnings: &mut Vec<String>) -> Vec<Context> {
     dump.prstatus()
         .filter_map(|r| r.map_err(|e| warnings.push(e.to_string())).ok())
         .enumerate()
-        .map(|(index, p)| Context {
+        .filter_map(|(index, p)| Some((index, p.regs.x86_64()?.clone(), p)))
+        .map(|(index, regs, p)| Context {
             kind: if process {
                 Kind::Thread(p.pid)
             } else {
@@ -52,7 +53,7 @@ pub fn contexts(dump: &Dump, warnings: &mut Vec<String>) -> Vec<Context> {
                     pid: Some(p.pid),
                 }
             },
-            registers: Registers::from_user(&p.regs),
+            registers: Registers::from_user(&regs),
             signal: p.signal,
         })
         .collect()

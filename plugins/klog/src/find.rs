@@ -190,7 +190,9 @@ fn place<'d>(
     for source in cx.space().sources() {
         space.push(source.clone());
     }
-    if let Some(root) = d.parsed.page_table_root {
+    // The writer records CR3's value: an x86_64 table root.
+    let x86_64 = cx.dump().machine() == dumpfmt::Machine::X86_64;
+    if let Some(root) = d.parsed.page_table_root.filter(|_| x86_64) {
         space.push(Source::PageTables {
             walker: Arc::new(X86_64::new(false)),
             root,
