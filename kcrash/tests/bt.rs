@@ -346,6 +346,7 @@ fn fresh_cores_walk_as_gdb_walks_them_through_inlines_signals_and_threads() {
             scenario: "stacks",
             dir: &run_dir,
             timeout: Duration::from_secs(60),
+            emulator: None,
         };
         let core = match capture::crash_with(&run, how) {
             Ok(c) => c.core,

@@ -158,6 +158,15 @@ fn check_named(what: &str, got: &HashMap<(u64, u64), Value>, expected: &Expected
     checked
 }
 
+/// The objcopy that knows the image's machine: the host's, or binutils-aarch64-linux-gnu's for
+/// an arm64 one.
+fn objcopy_for(image: &Path) -> &'static str {
+    match kcrash_harness::dump::elf_machine(image).expect("the image") {
+        Some(object::elf::EM_AARCH64) => "aarch64-linux-gnu-objcopy",
+        _ => "objcopy",
+    }
+}
+
 /// A JSON decimal string as a number.
 fn dec(v: &Value) -> i128 {
     v.as_str()
@@ -194,7 +203,7 @@ fn every_corpus_dump_reads_alike_without_debug_information() {
             continue;
         }
         let stripped = dir.path().join(name.replace('/', "-"));
-        let status = std::process::Command::new("objcopy")
+        let status = std::process::Command::new(objcopy_for(image))
             .args([
                 "--strip-debug",
                 image.to_str().unwrap(),

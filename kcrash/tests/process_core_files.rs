@@ -80,6 +80,7 @@ fn core_of(exe: &Path, scenario: &str, how: Option<Capture>, test: &str) -> Opti
         scenario,
         dir: &dir,
         timeout: Duration::from_secs(60),
+        emulator: None,
     };
     let crashed: anyhow::Result<Crashed> = match how {
         Some(how) => capture::crash_with(&run, how),

@@ -1,9 +1,11 @@
 //! Running a test program to its crash and taking its core: the one Linux writes when it aborts,
-//! or, when Linux will not leave one where we can find it, gdb's gcore of the stopped process.
+//! or, when Linux will not leave one where we can find it, gdb's gcore of the stopped process; a
+//! program built for another architecture runs under QEMU's user-mode emulator, which writes
+//! the core itself.
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::fs::File;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -17,6 +19,9 @@ pub enum Capture {
     Kernel,
     /// The program stops itself (`--stop`); `gdb -batch -ex gcore` dumps it, then it is killed.
     Gcore,
+    /// The program aborts under QEMU's user-mode emulator, which writes the target's core
+    /// (`qemu_<program>_<date>-<time>_<pid>.core`) before it dies of the signal itself.
+    QemuUser,
 }
 
 impl Capture {
@@ -25,6 +30,7 @@ impl Capture {
         match self {
             Capture::Kernel => "elf-core",
             Capture::Gcore => "elf-core-gcore",
+            Capture::QemuUser => "elf-core-qemu-user",
         }
     }
 }
@@ -36,6 +42,8 @@ pub struct Run<'a> {
     /// Where console.log, stderr.log and core go; the program runs here.
     pub dir: &'a Path,
     pub timeout: Duration,
+    /// The user-mode emulator to run it under (a program built for another architecture).
+    pub emulator: Option<&'a str>,
 }
 
 /// What a run left in its directory.
@@ -60,8 +68,12 @@ impl std::fmt::Display for NoKernelCore {
 impl std::error::Error for NoKernelCore {}
 
 /// Runs the program and takes a kernel core; when Linux leaves none (core_pattern pipes to a
-/// program, RLIMIT_CORE's hard limit is 0, ...), runs it again and takes a gcore.
+/// program, RLIMIT_CORE's hard limit is 0, ...), runs it again and takes a gcore. Under an
+/// emulator, the emulator's core.
 pub fn crash(run: &Run) -> Result<Crashed> {
+    if run.emulator.is_some() {
+        return crash_with(run, Capture::QemuUser);
+    }
     match crash_with(run, Capture::Kernel) {
         Err(e) if e.downcast_ref::<NoKernelCore>().is_some() => {
             eprintln!("note: {e:#}; taking the core with gdb's gcore instead");
@@ -80,6 +92,7 @@ pub fn crash_with(run: &Run, capture: Capture) -> Result<Crashed> {
     match capture {
         Capture::Kernel => kernel_core(run, &core),
         Capture::Gcore => gcore(run, &core),
+        Capture::QemuUser => qemu_user_core(run, &core),
     }
 }
 
@@ -95,8 +108,30 @@ fn remove_if_present(path: &Path) -> Result<()> {
 fn spawn(run: &Run, extra: &[&str]) -> Result<Child> {
     let console = File::create(run.dir.join("console.log"))?;
     let stderr = File::create(run.dir.join("stderr.log"))?;
-    Command::new(run.program)
-        .arg(run.scenario)
+    let mut cmd = match run.emulator {
+        Some(emulator) => {
+            let mut cmd = Command::new(emulator);
+            cmd.arg(run.program);
+            // QEMU writes its core only if RLIMIT_CORE allows, which may be 0 here.
+            // SAFETY: the closure runs in the child between fork and exec and calls only
+            // setrlimit, which is async-signal-safe.
+            unsafe {
+                cmd.pre_exec(|| {
+                    let unlimited = libc::rlimit {
+                        rlim_cur: libc::RLIM_INFINITY,
+                        rlim_max: libc::RLIM_INFINITY,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_CORE, &unlimited) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                })
+            };
+            cmd
+        }
+        None => Command::new(run.program),
+    };
+    cmd.arg(run.scenario)
         .args(extra)
         .current_dir(run.dir)
         .stdin(Stdio::null())
@@ -142,6 +177,65 @@ fn kernel_core(run: &Run, core: &Path) -> Result<Crashed> {
         core: core.to_path_buf(),
         capture: Capture::Kernel,
         producer: format!("Linux core dump on SIGABRT (core_pattern {pattern:?})"),
+    })
+}
+
+fn qemu_user_core(run: &Run, core: &Path) -> Result<Crashed> {
+    let emulator = run
+        .emulator
+        .ok_or_else(|| anyhow!("{} has no emulator to run under", run.program.display()))?;
+    let found = |dir: &Path| -> Result<Vec<PathBuf>> {
+        let prefix = format!(
+            "qemu_{}_",
+            run.program
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+        );
+        Ok(std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                name.starts_with(&prefix) && name.ends_with(".core")
+            })
+            .collect())
+    };
+    for old in found(run.dir)? {
+        remove_if_present(&old)?;
+    }
+    let mut child = spawn(run, &[])?;
+    let pid = child.id();
+    let status = wait_with_timeout(&mut child, run.timeout)?;
+    if status.signal() != Some(libc::SIGABRT) {
+        return Err(program_failed(run, status));
+    }
+    // The host kernel may also have dumped the emulator itself: not the program's core.
+    let pattern = read_trimmed("/proc/sys/kernel/core_pattern")?;
+    let uses_pid = read_trimmed("/proc/sys/kernel/core_uses_pid")? == "1";
+    if !pattern.starts_with('|') {
+        if let Ok(host) = CoreName::new(&pattern, uses_pid, pid, Path::new(emulator)).find(run.dir)
+        {
+            remove_if_present(&host)?;
+        }
+    }
+    let mut cores = found(run.dir)?;
+    let Some(written) = cores.pop().filter(|_| cores.is_empty()) else {
+        bail!(
+            "{emulator} left {} cores for pid {pid} in {} (one expected)",
+            cores.len(),
+            run.dir.display()
+        );
+    };
+    move_file(&written, core)?;
+    let qemu = tools::find(emulator).ok_or_else(|| anyhow!("{emulator} is not on PATH"))?;
+    Ok(Crashed {
+        console: run.dir.join("console.log"),
+        core: core.to_path_buf(),
+        capture: Capture::QemuUser,
+        producer: format!(
+            "{} user-mode emulator's core on SIGABRT",
+            tools::version_line(&qemu)
+        ),
     })
 }
 

@@ -34,7 +34,7 @@ pub struct Memory<'a> {
 impl<'a> Memory<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Memory<'a>> {
         if Magic::identify(bytes) != Some(Magic::ElfCore) {
-            bail!("not a 64-bit little-endian x86_64 ELF core");
+            bail!("not a 64-bit little-endian x86_64 or AArch64 ELF core");
         }
         let file = ElfFile64::<Endianness>::parse(bytes).context("parsing the ELF core")?;
         let endian = file.endian();

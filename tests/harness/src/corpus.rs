@@ -55,7 +55,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 15] = [
+    pub const ALL: [Kernel; 17] = [
         Kernel::Qemu(KernelBuild::Bare),
         Kernel::Qemu(KernelBuild::BareBig),
         Kernel::Qemu(KernelBuild::BarePercpu),
@@ -71,6 +71,8 @@ impl Kernel {
         Kernel::Hosted(Program::HostedQnx),
         Kernel::Qemu(KernelBuild::BareKlogger),
         Kernel::Hosted(Program::HostedKlogger),
+        Kernel::Hosted(Program::HostedCArm64),
+        Kernel::Hosted(Program::HostedArm64),
     ];
 
     /// Whether its entries are the QNX trace ring's, read and checked by [`qnx`].
@@ -104,6 +106,8 @@ impl Kernel {
     pub fn tools(self) -> Vec<&'static str> {
         match self {
             Kernel::Qemu(_) => vec![tools::QEMU, tools::MAKEDUMPFILE],
+            // An emulated program's core is the emulator's: no gcore.
+            Kernel::Hosted(program) if program.emulator().is_some() => program.tools().to_vec(),
             Kernel::Hosted(program) => {
                 let mut needed = vec![tools::GDB];
                 needed.extend(program.tools());
@@ -131,6 +135,8 @@ impl Kernel {
     fn magic(self) -> Magic {
         match self {
             Kernel::Qemu(_) => Magic::ElfExec,
+            // Static, so that the emulator needs no libraries of its architecture.
+            Kernel::Hosted(program) if program.emulator().is_some() => Magic::ElfExec,
             Kernel::Hosted(_) => Magic::ElfDyn,
         }
     }
@@ -234,10 +240,13 @@ pub fn plan() -> Vec<Planned> {
         Program::HostedBigPercpu,
         Program::HostedDprobes,
         Program::HostedKlogger,
+        Program::HostedCArm64,
+        Program::HostedArm64,
     ] {
         for &scenario in program.scenarios() {
             add(Kernel::Hosted(program), scenario, false);
-            if program.committed() && GCORE_SCENARIOS.contains(&scenario) {
+            let gcore = program.committed() && program.emulator().is_none();
+            if gcore && GCORE_SCENARIOS.contains(&scenario) {
                 add(Kernel::Hosted(program), scenario, true);
             }
         }
@@ -554,6 +563,10 @@ pub fn crash_hosted(planned: &Planned, image: &Path, dir: &Path, gzip: bool) -> 
         scenario: planned.scenario,
         dir,
         timeout: planned.timeout(),
+        emulator: match planned.kernel {
+            Kernel::Hosted(program) => program.emulator(),
+            Kernel::Qemu(_) => None,
+        },
     };
     let crashed = if planned.gcore {
         capture::crash_with(&run, Capture::Gcore)
@@ -769,7 +782,8 @@ fn check_entry(
                 checked.klogger_dumps += 1;
             }
             Derived::Klog(expected) => {
-                if dump.magic == Magic::ElfCore.name() && kernel.magic == Magic::ElfDyn.name() {
+                let hosted = matches!(Kernel::from_name(&kernel.name), Some(Kernel::Hosted(_)));
+                if dump.magic == Magic::ElfCore.name() && hosted {
                     verify_core(&path, expected)?;
                     checked.cores += 1;
                 }

@@ -127,11 +127,11 @@ impl DumpFormat {
 /// What a file's first bytes say it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Magic {
-    /// ELF64 little-endian x86_64 ET_CORE.
+    /// ELF64 little-endian x86_64 or aarch64 ET_CORE.
     ElfCore,
-    /// ELF64 x86_64 ET_EXEC (a kernel image linked at fixed addresses).
+    /// ELF64 x86_64 or aarch64 ET_EXEC (a kernel image linked at fixed addresses).
     ElfExec,
-    /// ELF64 x86_64 ET_DYN (a position-independent executable: a hosted program).
+    /// ELF64 x86_64 or aarch64 ET_DYN (a position-independent executable: a hosted program).
     ElfDyn,
     /// makedumpfile flattened stream ("makedumpfile" signature, type 1, version 1).
     Flattened,
@@ -173,10 +173,12 @@ impl Magic {
         {
             return Some(Magic::Flattened);
         }
-        // e_ident: ELFCLASS64, ELFDATA2LSB; e_type @16, e_machine @18 (EM_X86_64 = 62).
+        // e_ident: ELFCLASS64, ELFDATA2LSB; e_type @16, e_machine @18: the machines
+        // the kernels, programs and guests run on.
+        let machines = [object::elf::EM_X86_64, object::elf::EM_AARCH64];
         if head.len() >= 20
             && head.starts_with(b"\x7fELF\x02\x01")
-            && head[18..20] == 62u16.to_le_bytes()
+            && machines.contains(&u16::from_le_bytes([head[18], head[19]]))
         {
             return match u16::from_le_bytes([head[16], head[17]]) {
                 4 => Some(Magic::ElfCore),
@@ -205,6 +207,16 @@ impl Magic {
             other => Ok(other),
         }
     }
+}
+
+/// An ELF file's `e_machine` (EM_X86_64, EM_AARCH64, ...), or None for a file too short to hold
+/// one or that is not ELF.
+pub fn elf_machine(path: &Path) -> Result<Option<u16>> {
+    let mut head = [0u8; 20];
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let n = read_head(file, &mut head).with_context(|| format!("reading {}", path.display()))?;
+    Ok((n == head.len() && head.starts_with(b"\x7fELF"))
+        .then(|| u16::from_le_bytes([head[18], head[19]])))
 }
 
 fn read_head(mut reader: impl Read, head: &mut [u8]) -> std::io::Result<usize> {

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod arch;
 pub mod capture;
 pub mod coredump;
 pub mod corpus;

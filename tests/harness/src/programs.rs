@@ -43,10 +43,16 @@ pub enum Program {
     HostedQnx,
     /// tests/kernels/hosted with the Klogger scenarios (feature klogger).
     HostedKlogger,
+    /// tests/kernels/hosted-c built for arm64 (aarch64-linux-gnu-gcc -static) and run under
+    /// QEMU's user-mode emulator, whose own core dump is the dump.
+    HostedCArm64,
+    /// tests/kernels/hosted built for arm64 (static, with the cross compiler as linker) and run
+    /// the same way.
+    HostedArm64,
 }
 
 impl Program {
-    pub const ALL: [Program; 9] = [
+    pub const ALL: [Program; 11] = [
         Program::Hosted,
         Program::HostedBig,
         Program::HostedC,
@@ -56,6 +62,8 @@ impl Program {
         Program::HostedDprobes,
         Program::HostedQnx,
         Program::HostedKlogger,
+        Program::HostedCArm64,
+        Program::HostedArm64,
     ];
 
     /// Name in the corpus layout and manifest.
@@ -70,6 +78,8 @@ impl Program {
             Program::HostedDprobes => "hosted-dprobes",
             Program::HostedQnx => "hosted-qnx",
             Program::HostedKlogger => "hosted-klogger",
+            Program::HostedCArm64 => "hosted-c-arm64",
+            Program::HostedArm64 => "hosted-arm64",
         }
     }
 
@@ -79,7 +89,9 @@ impl Program {
 
     pub fn scenarios(self) -> &'static [&'static str] {
         match self {
-            Program::Hosted | Program::HostedC => &SCENARIOS,
+            Program::Hosted | Program::HostedC | Program::HostedCArm64 | Program::HostedArm64 => {
+                &SCENARIOS
+            }
             Program::HostedBig | Program::HostedBigPercpu => &["big"],
             // Shared-ring scenarios that run unchanged on per-processor rings, and its own.
             Program::HostedPercpu | Program::HostedCPercpu => &["rings", "wrap", "percpu"],
@@ -99,6 +111,10 @@ impl Program {
     pub fn tools(self) -> &'static [&'static str] {
         match self {
             Program::HostedC | Program::HostedCPercpu => &[tools::GCC],
+            // The Rust build links with the cross compiler.
+            Program::HostedCArm64 | Program::HostedArm64 => {
+                &[tools::AARCH64_GCC, tools::QEMU_USER_AARCH64]
+            }
             Program::Hosted
             | Program::HostedBig
             | Program::HostedPercpu
@@ -112,25 +128,70 @@ impl Program {
     /// Cargo features of a Rust build; `None` for the C ones.
     fn cargo_features(self) -> Option<&'static str> {
         match self {
-            Program::Hosted | Program::HostedQnx => Some(""),
+            Program::Hosted | Program::HostedQnx | Program::HostedArm64 => Some(""),
             Program::HostedBig => Some("big-rings"),
             Program::HostedPercpu => Some("per-processor"),
             Program::HostedBigPercpu => Some("big-rings,per-processor"),
             Program::HostedDprobes => Some("dprobes"),
             Program::HostedKlogger => Some("klogger"),
-            Program::HostedC | Program::HostedCPercpu => None,
+            Program::HostedC | Program::HostedCPercpu | Program::HostedCArm64 => None,
+        }
+    }
+
+    /// The emulator that runs it on this machine, for a program built for another.
+    pub fn emulator(self) -> Option<&'static str> {
+        matches!(self, Program::HostedCArm64 | Program::HostedArm64)
+            .then_some(tools::QEMU_USER_AARCH64)
+    }
+
+    /// A Rust build for another machine: the target, and the environment that links it
+    /// statically with the cross compiler (so the emulator needs no libraries of that machine).
+    fn rust_target(self) -> Option<(&'static str, [(&'static str, &'static str); 2])> {
+        (self == Program::HostedArm64).then_some((
+            AARCH64_TARGET,
+            [
+                (
+                    "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
+                    tools::AARCH64_GCC,
+                ),
+                (
+                    "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS",
+                    "-C target-feature=+crt-static",
+                ),
+            ],
+        ))
+    }
+
+    /// The C compiler of a C build.
+    fn compiler(self) -> &'static str {
+        match self {
+            Program::HostedCArm64 => tools::AARCH64_GCC,
+            _ => tools::GCC,
         }
     }
 
     /// The command [`Program::build`] runs, for the manifest.
     pub fn build_command(self) -> String {
+        if let Some((target, env)) = self.rust_target() {
+            let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}='{v}'")).collect();
+            return format!(
+                "CARGO_PROFILE_RELEASE_DEBUG=2 {} {}",
+                env.join(" "),
+                cargo_line(&format!(" --target {target}"))
+            );
+        }
         match self.cargo_features() {
             Some("") => format!("CARGO_PROFILE_RELEASE_DEBUG=2 {}", cargo_line("")),
             Some(features) => format!(
                 "CARGO_PROFILE_RELEASE_DEBUG=2 {}",
                 cargo_line(&format!(" --features {features}"))
             ),
-            None => format!("gcc {} -o {}", self.gcc_args().join(" "), self.name()),
+            None => format!(
+                "{} {} -o {}",
+                self.compiler(),
+                self.gcc_args().join(" "),
+                self.name()
+            ),
         }
     }
 
@@ -157,11 +218,17 @@ impl Program {
                 if !features.is_empty() {
                     cmd.args(["--features", features]);
                 }
-                (cmd, out.join("release/hosted"))
+                match self.rust_target() {
+                    Some((target, env)) => {
+                        cmd.args(["--target", target]).envs(env);
+                        (cmd, out.join(target).join("release/hosted"))
+                    }
+                    None => (cmd, out.join("release/hosted")),
+                }
             }
             None => {
                 let exe = out.join(self.name());
-                let mut cmd = Command::new(tools::GCC);
+                let mut cmd = Command::new(self.compiler());
                 cmd.args(self.gcc_args()).arg("-o").arg(&gcc_output);
                 (cmd, exe)
             }
@@ -173,7 +240,7 @@ impl Program {
         if !status.success() {
             bail!("building {} failed ({status})", self.name());
         }
-        if matches!(self, Program::HostedC | Program::HostedCPercpu) {
+        if self.cargo_features().is_none() {
             std::fs::rename(&gcc_output, &exe).with_context(|| {
                 format!("renaming {} to {}", gcc_output.display(), exe.display())
             })?;
@@ -184,10 +251,12 @@ impl Program {
         Ok(exe)
     }
 
-    /// gcc's arguments for a C build: [`GCC_ARGS`], after the per-processor build's define.
+    /// gcc's arguments for a C build: [`GCC_ARGS`], after the per-processor build's define; the
+    /// arm64 build is static, so the emulator needs no arm64 libraries.
     fn gcc_args(self) -> Vec<&'static str> {
         let defines: &[&str] = match self {
             Program::HostedCPercpu => &["-DHOSTED_PER_PROCESSOR"],
+            Program::HostedCArm64 => &["-static"],
             _ => &[],
         };
         [defines, &GCC_ARGS].concat()
@@ -207,6 +276,9 @@ const GCC_ARGS: [&str; 9] = [
     "-Iklog-runtime/include",
     "tests/kernels/hosted-c/hosted.c",
 ];
+
+/// Rust's name for the arm64 Linux machine the arm64 programs are built for.
+const AARCH64_TARGET: &str = "aarch64-unknown-linux-gnu";
 
 fn cargo_line(features: &str) -> String {
     format!("cargo build --release --locked -p kcrash-hosted-kernel{features}")

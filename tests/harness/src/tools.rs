@@ -6,9 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub const QEMU: &str = "qemu-system-x86_64";
+pub const QEMU_AARCH64: &str = "qemu-system-aarch64";
 pub const MAKEDUMPFILE: &str = "makedumpfile";
 pub const GDB: &str = "gdb";
 pub const GCC: &str = "gcc";
+/// The arm64 cross compiler (package gcc-aarch64-linux-gnu).
+pub const AARCH64_GCC: &str = "aarch64-linux-gnu-gcc";
+/// QEMU's arm64 user-mode emulator (package qemu-user).
+pub const QEMU_USER_AARCH64: &str = "qemu-aarch64";
 
 /// Set (to 1) by CI: a missing tool fails the tests instead of skipping them.
 pub const REQUIRE_TOOLS: &str = "KCRASH_REQUIRE_TOOLS";

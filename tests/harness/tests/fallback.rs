@@ -26,6 +26,7 @@ fn no_kernel_core_falls_back_to_gcore() {
         scenario: "unfilled",
         dir: dir.path(),
         timeout: Duration::from_secs(60),
+        emulator: None,
     })
     .unwrap();
     assert_eq!(crashed.capture, Capture::Gcore);
