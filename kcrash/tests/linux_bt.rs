@@ -11,7 +11,7 @@ use std::process::Command;
 
 mod common;
 
-use common::linux::{crash, guest, kcrash, kcrash_on};
+use common::linux::{crash, crash_reads, guest, kcrash, kcrash_on};
 use kcrash_harness::run::stdout;
 use kcrash_harness::tools;
 use serde_json::Value;
@@ -223,7 +223,7 @@ fn the_panicking_stack_is_among_crashs_frames_and_its_user_registers_are_crashs(
     let Some(dir) = guest(test, &[dump, "vmlinux"]) else {
         return;
     };
-    if !tools::runs(test, "crash") {
+    if !crash_reads(test, &dir) {
         return;
     }
     let theirs = crash_bt(&crash(&dir, dump, "bt -a"));

@@ -1,6 +1,7 @@
 //! kcrash and drgn on the Linux guest's ELF dump: the log, symbols and the module's KLog agree. Setup: tests/common/linux.rs.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::process::Command;
 
 mod common;
@@ -14,9 +15,27 @@ fn log_symbols_and_the_modules_klog_agree_with_drgn() {
     let Some(dir) = guest("vs_drgn", &["vmcore.elf", "vmlinux", "klogtest.ko"]) else {
         return;
     };
-    if !tools::runs("vs_drgn", "drgn") {
-        return;
+    if tools::runs("vs_drgn", "drgn") {
+        agree_with_drgn(&dir);
     }
+}
+
+/// The same on the arm64 guest's dump, which drgn reads on this x86_64 host too.
+#[test]
+fn arm64_log_symbols_tasks_and_the_modules_klog_agree_with_drgn() {
+    let test = "arm64_vs_drgn";
+    let Some((dir, _)) = kcrash_harness::linux::arm64::finished(test) else {
+        return;
+    };
+    if tools::runs(test, "drgn") {
+        agree_with_drgn(&dir);
+    }
+}
+
+/// kcrash and drgn on `dir`'s vmcore.elf, vmlinux and klogtest.ko: the log's last 50 lines, two
+/// symbols, a KLog field and its name, and the task list (drgn's `for_each_task`, which leaves
+/// out the idle tasks `ps` lists, one per CPU).
+fn agree_with_drgn(dir: &Path) {
     let script = r#"
 from drgn.helpers.linux.printk import get_dmesg
 import sys
@@ -26,9 +45,12 @@ print("init_task %x" % prog.symbol("init_task").address)
 print("KLogs %x" % prog["KLogs"].address_)
 print("next_write %d" % prog["KLogs"][2].next_write)
 print("name %s" % prog["KLogs"][2].name.string_().decode())
+from drgn.helpers.linux.pid import for_each_task
+for t in for_each_task(prog):
+    print("task %d %s" % (t.pid, t.comm.string_().decode()))
 "#;
     let out = Command::new("drgn")
-        .current_dir(&dir)
+        .current_dir(dir)
         .args([
             "-q",
             "-c",
@@ -50,7 +72,7 @@ print("name %s" % prog["KLogs"][2].name.string_().decode())
     );
     let ours = stdout(
         &kcrash_on(
-            &dir,
+            dir,
             &["vmcore.elf", "vmlinux", "klogtest.ko"],
             &[
                 "log | tail -50",
@@ -100,4 +122,40 @@ print("name %s" % prog["KLogs"][2].name.string_().decode())
     assert_eq!(Some(ours[52]), theirs[52].strip_prefix("next_write "));
     let name = theirs[53].strip_prefix("name ").expect("name");
     assert_eq!(ours[53], format!("{:?}", name));
+    let mut drgn_tasks: Vec<(u64, String)> = theirs[54..]
+        .iter()
+        .filter_map(|l| {
+            let (pid, comm) = l.strip_prefix("task ")?.split_once(' ')?;
+            Some((pid.parse().ok()?, comm.to_owned()))
+        })
+        .collect();
+    let ps = stdout(
+        &kcrash_on(
+            dir,
+            &["vmcore.elf", "vmlinux", "klogtest.ko"],
+            &["ps --json"],
+        ),
+        "kcrash ps",
+    );
+    let ps: serde_json::Value = serde_json::from_str(&ps).expect("ps --json");
+    let mut kcrash_tasks: Vec<(u64, String)> = ps["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter(|t| {
+            !t["comm"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("swapper/"))
+        })
+        .map(|t| {
+            (
+                t["pid"].as_u64().unwrap(),
+                t["comm"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    drgn_tasks.sort();
+    kcrash_tasks.sort();
+    assert!(drgn_tasks.len() > 20, "drgn listed {drgn_tasks:?}");
+    assert_eq!(kcrash_tasks, drgn_tasks, "the task list");
 }

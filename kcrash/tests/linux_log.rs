@@ -3,9 +3,11 @@
 
 mod common;
 
-use common::linux::{console_kernel_lines, crash, dumps, guest, kcrash};
+use common::linux::{
+    assert_console_in_log, console_kernel_lines, crash, crash_reads, dumps, first_console_line,
+    guest, kcrash, split_level,
+};
 use kcrash_harness::run::stdout;
-use kcrash_harness::tools;
 
 /// crash's log lines with its indented later lines of a record given the record's prefix (its
 /// stamp and, with -m, level), as kcrash and the console print them.
@@ -73,37 +75,31 @@ fn log_holds_every_line_the_console_printed() {
     let console = console_kernel_lines(&dir);
     assert!(console.len() > 100, "the console printed the boot");
     for dump in dumps(&dir) {
-        // With the vmlinux (offsets from VMCOREINFO, levels from DWARF) and without it.
-        for with_image in [true, false] {
+        let log = |args: &[&str]| {
             let mut cmd = common::kcrash().command();
-            cmd.current_dir(&dir).args(["-s", "-c", "log", dump]);
-            if with_image {
-                cmd.arg("vmlinux");
-            }
-            let log = stdout(&cmd.output().expect("kcrash runs"), dump);
-            let log: Vec<&str> = log.lines().collect();
-            // The ring may have wrapped: the console's lines from the ring's first record on are
-            // all there, in order, and the last ones are the same.
-            let first = *log.first().expect("a record");
-            let from = console
-                .iter()
-                .position(|l| l == first)
-                .expect("the console printed the ring's oldest record");
-            let mut at = 0;
-            for want in &console[from..] {
-                match log[at..].iter().position(|l| l == want) {
-                    Some(i) => at += i + 1,
-                    None => {
-                        panic!("{dump}: the console's {want:?} is not in kcrash's log in order")
-                    }
-                }
-            }
-            assert_eq!(
-                log.last().copied(),
-                console.last().map(String::as_str),
-                "{dump}"
-            );
-        }
+            cmd.current_dir(&dir).args(["-s", "-c"]).args(args);
+            stdout(&cmd.output().expect("kcrash runs"), dump)
+        };
+        // With the vmlinux (offsets from VMCOREINFO, levels from DWARF) and without it: the same
+        // lines.
+        let (levels, lines): (Vec<u8>, Vec<String>) = log(&["log -m", dump, "vmlinux"])
+            .lines()
+            .map(split_level)
+            .unzip();
+        let plain = log(&["log", dump]);
+        assert_eq!(
+            plain.lines().collect::<Vec<_>>(),
+            lines,
+            "{dump}: log without vmlinux"
+        );
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let shown = first_console_line(dump, &lines, &console);
+        assert!(
+            levels[..shown].iter().all(|&l| l == 7),
+            "{dump}: the console did not print log's oldest lines, and not all are debug messages: {:?}",
+            &lines[..shown]
+        );
+        assert_console_in_log(dump, &lines[shown..], &console);
     }
 }
 
@@ -112,7 +108,7 @@ fn log_tail_agrees_with_crash() {
     let Some(dir) = guest("log_vs_crash", &["vmcore.elf", "vmlinux"]) else {
         return;
     };
-    if !tools::runs("log_vs_crash", "crash") {
+    if !crash_reads("log_vs_crash", &dir) {
         return;
     }
     let scratch = tempfile::tempdir().expect("a scratch directory");

@@ -3,9 +3,8 @@
 
 mod common;
 
-use common::linux::{console_kaslr, crash, guest, kcrash};
+use common::linux::{console_kaslr, crash, crash_reads, guest, kcrash};
 use kcrash_harness::run::stdout;
-use kcrash_harness::tools;
 
 #[test]
 fn symbols_and_variables_sit_at_their_kaslr_addresses() {
@@ -62,7 +61,7 @@ fn a_print_agrees_with_crash() {
     let Some(dir) = guest("print_vs_crash", &["vmcore.elf", "vmlinux"]) else {
         return;
     };
-    if !tools::runs("print_vs_crash", "crash") {
+    if !crash_reads("print_vs_crash", &dir) {
         return;
     }
     let theirs = crash(

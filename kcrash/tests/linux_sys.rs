@@ -3,9 +3,8 @@
 
 mod common;
 
-use common::linux::{console_kernel_lines, crash, guest, kcrash};
+use common::linux::{console_kernel_lines, crash, crash_reads, guest, kcrash};
 use kcrash_harness::run::stdout;
-use kcrash_harness::tools;
 
 /// `sys`'s `KEY: value` lines.
 fn sys_facts(text: &str) -> Vec<(String, String)> {
@@ -58,7 +57,7 @@ fn sys_says_what_the_console_and_crash_say() {
             "{dump}"
         );
     }
-    if !tools::runs("sys_vs_crash", "crash") {
+    if !crash_reads("sys_vs_crash", &dir) {
         return;
     }
     let theirs = sys_facts(&crash(&dir, "vmcore.elf", "sys"));

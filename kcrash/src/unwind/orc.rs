@@ -15,6 +15,8 @@ use crate::linux::facts::int;
 use crate::linux::Kernel;
 use crate::memory::Memory;
 
+/// x86_64 Linux's task and IRQ stacks: 16 KiB each, aligned to their size.
+const STACK_SIZE: u64 = 16 << 10;
 /// More entries than any kernel's table (6.1's vmlinux has 384k): a count past it is damage.
 const MAX_ENTRIES: u64 = 1 << 24;
 /// `sizeof(struct orc_entry)`.
@@ -318,7 +320,13 @@ impl<'a> Orc<'a> {
         let mut new_stack = false;
         let sp = match orc.sp_reg {
             REG_SP => reg(RSP, "rsp")?.wrapping_add_signed(orc.sp_offset),
-            REG_BP => reg(RBP, "rbp")?.wrapping_add_signed(orc.sp_offset),
+            REG_BP => {
+                let sp = reg(RBP, "rbp")?.wrapping_add_signed(orc.sp_offset);
+                // Linux 5.8-5.11's asm_call_on_stack switches onto the IRQ stack with rbp left
+                // on the stack it came from: a caller on another stack is that switch.
+                new_stack = reg(RSP, "rsp")? / STACK_SIZE != sp / STACK_SIZE;
+                sp
+            }
             REG_SP_INDIRECT => {
                 // The stack pointer was switched (onto an IRQ stack): the old one is saved.
                 new_stack = true;

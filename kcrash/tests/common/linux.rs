@@ -55,6 +55,57 @@ pub fn crash(dir: &Path, dump: &str, commands: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Whether crash(8) is there and opens this guest's kernel: crash 8.0.2 (Debian 12's) prints
+/// nothing after its banner on Linux 6.12. Says NOT RUN for `test` when it cannot: under
+/// KCRASH_REQUIRE_TOOLS=1 a missing crash fails, as does one that cannot open 6.1 or older; a
+/// newer kernel does not (the tests compare with drgn there too).
+pub fn crash_reads(test: &str, dir: &Path) -> bool {
+    static OPENS: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
+    if !tools::runs(test, "crash") {
+        return false;
+    }
+    let mut known = OPENS.lock().unwrap_or_else(|e| e.into_inner());
+    let opens = match known.iter().find(|(d, _)| d == dir) {
+        Some(&(_, opens)) => opens,
+        None => {
+            let opens = crash(dir, "vmcore.elf", "sys").contains("RELEASE:");
+            known.push((dir.to_path_buf(), opens));
+            opens
+        }
+    };
+    if !opens {
+        let why = format!("crash cannot open the kernel of {}", dir.display());
+        // Only a kernel newer than Debian 12's own (6.1) may be past what its crash knows.
+        if newer_than_6_1(dir) {
+            tools::not_run_here(test, &why);
+        } else {
+            tools::not_run(test, &why);
+        }
+    }
+    opens
+}
+
+/// Whether `dump` of the guest may lack slab pages: makedumpfile 1.7.2 (Debian 12's) judges
+/// pages by flags that kernels newer than 6.1 have changed, and drops their slab pages at
+/// `-d 31`.
+pub fn slab_may_be_excluded(dir: &Path, dump: &str) -> bool {
+    dump.contains("-d31") && newer_than_6_1(dir)
+}
+
+/// Whether the guest's release (guest.toml's `release`) is a Linux newer than 6.1.
+pub fn newer_than_6_1(dir: &Path) -> bool {
+    let toml = std::fs::read_to_string(dir.join("guest.toml")).expect("guest.toml");
+    let release = toml
+        .lines()
+        .find_map(|l| l.strip_prefix("release = "))
+        .expect("guest.toml names its release")
+        .trim_matches('"');
+    let mut numbers = release
+        .split(['.', '-', '+'])
+        .map(|n| n.parse::<u32>().ok());
+    (numbers.next().flatten(), numbers.next().flatten()) > (Some(6), Some(1))
+}
+
 /// The KASLR offset the kernel printed when it panicked ("Kernel Offset: 0x... from ...").
 pub fn console_kaslr(dir: &Path) -> u64 {
     let console = std::fs::read_to_string(dir.join("console.log")).expect("console.log");
@@ -67,7 +118,9 @@ pub fn console_kaslr(dir: &Path) -> u64 {
 }
 
 /// The kernel's lines in the serial console: from the `[ sssss.uuuuuu] ` stamp on (the stamp
-/// may follow a firmware's escape sequences on the same line), carriage returns dropped.
+/// may follow a firmware's escape sequences on the same line), carriage returns dropped. The
+/// trace files /init prints (`KCRASH-TRACE...`) are not the kernel's lines, though a `console`
+/// event quotes one.
 pub fn console_kernel_lines(dir: &Path) -> Vec<String> {
     let bytes = std::fs::read(dir.join("console.log")).expect("console.log");
     let text = String::from_utf8_lossy(&bytes);
@@ -85,6 +138,9 @@ pub fn console_kernel_lines(dir: &Path) -> Vec<String> {
     text.lines()
         .filter_map(|line| {
             let line = line.trim_end_matches('\r');
+            if line.starts_with("KCRASH-TRACE") {
+                return None;
+            }
             let at = line.char_indices().find(|&(i, _)| stamp(&line[i..]))?.0;
             Some(line[at..].to_owned())
         })
@@ -106,4 +162,59 @@ pub fn dumps(dir: &Path) -> Vec<&'static str> {
     let mut all = vec!["vmcore.elf", "vmcore.kdump"];
     all.extend(MORE.into_iter().filter(|f| dir.join(f).exists()));
     all
+}
+
+/// Where `log`'s lines start to be the console's: the ring wraps where it will, and its oldest
+/// records may be debug messages (pcpu-alloc's table) the console, at its default level, never
+/// printed. The callers check the levels of the lines before it.
+pub fn first_console_line(dump: &str, log: &[&str], console: &[String]) -> usize {
+    log.iter()
+        .position(|l| console.iter().any(|c| c == l))
+        .unwrap_or_else(|| panic!("{dump}: the console printed none of log's lines"))
+}
+
+/// A `log -m` line's level and its line as `log` prints it: "[    0.000000] <7>text" gives
+/// (7, "[    0.000000] text").
+pub fn split_level(line: &str) -> (u8, String) {
+    let end = line.find("] <").expect("a stamp and a level") + 2;
+    let close = end + line[end..].find('>').expect("a level");
+    let level = line[end + 1..close].parse().expect("a numeric level");
+    (level, format!("{}{}", &line[..end], &line[close + 1..]))
+}
+
+/// The console's lines are in `log`'s, in order, from `log`'s first on (the ring may have
+/// wrapped: its first line may also be an earlier one of the console's, so each place the
+/// console printed it is tried), and both end with the same line.
+pub fn assert_console_in_log(dump: &str, log: &[&str], console: &[String]) {
+    let first = *log.first().expect("a record");
+    let starts: Vec<usize> = (0..console.len())
+        .filter(|&i| console[i] == first)
+        .collect();
+    assert!(
+        !starts.is_empty(),
+        "{dump}: the console printed no {first:?}"
+    );
+    // The first console line from `from` on that is not in the log in order, if any.
+    let missing = |from: usize| {
+        let mut at = 0;
+        console[from..]
+            .iter()
+            .find(|want| match log[at..].iter().position(|l| l == *want) {
+                Some(i) => {
+                    at += i + 1;
+                    false
+                }
+                None => true,
+            })
+    };
+    let failed: Vec<&String> = starts.iter().filter_map(|&from| missing(from)).collect();
+    if failed.len() == starts.len() {
+        let want = failed.last().expect("a start tried");
+        panic!("{dump}: the console's {want:?} is not in kcrash's log in order");
+    }
+    assert_eq!(
+        log.last().copied(),
+        console.last().map(String::as_str),
+        "{dump}"
+    );
 }

@@ -66,6 +66,10 @@ enum Command {
     /// twice (with and without VMCOREINFO), panic, and write every dump, the oracle and
     /// guest.toml into one directory (not the corpus: the dumps are ~1.5 GB).
     Linux {
+        /// The Linux series, as Debian builds it: 6.1 (bookworm), 5.10 (bullseye) or 6.12
+        /// (bookworm-backports); a suite apt lacks is added to its sources.
+        #[arg(long, default_value = linux::debian::SERIES[0].0)]
+        series: String,
         /// Output directory (default: CACHE/linux-guest/<release>).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -85,9 +89,25 @@ enum Command {
         /// The statically linked kcrash to put in the guest.
         #[arg(long)]
         kcrash: PathBuf,
+        /// The Linux series, as for `linux`.
+        #[arg(long, default_value = linux::debian::SERIES[0].0)]
+        series: String,
         /// Output directory (default: CACHE/linux-live/<release>).
         #[arg(long)]
         out: Option<PathBuf>,
+        #[arg(long, default_value = linux::CACHE)]
+        cache: PathBuf,
+    },
+    /// Debian's arm64 kernel under qemu-system-aarch64 (tests/kernels/linux): boot, panic, and
+    /// write QEMU's ELF and kdump-zlib dumps, the console and guest.toml into one directory.
+    LinuxArm64 {
+        /// The Linux series, as for `linux`.
+        #[arg(long, default_value = linux::debian::SERIES[0].0)]
+        series: String,
+        /// Output directory (default: CACHE/linux-guest-arm64/<release>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Cache of the arm64 kernel image and busybox (outside the repository).
         #[arg(long, default_value = linux::CACHE)]
         cache: PathBuf,
     },
@@ -157,6 +177,7 @@ fn main() -> Result<()> {
             run(&planned, &out, &formats)?;
         }
         Command::Linux {
+            series,
             out,
             cache,
             includes,
@@ -167,6 +188,7 @@ fn main() -> Result<()> {
                 .map(|spec| linux::guest::Extra::parse(spec))
                 .collect::<Result<_>>()?;
             let (out, manifest) = linux::generate(&linux::Options {
+                series,
                 cache,
                 out,
                 extras,
@@ -180,8 +202,27 @@ fn main() -> Result<()> {
             }
             println!("{}", out.display());
         }
-        Command::LinuxLive { kcrash, out, cache } => {
-            let out = linux::live::generate(&cache, out, &kcrash)?;
+        Command::LinuxLive {
+            kcrash,
+            series,
+            out,
+            cache,
+        } => {
+            let out = linux::live::generate(&cache, &series, out, &kcrash)?;
+            println!("{}", out.display());
+        }
+        Command::LinuxArm64 { series, out, cache } => {
+            let (out, manifest) = linux::arm64::generate(&cache, &series, out)?;
+            eprintln!(
+                "linux arm64: {} booted to its panic in {:.1}s, KASLR offset {}",
+                manifest.release, manifest.boot_seconds, manifest.kaslr_offset
+            );
+            for dump in &manifest.dumps {
+                eprintln!(
+                    "{}\t{} bytes\t{:.2}s\t{}",
+                    dump.file, dump.bytes, dump.seconds, dump.producer
+                );
+            }
             println!("{}", out.display());
         }
         Command::Check {

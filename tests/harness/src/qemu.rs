@@ -1,5 +1,6 @@
 //! Boots a kernel under QEMU (TCG, headless), waits for its panic, and dumps it.
 
+use crate::arch::Arch;
 use crate::dump::DumpFormat;
 use crate::makedumpfile;
 use crate::oracle::PANIC_PREFIX;
@@ -44,8 +45,10 @@ impl Drop for QemuProcess {
     }
 }
 
-/// A headless TCG PC with its serial console in a file, a QMP socket and a pvpanic device.
+/// A headless TCG machine of `arch` (a PC, or arm64's virt board) with its serial console in a
+/// file, a QMP socket and, where the architecture has one, a pvpanic device.
 pub(crate) struct Machine<'a> {
+    pub arch: Arch,
     pub cpus: u32,
     pub memory_mib: u32,
     /// `-action panic=…`: `pause` stops the guest at its panic, `none` lets it finish printing.
@@ -83,8 +86,11 @@ impl Machine<'_> {
         let socket_dir = tempfile::tempdir().context("creating a directory for the QMP socket")?;
         let socket = socket_dir.path().join("qmp.sock");
         let _ = std::fs::remove_file(self.console);
-        let mut cmd = Command::new(crate::tools::QEMU);
-        cmd.args(["-machine", "pc,accel=tcg", "-cpu", "qemu64"])
+        let qemu = self.arch.qemu();
+        let mut cmd = Command::new(qemu);
+        cmd.arg("-machine")
+            .arg(format!("{},accel=tcg", self.arch.machine()))
+            .args(["-cpu", self.arch.cpu()])
             .args(["-smp", &self.cpus.to_string()])
             .args(["-m", &format!("{}M", self.memory_mib)])
             .args([
@@ -95,9 +101,9 @@ impl Machine<'_> {
                 "none",
                 "-no-reboot",
             ])
-            .args(["-device", "pvpanic", "-action"])
+            .arg("-action")
             .arg(format!("panic={}", self.on_panic));
-        for device in self.devices {
+        for device in self.arch.pvpanic().iter().chain(self.devices) {
             cmd.args(["-device", device]);
         }
         cmd.arg("-serial")
@@ -115,7 +121,7 @@ impl Machine<'_> {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .context("starting qemu-system-x86_64")?;
+            .with_context(|| format!("starting {qemu}"))?;
         Ok(Started {
             qemu: QemuProcess(child),
             socket,
@@ -156,6 +162,7 @@ pub fn crash_and_dump(boot: &Boot, out: &Path, formats: &[DumpFormat]) -> Result
     let out = out.canonicalize()?;
     let console = out.join("console.log");
     let mut machine = Machine {
+        arch: Arch::X86_64,
         cpus: boot.cpus,
         memory_mib: boot.memory_mib,
         on_panic: "pause",

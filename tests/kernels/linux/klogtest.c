@@ -26,6 +26,7 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/version.h>
 #include <linux/timekeeping.h>
 #include <linux/utsname.h>
 #include <linux/vmalloc.h>
@@ -75,9 +76,19 @@ struct hook_values {
 };
 static DEFINE_PER_CPU(struct hook_values, last_hooks);
 
+#ifdef CONFIG_ARM64
+#include <asm/arch_timer.h>
+/* The raw virtual counter (CNTVCT_EL0) and its frequency (CNTFRQ_EL0). */
+#define klog_clock_now() __arch_counter_get_cntvct()
+#define klog_clock_hz() ((u64)arch_timer_get_cntfrq())
+#else
+#define klog_clock_now() ktime_get_mono_fast_ns()
+#define klog_clock_hz() ((u64)NSEC_PER_SEC)
+#endif
+
 uint64_t klogPlatformClock(void)
 {
-	u64 now = ktime_get_mono_fast_ns();
+	u64 now = klog_clock_now();
 
 	this_cpu_write(last_hooks.clock, now);
 	return now;
@@ -343,6 +354,9 @@ static int worker(void *data)
 		if (i % ROUND == 0)
 			rendezvous(i / ROUND);
 		mixed_event(cpu, i);
+		/* ftrace's own printk: a bprint record whose format is in this module. */
+		if (i % 8 == 0)
+			trace_printk("klogtest cpu %u event %d of %s\n", cpu, i, current->comm);
 		if (cpu == 1 && i == TORN_AFTER) {
 			/* Interrupted mid-record: the header stays 0; FS never wraps over it. */
 			preempt_disable();
@@ -350,6 +364,8 @@ static int worker(void *data)
 			preempt_enable();
 		}
 	}
+	/* A constant string: a bputs record. */
+	trace_puts("klogtest worker done\n");
 	complete(&finished);
 	/* Stay alive: events point at this task's comm. */
 	while (!kthread_should_stop()) {
@@ -357,6 +373,32 @@ static int worker(void *data)
 		schedule();
 	}
 	return 0;
+}
+
+/*
+ * Where the module's code is and how big its core (what stays after init) is, as /proc/modules
+ * says: one core_layout until Linux 6.4, a region per kind of memory (mem[]) since.
+ */
+static unsigned long module_base(void)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+	return (unsigned long)THIS_MODULE->mem[MOD_TEXT].base;
+#else
+	return (unsigned long)THIS_MODULE->core_layout.base;
+#endif
+}
+
+static unsigned int module_core_size(void)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+	unsigned int size = 0;
+
+	for_class_mod_mem_type(type, core)
+		size += THIS_MODULE->mem[type].size;
+	return size;
+#else
+	return THIS_MODULE->core_layout.size;
+#endif
 }
 
 static int __init klogtest_init(void)
@@ -370,27 +412,27 @@ static int __init klogtest_init(void)
 	}
 	preinit_events();
 	klogInit();
-	klogClockHz = NSEC_PER_SEC;
+	klogClockHz = klog_clock_hz();
 	announce_rings();
 	err = string_events();
 	if (err)
 		return err;
 	for (cpu = 0; cpu < 2; cpu++) {
-		struct task_struct *t = kthread_create_on_cpu(worker, (void *)(unsigned long)cpu, cpu,
-							      "klogtest/%u");
+		/* kthread_create_on_cpu is not exported before Linux 5.13: create, then bind. */
+		struct task_struct *t = kthread_create(worker, (void *)(unsigned long)cpu,
+						       "klogtest/%u", cpu);
 
 		if (IS_ERR(t))
 			return PTR_ERR(t);
+		kthread_bind(t, cpu);
 		wake_up_process(t);
 	}
 	complete_all(&start);
 	for (cpu = 0; cpu < 2; cpu++)
 		wait_for_completion(&finished);
-	pr_info("KCRASH-MODULE name=%s base=0x%lx size=%u text_size=%u ro_size=%u ro_after_init_size=%u klogs=0x%lx klogbuffer=0x%lx\n",
-		THIS_MODULE->name, (unsigned long)THIS_MODULE->core_layout.base,
-		THIS_MODULE->core_layout.size, THIS_MODULE->core_layout.text_size,
-		THIS_MODULE->core_layout.ro_size, THIS_MODULE->core_layout.ro_after_init_size,
-		(unsigned long)KLogs, (unsigned long)KLogBuffer);
+	pr_info("KCRASH-MODULE name=%s base=0x%lx size=%u klogs=0x%lx klogbuffer=0x%lx\n",
+		THIS_MODULE->name, module_base(), module_core_size(), (unsigned long)KLogs,
+		(unsigned long)KLogBuffer);
 	return 0;
 }
 module_init(klogtest_init);

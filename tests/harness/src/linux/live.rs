@@ -10,6 +10,7 @@
 use super::debian::{build_module, ensure_packages, kernel_image, BUSYBOX};
 use super::guest::{boot_to_panic, initramfs, Boot, Extra};
 use super::READY;
+use crate::arch::Arch;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,7 +30,8 @@ pub const FOLLOW_BURST: u32 = 400;
 pub const FOLLOW_INTERVAL: u32 = 2;
 
 /// The guest's part, run by /init as root. A run's output is written to files while it runs and
-/// printed afterwards, while the module is quiet, so that printk never splits its lines:
+/// printed afterwards, while the module is quiet and the console takes no printk, so that no
+/// kernel message splits its lines:
 /// `KCRASH-LIVE-OUT NAME rc=N`, its stdout, `KCRASH-LIVE-ERR NAME`, its stderr,
 /// `KCRASH-LIVE-DONE NAME`. `KCRASH-LIVE-MARK WHAT` goes through /dev/kmsg, ordered among the
 /// module's oracle lines: what was logged before a mark was logged before that moment.
@@ -41,11 +43,16 @@ K=/bin/kcrash
 P=/sys/module/klogtest/parameters/burst
 mark() {{ echo "KCRASH-LIVE-MARK $1" > /dev/kmsg; }}
 show() {{
+    # The kernel's own messages (`random: crng init done` comes when it comes) stay off the
+    # console while the output is printed, or one would land inside a line of it.
+    level=$($B cat /proc/sys/kernel/printk)
+    echo 1 > /proc/sys/kernel/printk
     echo "KCRASH-LIVE-OUT $1 rc=$2"
     $B cat /tmp/out
     echo "KCRASH-LIVE-ERR $1"
     $B cat /tmp/err
     echo "KCRASH-LIVE-DONE $1"
+    echo "$level" > /proc/sys/kernel/printk
 }}
 mark first
 $K -s -c 'klog 0 full --json' /proc/kcore /lib/modules/klogtest.ko > /tmp/out 2> /tmp/err
@@ -85,10 +92,15 @@ const GROUP: &str = "root:x:0:\nnogroup:x:65534:\n";
 
 /// Builds the module, boots the guest with `kcrash` (a static binary) in it, and writes
 /// `console.log`, `klogtest.ko` and READY into the output directory; returns it.
-pub fn generate(cache: &Path, out: Option<PathBuf>, kcrash: &Path) -> Result<PathBuf> {
-    let kernel = kernel_image(cache)?;
+pub fn generate(
+    cache: &Path,
+    series: &str,
+    out: Option<PathBuf>,
+    kcrash: &Path,
+) -> Result<PathBuf> {
+    let kernel = kernel_image(cache, series, Arch::X86_64)?;
     ensure_packages(&kernel)?;
-    let module = build_module(&kernel)?;
+    let module = build_module(&kernel, &kernel.headers())?;
     let out = out.unwrap_or_else(|| default_out(cache, &kernel.release));
     if out.exists() {
         std::fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;

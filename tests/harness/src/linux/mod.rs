@@ -3,12 +3,15 @@
 //! is panicked with sysrq-c, and the guest is dumped by QEMU (ELF, kdump-zlib) and makedumpfile
 //! (zlib and lzo kdump files at dump levels 31 and 0, an ELF at level 31). A second boot without
 //! `-device vmcoreinfo` gives an ELF dump without VMCOREINFO. The output directory's contract is
-//! in tests/kernels/linux/README.md.
+//! in tests/kernels/linux/README.md. [`arm64`] boots Debian's arm64 kernel the same way, without
+//! the module.
 
+pub mod arm64;
 pub mod debian;
 pub mod guest;
 pub mod live;
 
+use crate::arch::Arch;
 use crate::dump::Magic;
 use crate::expected::Expected;
 use crate::{makedumpfile, oracle, tools};
@@ -31,7 +34,9 @@ pub const MEMORY_MIB: u32 = 512;
 
 /// Serial console, no reboot on panic (QEMU must still be there to dump), and userspace's
 /// /dev/kmsg lines (the module's sections, /proc/modules) not rate-limited away.
-pub const CMDLINE: &str = "console=ttyS0 panic=0 printk.devkmsg=on";
+pub fn cmdline(arch: Arch) -> String {
+    format!("console={} panic=0 printk.devkmsg=on", arch.console())
+}
 
 /// The line the panic ends with: the console has everything once it is there.
 const PANIC_END: &str = "---[ end Kernel panic - not syncing: ";
@@ -111,7 +116,8 @@ pub struct BootRecord {
     /// KASLR's shift of the kernel image, from the console's "Kernel Offset" line.
     pub kaslr_offset: String,
     pub panic: String,
-    /// THIS_MODULE->core_layout.base and .size.
+    /// Where the module's code starts and the size of its core (core_layout before Linux 6.4,
+    /// the core regions of mem[] since), as klogtest printed them.
     pub module_base: String,
     pub module_size: u64,
     pub klogs: String,
@@ -141,6 +147,8 @@ pub struct DumpRecord {
 
 /// The pipeline's options.
 pub struct Options {
+    /// The Linux series ([`debian::SERIES`]).
+    pub series: String,
     pub cache: PathBuf,
     /// Default: [`default_out`].
     pub out: Option<PathBuf>,
@@ -158,24 +166,31 @@ pub fn generate(options: &Options) -> Result<(PathBuf, GuestManifest)> {
     if !missing.is_empty() {
         apt_install(&["qemu-system-x86", "makedumpfile"])?;
     }
-    let kernel = kernel_image(&options.cache)?;
+    let kernel = kernel_image(&options.cache, &options.series, Arch::X86_64)?;
     ensure_packages(&kernel)?;
-    let vmlinux = debug_vmlinux(&options.cache, &kernel.release)?;
-    let module = build_module(&kernel)?;
+    let vmlinux = debug_vmlinux(&options.cache, &kernel.release, Arch::X86_64)?;
+    let module = build_module(&kernel, &kernel.headers())?;
     let out = options
         .out
         .clone()
         .unwrap_or_else(|| default_out(&options.cache, &kernel.release));
-    // Written beside the output and swapped in whole, so that a reader of the previous set (other
-    // tests poll for READY) never sees it half-rewritten.
-    let staging = sibling(&out, "partial")?;
+    publish(&out, |staging| {
+        write_guest(options, &kernel, &vmlinux, &module, staging)
+    })
+}
+
+/// Has `fill` write a guest's output into `.<out>.partial` beside `out`, adds [`READY`] and
+/// swaps it in whole for `out`, so that a reader of the previous set (other tests poll for
+/// READY) never sees it half-rewritten. Returns `out` made absolute and what `fill` returned.
+fn publish<T>(out: &Path, fill: impl FnOnce(&Path) -> Result<T>) -> Result<(PathBuf, T)> {
+    let staging = sibling(out, "partial")?;
     let out = staging.with_file_name(out.file_name().unwrap_or_default());
     if staging.exists() {
         std::fs::remove_dir_all(&staging)
             .with_context(|| format!("removing {}", staging.display()))?;
     }
     std::fs::create_dir_all(&staging).with_context(|| format!("creating {}", staging.display()))?;
-    let manifest = write_guest(options, &kernel, &vmlinux, &module, &staging)?;
+    let made = fill(&staging)?;
     std::fs::write(staging.join(READY), "")?;
     if out.exists() {
         let old = sibling(&out, "old")?;
@@ -190,7 +205,7 @@ pub fn generate(options: &Options) -> Result<(PathBuf, GuestManifest)> {
         std::fs::rename(&staging, &out)
             .with_context(|| format!("moving {} to {}", staging.display(), out.display()))?;
     }
-    Ok((out, manifest))
+    Ok((out, made))
 }
 
 /// `DIR` → `PARENT/.DIR.what`, the parent created and made absolute.
@@ -246,7 +261,7 @@ fn write_guest(
         module: "klogtest.ko".into(),
         cpus: CPUS,
         memory_mib: MEMORY_MIB,
-        cmdline: CMDLINE.into(),
+        cmdline: cmdline(Arch::X86_64),
         qemu: tools::version_line(Path::new(tools::QEMU)),
         makedumpfile: makedumpfile::version(),
         boots,
