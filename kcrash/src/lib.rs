@@ -5,6 +5,7 @@
 
 pub mod batch;
 pub mod commands;
+pub mod disasm;
 pub mod error;
 pub mod event_view;
 pub use kcrash_plugin::escape;

@@ -2,7 +2,9 @@
 //! of the bare kernel's image, read from its QEMU kdump, and the C writer's functions read from
 //! its process core (a PIE placed at a load bias, its text read from the executable the core
 //! maps) decode to the same instructions — the same addresses and lengths, the same mnemonics,
-//! the same branch targets — and name branch targets as objdump does.
+//! the same branch targets — and name branch targets as objdump does. The arm64 C writer's
+//! functions, read from its core (written by qemu-aarch64), agree with binutils' aarch64 objdump
+//! to the operands, their numbers compared by value (objdump writes some in decimal).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,6 +12,7 @@ use std::process::Command;
 
 mod common;
 
+use common::objdump::arm64_words;
 use common::{json_lines, kcrash, nm_all};
 use kcrash_harness::corpus;
 use kcrash_harness::run::stdout;
@@ -23,6 +26,8 @@ struct Objdump {
     target: Option<u64>,
     /// The target's name when it is a PLT stub (`strcmp@plt`), which no symbol table holds.
     target_plt: Option<String>,
+    /// The instruction's text, objdump's comment left out.
+    text: String,
 }
 
 /// objdump's reading of an image: its instructions by address, and its PLT stubs (names it
@@ -37,9 +42,9 @@ const PREFIXES: &[&str] = &[
     "cs", "ds", "rex.W", "data16", "notrack", "bnd", "lock", "rep", "repz", "repnz",
 ];
 
-/// `objdump -d` of the image's text.
-fn objdump(image: &Path) -> Disassembly {
-    let out = tools::output(Command::new("objdump").args(["-d", "-w"]).arg(image));
+/// `objdump -d` of the image's text, by `program` (binutils for the image's machine).
+fn objdump(program: &str, image: &Path) -> Disassembly {
+    let out = tools::output(Command::new(program).args(["-d", "-w"]).arg(image));
     let mut all = HashMap::new();
     let mut stubs: Vec<(String, u64)> = Vec::new();
     // The function a line is in, when it is a stub.
@@ -78,6 +83,10 @@ fn objdump(image: &Path) -> Disassembly {
                 .iter()
                 .skip(1)
                 .find_map(|w| u64::from_str_radix(w, 16).ok())
+        } else if program.starts_with("aarch64") {
+            // `adrp x0, 49f000 <tunable_list+0x518>`: every address it names has its symbol.
+            let before = text.split_once(" <").map(|(before, _)| before);
+            before.and_then(|b| u64::from_str_radix(b.rsplit([' ', '\t']).next()?, 16).ok())
         } else {
             None
         };
@@ -85,7 +94,8 @@ fn objdump(image: &Path) -> Disassembly {
             let name = name.split_once('>')?.0;
             name.ends_with("@plt").then(|| name.to_owned())
         });
-        let len = bytes.split_whitespace().count();
+        // x86's bytes one by one (`55 48 89 e5`), arm64's a word at a time (`a9b37bfd`).
+        let len = bytes.split_whitespace().map(|w| w.len() / 2).sum();
         if let (true, Some((_, size))) = (in_stub, stubs.last_mut()) {
             *size += len as u64;
         }
@@ -96,6 +106,12 @@ fn objdump(image: &Path) -> Disassembly {
                 mnemonic: mnemonic.to_owned(),
                 target,
                 target_plt,
+                text: text
+                    .split("//")
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned(),
             },
         );
     }
@@ -124,13 +140,15 @@ struct Checked {
 }
 
 /// Checks `dis --json` of every function of `image` (named by nm, placed at `bias`) in `dump`
-/// against objdump's reading of the image, `oracle`.
+/// against objdump's reading of the image, `oracle`; with `operands`, each instruction's whole
+/// text too.
 fn check_functions(
     dump: &Path,
     image: &Path,
     bias: u64,
     functions: &[(String, u64)],
     oracle: &Disassembly,
+    operands: bool,
 ) -> Checked {
     let mut plt_calls = 0;
     let oracle = &oracle.instructions;
@@ -161,8 +179,10 @@ fn check_functions(
             want.len,
             "{at:#x}: length: {v}"
         );
-        if !same_mnemonic(mnemonic, &want.mnemonic) {
-            mismatched.push(format!("{at:#x}: {text} / objdump {}", want.mnemonic));
+        if !same_mnemonic(mnemonic, &want.mnemonic)
+            || (operands && arm64_words(text) != arm64_words(&want.text))
+        {
+            mismatched.push(format!("{at:#x}: {text} / objdump {}", want.text));
         }
         if let Some(t) = want.target {
             let got = v["target"]
@@ -195,10 +215,14 @@ fn check_functions(
     }
 }
 
-/// Every function nm gives a size for (nm -S), by name; a name two local symbols share is left
-/// out (`dis NAME` shows the first).
-fn sized_functions(image: &Path) -> Vec<(String, u64)> {
-    let out = tools::output(Command::new("nm").args(["-S", "--defined-only"]).arg(image));
+/// Every function nm (`program`, binutils for the image's machine) gives a size for (nm -S), by
+/// name; a name two local symbols share is left out (`dis NAME` shows the first).
+fn sized_functions(program: &str, image: &Path) -> Vec<(String, u64)> {
+    let out = tools::output(
+        Command::new(program)
+            .args(["-S", "--defined-only"])
+            .arg(image),
+    );
     let mut sizes: HashMap<String, Vec<u64>> = HashMap::new();
     for l in out.lines() {
         if let [_, size, kind, name] = l.split_whitespace().collect::<Vec<_>>()[..] {
@@ -225,14 +249,15 @@ fn every_function_of_the_bare_kernel_disassembles_as_objdump_reads_it() {
         return;
     }
     let image = corpus::file("bare/vmlinux");
-    let functions = sized_functions(&image);
+    let functions = sized_functions("nm", &image);
     assert!(functions.len() > 100, "{} functions", functions.len());
     let checked = check_functions(
         &corpus::file("bare/rings/vmcore.kdump"),
         &image,
         0,
         &functions,
-        &objdump(&image),
+        &objdump("objdump", &image),
+        false,
     );
     assert!(
         checked.instructions > 10_000,
@@ -248,10 +273,10 @@ fn a_process_cores_functions_disassemble_as_objdump_reads_its_executable() {
     }
     let image = corpus::file("hosted-c/hosted-c");
     let dump = corpus::file("hosted-c/rings/core.gz");
-    let oracle = objdump(&image);
+    let oracle = objdump("objdump", &image);
     // The PLT's stubs too: `dis strcmp@plt` shows the stub objdump names so.
     assert!(oracle.stubs.len() > 5, "{:?}", oracle.stubs);
-    let functions: Vec<(String, u64)> = sized_functions(&image)
+    let functions: Vec<(String, u64)> = sized_functions("nm", &image)
         .into_iter()
         .filter(|(name, _)| !name.starts_with("_start") && !name.contains('@'))
         .chain(oracle.stubs.iter().cloned())
@@ -268,7 +293,7 @@ fn a_process_cores_functions_disassemble_as_objdump_reads_its_executable() {
         .to_owned();
     let bias = u64::from_str_radix(&placed[2..], 16).unwrap() - main;
     assert!(bias > 0, "a PIE is placed above 0");
-    let checked = check_functions(&dump, &image, bias, &functions, &oracle);
+    let checked = check_functions(&dump, &image, bias, &functions, &oracle, false);
     assert!(
         checked.instructions > 500,
         "{} instructions",
@@ -276,6 +301,45 @@ fn a_process_cores_functions_disassemble_as_objdump_reads_its_executable() {
     );
     // Calls into the PLT are named by the function they reach.
     assert!(checked.plt_calls > 10, "{} PLT calls", checked.plt_calls);
+}
+
+#[test]
+fn an_arm64_cores_functions_disassemble_as_aarch64_objdump_reads_its_executable() {
+    let (objdump_a64, nm_a64) = ("aarch64-linux-gnu-objdump", "aarch64-linux-gnu-nm");
+    if !tools::available_for("dis_arm64", &[objdump_a64, nm_a64]) {
+        return;
+    }
+    // Static and not position-independent: placed where it was linked.
+    let image = corpus::file("hosted-c-arm64/hosted-c-arm64");
+    let dump = corpus::file("hosted-c-arm64/rings/core.gz");
+    let functions = sized_functions(nm_a64, &image);
+    let checked = check_functions(
+        &dump,
+        &image,
+        0,
+        &functions,
+        &objdump(objdump_a64, &image),
+        true,
+    );
+    assert!(
+        checked.instructions > 50_000,
+        "{} instructions",
+        checked.instructions
+    );
+}
+
+/// An arm64 instruction starts at a multiple of 4: `dis` says so of any other address.
+#[test]
+fn arm64_code_is_read_at_its_alignment() {
+    let dump = corpus::file("hosted-c-arm64/rings/core.gz");
+    let image = corpus::file("hosted-c-arm64/hosted-c-arm64");
+    let out = kcrash().commands(&dump, &image, &["dis main+2 1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("arm64 instructions start at multiples of 4"),
+        "{err}"
+    );
 }
 
 #[test]

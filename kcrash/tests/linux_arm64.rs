@@ -8,10 +8,14 @@
 mod common;
 
 use common::linux::{assert_console_in_log, console_kernel_lines, first_console_line, split_level};
-use common::{check_records_in, json_records, Strings};
+use std::process::Command;
+
+use common::objdump::arm64_words;
+use common::{check_records_in, hex, json_lines, json_records, text as stdout_text, Strings};
 use kcrash_harness::expected::Expected;
 use kcrash_harness::linux::arm64::guest_dumps;
 use kcrash_harness::run::stdout;
+use kcrash_harness::tools;
 use serde_json::Value;
 
 #[test]
@@ -86,24 +90,105 @@ fn log_and_sys_read_arm64_dumps_without_an_image() {
             );
         }
 
-        // x86_64's unwinder and disassembler refuse instead of reading arm64 as x86_64.
-        for (command, says) in [
-            ("bt", "unwinding aarch64"),
-            ("dis 0xffff000000000000", "aarch64"),
-        ] {
-            let out = common::kcrash()
-                .session(&[command])
-                .arg(dump)
-                .output()
-                .unwrap();
-            assert_eq!(out.status.code(), Some(1), "{command}");
-            let err = common::text(&out.stderr);
+        // x86_64's unwinder refuses instead of reading arm64 as x86_64.
+        let out = common::kcrash()
+            .session(&["bt"])
+            .arg(dump)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "bt");
+        let err = common::text(&out.stderr);
+        assert!(
+            err.contains("unwinding aarch64") && err.contains("not supported"),
+            "bt: {err}"
+        );
+    }
+}
+
+/// `dis` of the function that panicked the guest, read from the dump where KASLR placed it: the
+/// vmlinux's instructions (objdump's reading), but where the kernel patched its own code at boot
+/// (ftrace's entry `nop` made `mov x9, x30`), each decoded as binutils' aarch64 objdump decodes
+/// the same word.
+#[test]
+fn dis_reads_arm64_kernel_code_as_objdump_reads_the_image() {
+    let test = "dis_reads_arm64_kernel_code_as_objdump_reads_the_image";
+    let objdump = "aarch64-linux-gnu-objdump";
+    let Some((dir, dumps)) = guest_dumps(test) else {
+        return;
+    };
+    if !tools::available_for(test, &[objdump]) {
+        return;
+    }
+    let function = "sysrq_handle_crash";
+    let vmlinux = dir.join("vmlinux");
+    let file = objdump_words(Command::new(objdump).args([
+        "-d",
+        "-w",
+        &format!("--disassemble={function}"),
+        &vmlinux.display().to_string(),
+    ]));
+    assert!(file.len() > 4, "{file:?}");
+    let scratch = tempfile::tempdir().unwrap();
+    for dump in &dumps {
+        let name = dump.display().to_string();
+        let out = common::kcrash()
+            .commands(dump, &vmlinux, &[&format!("dis --json {function}")])
+            .stdout;
+        let got = json_lines(&stdout_text(&out));
+        assert_eq!(got.len(), file.len(), "{name}: {got:?}");
+        let start = hex(&got[0]["address"]);
+        // KASLR moved the whole image by one offset.
+        let offset = start.wrapping_sub(file[0].0);
+        let mut memory = Vec::new();
+        for (v, (at, word, _)) in got.iter().zip(&file) {
+            assert_eq!(hex(&v["address"]).wrapping_sub(offset), *at, "{name}: {v}");
+            let bytes: Vec<u8> = (0..8)
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&v["bytes"].as_str().unwrap()[i..i + 2], 16).unwrap())
+                .collect();
+            let ours = u32::from_le_bytes(bytes[..].try_into().unwrap());
+            let patched = (*word, ours) == (NOP, MOV_X9_X30);
             assert!(
-                err.contains(says) && err.contains("not supported"),
-                "{command}: {err}"
+                ours == *word || patched,
+                "{name}: {v}: the file has {word:#010x}"
             );
+            memory.extend_from_slice(&bytes);
+        }
+        // The words read from the dump, decoded by objdump where they were.
+        let raw = scratch.path().join("code");
+        std::fs::write(&raw, &memory).unwrap();
+        let decoded = objdump_words(
+            Command::new(objdump)
+                .args(["-D", "-w", "-b", "binary", "-m", "aarch64"])
+                .arg(format!("--adjust-vma={start:#x}"))
+                .arg(&raw),
+        );
+        assert_eq!(decoded.len(), got.len(), "{name}");
+        for (v, (_, _, text)) in got.iter().zip(&decoded) {
+            let ours = v["text"].as_str().unwrap();
+            assert_eq!(arm64_words(ours), arm64_words(text), "{name}: {v} / {text}");
         }
     }
+}
+
+/// `hint #0` and the instruction ftrace writes over it at a traced function's entry.
+const NOP: u32 = 0xd503201f;
+const MOV_X9_X30: u32 = 0xaa1e03e9;
+
+/// objdump's instructions: `ffff800008a1c2b0:\td503233f \tpaciasp` as its address, word and text.
+fn objdump_words(command: &mut Command) -> Vec<(u64, u32, String)> {
+    tools::output(command)
+        .lines()
+        .filter_map(|l| {
+            let (addr, rest) = l.trim_start().split_once(":\t")?;
+            let (word, text) = rest.split_once('\t')?;
+            Some((
+                u64::from_str_radix(addr, 16).ok()?,
+                u32::from_str_radix(word.trim(), 16).ok()?,
+                text.to_owned(),
+            ))
+        })
+        .collect()
 }
 
 #[test]

@@ -1,19 +1,17 @@
-//! `dis FUNC` / `dis ADDR [COUNT]`: x86-64 instructions read from the dump, as crash's `dis`
-//! prints them — AT&T syntax, as gdb and objdump print it — with branch targets and
-//! RIP-relative addresses named `<symbol+offset>`, and with `-l` the source line each comes from.
+//! `dis FUNC` / `dis ADDR [COUNT]`: instructions read from the dump, as crash's `dis` prints
+//! them — x86-64 in AT&T syntax and arm64 in Arm's, as gdb and objdump print them — with branch
+//! targets and PC-relative addresses named `<symbol+offset>`, and with `-l` the source line each
+//! comes from.
 
 use std::io::{self, Write};
 
 use anyhow::{bail, Result};
 use clap::Parser;
-use iced_x86::{
-    Decoder, DecoderError, DecoderOptions, Formatter, FormatterOutput, FormatterTextKind,
-    GasFormatter, Instruction,
-};
 use serde::Serialize;
 
 use super::args::{address, number};
 use super::{Context, Flow};
+use crate::disasm::Instructions;
 use crate::escape::escaped;
 use crate::memory::Memory;
 use crate::paint::Paint;
@@ -50,8 +48,6 @@ pub struct Args {
 /// Instructions shown at most, and bytes read at most: a symbol's size is the image's word.
 const MAX_COUNT: u64 = 100_000;
 const MAX_BYTES: u64 = 1 << 20;
-/// The longest x86 instruction.
-const MAX_INSN: u64 = 15;
 
 /// One instruction, or the place where reading stopped.
 #[derive(Serialize)]
@@ -61,7 +57,8 @@ struct Line {
     symbol: Option<String>,
     /// The instruction's bytes in hex.
     bytes: String,
-    /// The instruction in AT&T syntax; `(bad)` for bytes that decode to none.
+    /// The instruction as objdump writes it (x86-64 in AT&T syntax); `(bad)` (x86-64) or
+    /// `.inst 0x… ; undefined` (arm64) for bytes that decode to none.
     text: String,
     /// Where a branch goes, or the address a RIP-relative operand reads.
     target: Option<Hex>,
@@ -102,14 +99,15 @@ impl Report for Line {
 pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(argv)?;
     let machine = cx.session.dump.machine();
-    if machine != dumpfmt::Machine::X86_64 {
-        bail!("disassembling {machine} code is not supported: kcrash's disassembler is x86_64's");
-    }
     let start = address(cx.session, &args.what)?;
+    if let Some(why) = Instructions::misplaced(machine, start) {
+        bail!("{why}");
+    }
+    let max_insn = Instructions::max_len(machine);
     let (count, end) = match args.count {
         Some(0) => bail!("COUNT must be at least 1"),
         Some(n) if n > MAX_COUNT => bail!("COUNT {n} is more than {MAX_COUNT}"),
-        Some(n) => (n, start.saturating_add(n * MAX_INSN)),
+        Some(n) => (n, start.saturating_add(n * max_insn)),
         None => match function_size(cx.session, &args.what, start) {
             Some(size) if size > MAX_BYTES => {
                 bail!(
@@ -118,11 +116,11 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
                 )
             }
             Some(size) => (MAX_COUNT, start.saturating_add(size)),
-            None => (1, start.saturating_add(MAX_INSN)),
+            None => (1, start.saturating_add(max_insn)),
         },
     };
     let (bytes, stopped) = read_upto(cx.session, start, end - start);
-    let mut insns = Instructions::new(&bytes, start);
+    let mut insns = Instructions::new(machine, &bytes, start);
     let mut last_source = None;
     let mut shown = 0;
     while shown < count {
@@ -168,91 +166,6 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     Ok(Flow::Continue)
 }
 
-/// One instruction decoded.
-pub struct Insn<'b> {
-    pub addr: u64,
-    pub bytes: &'b [u8],
-    /// AT&T syntax, or `(bad)` for bytes that decode to no instruction.
-    pub text: &'b str,
-    /// Where a near branch goes, or the address a RIP-relative operand reads.
-    pub target: Option<u64>,
-}
-
-/// The instructions of `bytes` placed at `ip`, as objdump and gdb print them, up to the first
-/// one the bytes end in the middle of.
-pub struct Instructions<'b> {
-    bytes: &'b [u8],
-    decoder: Decoder<'b>,
-    formatter: GasFormatter,
-    instr: Instruction,
-    text: Text,
-}
-
-impl<'b> Instructions<'b> {
-    pub fn new(bytes: &'b [u8], ip: u64) -> Instructions<'b> {
-        let mut formatter = GasFormatter::new();
-        let options = formatter.options_mut();
-        // As objdump and gdb print: `call *%rax` not `callq`, `$0x1` not `$1`, operands in a
-        // column.
-        options.set_first_operand_char_index(7);
-        options.set_uppercase_hex(false);
-        options.set_show_branch_size(false);
-        options.set_branch_leading_zeros(false);
-        options.set_small_hex_numbers_in_decimal(false);
-        // A RIP-relative operand as it is encoded, `0x2f0e(%rip)`; the address it reads follows.
-        options.set_rip_relative_addresses(true);
-        Instructions {
-            bytes,
-            decoder: Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE),
-            formatter,
-            instr: Instruction::default(),
-            text: Text(String::new()),
-        }
-    }
-
-    /// Where the next instruction starts, from the start of the bytes.
-    pub fn position(&self) -> usize {
-        self.decoder.position()
-    }
-
-    /// The next instruction; its text lives until the next call.
-    pub fn next_insn(&mut self) -> Option<Insn<'_>> {
-        if !self.decoder.can_decode() {
-            return None;
-        }
-        let (at, from) = (self.decoder.ip(), self.decoder.position());
-        self.decoder.decode_out(&mut self.instr);
-        if self.decoder.last_error() == DecoderError::NoMoreBytes {
-            // Cut short by the end of the bytes: the caller says why they end.
-            let _ = self.decoder.set_position(from);
-            self.decoder.set_ip(at);
-            return None;
-        }
-        self.text.0.clear();
-        if self.instr.is_invalid() {
-            self.text.0.push_str("(bad)");
-        } else {
-            self.formatter.format(&self.instr, &mut self.text);
-        }
-        let len = self.instr.len();
-        Some(Insn {
-            addr: at,
-            bytes: &self.bytes[from..from + len],
-            text: &self.text.0,
-            target: branch_target(&self.instr),
-        })
-    }
-}
-
-/// The formatter's text, without colour.
-struct Text(String);
-
-impl FormatterOutput for Text {
-    fn write(&mut self, text: &str, _: FormatterTextKind) {
-        self.0.push_str(text);
-    }
-}
-
 /// A function's size when `what` names one (not an address, not symbol+offset) that starts at
 /// `start` and the symbol table gives its size.
 fn function_size(session: &Session<'_>, what: &str, start: u64) -> Option<u64> {
@@ -278,22 +191,6 @@ fn read_upto(mem: &dyn Memory, start: u64, len: u64) -> (Vec<u8>, Option<String>
         bytes.extend_from_slice(&page);
     }
     (bytes, None)
-}
-
-/// Where a near branch goes, or the address a RIP-relative memory operand reads.
-fn branch_target(instr: &Instruction) -> Option<u64> {
-    use iced_x86::OpKind;
-    if (0..instr.op_count()).any(|i| {
-        matches!(
-            instr.op_kind(i),
-            OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
-        )
-    }) {
-        return Some(instr.near_branch_target());
-    }
-    instr
-        .is_ip_rel_memory_operand()
-        .then(|| instr.ip_rel_memory_address())
 }
 
 /// `function+0x10` for an address in any image of the session; nothing past the end of a

@@ -7,6 +7,7 @@
 pub mod edit;
 pub mod gdb;
 pub mod linux;
+pub mod objdump;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
