@@ -11,11 +11,11 @@
 
 #![no_main]
 
-use kcrash_fuzz::Windows;
 use kcrash_ftrace::formats::{FieldDesc, Format, Formats};
 use kcrash_ftrace::layout::{At, Layout};
 use kcrash_ftrace::print_fmt::{PrintFmt, Record, Resolve};
 use kcrash_ftrace::{bprint, rings};
+use kcrash_fuzz::Windows;
 use kcrash_plugin::Memory;
 use libfuzzer_sys::fuzz_target;
 
@@ -39,7 +39,6 @@ impl Resolve for EvenKernel {
         (ty.len() % 2 == 0).then_some(64)
     }
 }
-
 
 /// A layout whose members are a few words apart, so that hostile memory reaches them all.
 fn layout() -> Layout {
@@ -94,7 +93,10 @@ fuzz_target!(|data: &[u8]| {
     let used = data.first().map_or(0, |&b| usize::from(b) * 16);
     let page = data.get(1..).unwrap_or_default();
     let _ = rings::events(page, u64::MAX - 5, used, |raw| {
-        assert!(raw.data.len() <= page.len(), "an event longer than its page");
+        assert!(
+            raw.data.len() <= page.len(),
+            "an event longer than its page"
+        );
     });
 
     // A print format and a record.
@@ -139,7 +141,9 @@ fuzz_target!(|data: &[u8]| {
     let mem = Windows::at(BASE, data);
     let layout = layout();
     let mut problems = Vec::new();
-    if let Ok(instances) = rings::instances(&mem as &dyn Memory, &layout, BASE, None, 4, &mut problems) {
+    if let Ok(instances) =
+        rings::instances(&mem as &dyn Memory, &layout, BASE, None, 4, &mut problems)
+    {
         for i in &instances {
             for c in &i.cpus {
                 assert!(c.pages.len() as u64 <= c.nr_pages.clamp(1, 1 << 20) + 10);

@@ -45,7 +45,7 @@ fn main() {
 /// corpus core's walk finds in the program (at the program's link-time addresses, as the target
 /// opens the image unplaced).
 fn unwind_cfi(dir: &Path) {
-    use kcrash::unwind::{contexts, walk, Cfi, Registers, RSP, RIP};
+    use kcrash::unwind::{contexts, walk, Cfi, Registers, RIP, RSP};
     let root = repo().join("corpus/hosted-c");
     let exe = std::fs::read(root.join("hosted-c")).expect("the hosted C program");
     for scenario in ["rings", "rings-gcore", "strings"] {
@@ -74,14 +74,17 @@ fn unwind_cfi(dir: &Path) {
         let mut bytes = Vec::new();
         let mut word = [0u8; 8];
         while bytes.len() < 16 << 10
-            && session.read(frame.sp + bytes.len() as u64, &mut word).is_ok()
+            && session
+                .read(frame.sp + bytes.len() as u64, &mut word)
+                .is_ok()
         {
             bytes.extend_from_slice(&word);
         }
         let mut registers = Registers::default();
         registers.set(RIP, Some(frame.pc.wrapping_sub(image.load_bias())));
         registers.set(RSP, Some(frame.sp));
-        let input = kcrash_fuzz::unwind_input::encode(&registers, &exe, &encode(&[(frame.sp, &bytes)]));
+        let input =
+            kcrash_fuzz::unwind_input::encode(&registers, &exe, &encode(&[(frame.sp, &bytes)]));
         write(dir, scenario, &input);
     }
 }
@@ -498,8 +501,7 @@ fn linux(dir: &Path) {
     for (layout, old) in [("6.4", false), ("6.1", true)] {
         let mut windows = windows.clone();
         windows.extend(kcrash::unwind::orc_sample::windows(&image, old));
-        let borrowed: Vec<(u64, &[u8])> =
-            windows.iter().map(|(a, b)| (*a, b.as_slice())).collect();
+        let borrowed: Vec<(u64, &[u8])> = windows.iter().map(|(a, b)| (*a, b.as_slice())).collect();
         let mut seed = info.clone();
         seed.push(0);
         seed.extend_from_slice(&encode(&borrowed));
