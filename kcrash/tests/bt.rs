@@ -385,3 +385,18 @@ fn fresh_cores_walk_as_gdb_walks_them_through_inlines_signals_and_threads() {
         assert!(compare(&core, &exe) >= names.len(), "{how:?}");
     }
 }
+
+/// An arm64 process core: kcrash's call-frame unwinder is x86_64's, and `bt` says so instead of
+/// reading arm64 registers as x86_64's.
+#[test]
+fn an_arm64_process_core_is_refused_saying_why() {
+    let dump = corpus::file("hosted-c-arm64/rings/core.gz");
+    let image = corpus::file("hosted-c-arm64/hosted-c-arm64");
+    let out = common::kcrash().commands(&dump, &image, &["bt"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = common::text(&out.stderr);
+    assert!(
+        err.contains("unwinding aarch64 process stacks is not supported"),
+        "{err}"
+    );
+}

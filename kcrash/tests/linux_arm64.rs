@@ -10,6 +10,7 @@ mod common;
 use common::linux::{assert_console_in_log, console_kernel_lines, first_console_line, split_level};
 use std::process::Command;
 
+use common::drgn_stack::{contexts, drgn_walks, frames_of, ours, Frame};
 use common::objdump::arm64_words;
 use common::{check_records_in, hex, json_lines, json_records, text as stdout_text, Strings};
 use kcrash_harness::expected::Expected;
@@ -90,7 +91,7 @@ fn log_and_sys_read_arm64_dumps_without_an_image() {
             );
         }
 
-        // x86_64's unwinder refuses instead of reading arm64 as x86_64.
+        // Without the vmlinux, `bt` says what it needs instead of guessing at frame records.
         let out = common::kcrash()
             .session(&["bt"])
             .arg(dump)
@@ -99,9 +100,75 @@ fn log_and_sys_read_arm64_dumps_without_an_image() {
         assert_eq!(out.status.code(), Some(1), "bt");
         let err = common::text(&out.stderr);
         assert!(
-            err.contains("unwinding aarch64") && err.contains("not supported"),
+            err.contains("unwinding an aarch64 kernel needs its vmlinux"),
             "bt: {err}"
         );
+    }
+}
+
+/// `bt` walks arm64 Linux by its frame records: every CPU's stack and every task's (`bt TASK`,
+/// from `thread.cpu_context`) are drgn's — pc, function, inlined or not — frame for frame, but
+/// where drgn could go no further (from an IRQ stack back to the interrupted task's), where
+/// kcrash's frames begin with drgn's. The stack pointers are not compared: kcrash's are where
+/// each frame's record is, drgn's what its call-frame information computes.
+#[test]
+fn every_cpus_and_tasks_stack_is_drgns() {
+    let test = "every_cpus_and_tasks_stack_is_drgns";
+    let Some((dir, _)) = guest_dumps(test) else {
+        return;
+    };
+    if !tools::runs(test, "drgn") {
+        return;
+    }
+    let dump = "vmcore.elf";
+    let drgn = drgn_walks(&dir, dump);
+    let same = |key: &str, ours: &[Frame]| {
+        let want: Vec<(u64, bool, &str)> = drgn
+            .walk(key)
+            .iter()
+            .map(|f| (f.pc, f.inlined, f.function.as_str()))
+            .collect();
+        let got: Vec<(u64, bool, &str)> = ours
+            .iter()
+            .map(|f| (f.pc, f.inlined, f.function.as_str()))
+            .collect();
+        if drgn.stopped.iter().any(|(k, _)| k == key) {
+            assert!(
+                got.len() > want.len() && got[..want.len()] == want[..],
+                "{key}: kcrash (left) begins with drgn's frames (right)\n{got:#?}\n{want:#?}"
+            );
+        } else {
+            assert_eq!(got, want, "{key}: kcrash (left) and drgn (right)");
+        }
+    };
+    let cpus = ours(&dir, dump);
+    assert_eq!(cpus.len(), 2, "the guest's two CPUs");
+    for (cpu, frames, json) in &cpus {
+        same(&format!("cpu {cpu}"), frames);
+        assert!(frames.len() >= 10, "CPU {cpu}: {json:#}");
+    }
+    // The panic: init (PID 1), from write(2) on /proc/sysrq-trigger, down to the task's last
+    // frame record.
+    let (_, frames, panicking) = cpus
+        .iter()
+        .find(|(_, _, c)| c["pid"] == 1)
+        .expect("init running on a CPU");
+    assert!(
+        frames.iter().any(|f| f.function == "sysrq_handle_crash"),
+        "{panicking:#}"
+    );
+    assert_eq!(
+        panicking["stop"], "the frame record is zeros: the task's outermost frame",
+        "{panicking:#}"
+    );
+    let tasks = drgn.tasks();
+    assert!(tasks.len() > 40, "drgn walked {} tasks", tasks.len());
+    let commands: Vec<String> = tasks.iter().map(|t| format!("bt --json {t}")).collect();
+    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+    let walked = contexts(&dir, dump, &commands);
+    assert_eq!(walked.len(), tasks.len(), "one stack per task");
+    for (task, context) in tasks.iter().zip(&walked) {
+        same(&format!("task {task}"), &frames_of(context));
     }
 }
 

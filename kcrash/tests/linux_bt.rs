@@ -7,80 +7,12 @@
 //! register for register.
 //! The klogtest module is loaded in both, so its frames are named. Setup: tests/common/linux.rs.
 
-use std::process::Command;
-
 mod common;
 
-use common::linux::{crash, crash_reads, guest, kcrash, kcrash_on};
+use common::drgn_stack::{contexts, drgn_walks, frames_of, ours, Frame};
+use common::linux::{crash, crash_reads, guest, kcrash};
 use kcrash_harness::run::stdout;
 use kcrash_harness::tools;
-use serde_json::Value;
-
-/// drgn's frames of the task on each CPU (each possible one: a panic takes the others offline)
-/// and of every task: `cpu N|task ADDR`, then `pc sp inline name`, tab-separated; each walk up
-/// to its first frame in user space, where drgn goes on reading user memory as a kernel stack.
-const DRGN_WALK: &str = r#"
-from drgn.helpers.linux.cpumask import for_each_possible_cpu
-from drgn.helpers.linux.pid import for_each_task
-from drgn.helpers.linux.sched import cpu_curr
-def walk(key, task):
-    for frame in prog.stack_trace(task):
-        if frame.pc < 0xffff800000000000:
-            break
-        print("@@frame\t%s\t%#x\t%#x\t%d\t%s" % (key, frame.pc, frame.sp, frame.is_inline, frame.name))
-for cpu in for_each_possible_cpu(prog):
-    walk("cpu %d" % cpu, cpu_curr(prog, cpu))
-for task in for_each_task(prog):
-    walk("task %#x" % task.value_(), task)
-"#;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Frame {
-    pc: u64,
-    sp: u64,
-    inlined: bool,
-    function: String,
-}
-
-/// The frames of one of `bt --json`'s contexts.
-fn frames_of(context: &Value) -> Vec<Frame> {
-    context["frames"]
-        .as_array()
-        .expect("frames")
-        .iter()
-        .map(|f| Frame {
-            pc: common::hex(&f["pc"]),
-            sp: common::hex(&f["sp"]),
-            inlined: f["inlined"].as_bool().expect("inlined"),
-            function: f["function"].as_str().unwrap_or("??").to_owned(),
-        })
-        .collect()
-}
-
-/// Each context of the `bt --json` documents `commands` print, in order.
-fn contexts(dir: &std::path::Path, dump: &str, commands: &[&str]) -> Vec<Value> {
-    let text = stdout(
-        &kcrash_on(dir, &[dump, "vmlinux", "klogtest.ko"], commands),
-        dump,
-    );
-    serde_json::Deserializer::from_str(&text)
-        .into_iter::<Value>()
-        .flat_map(|doc| {
-            doc.expect("bt --json is JSON")["contexts"]
-                .as_array()
-                .expect("contexts")
-                .clone()
-        })
-        .collect()
-}
-
-/// kcrash's `bt -a --json` by CPU.
-fn ours(dir: &std::path::Path, dump: &str) -> Vec<(u64, Vec<Frame>, Value)> {
-    contexts(dir, dump, &["bt -a --json"])
-        .into_iter()
-        .map(|c| (c["cpu"].as_u64().expect("a CPU"), frames_of(&c), c))
-        .collect()
-}
 
 #[test]
 fn every_cpus_stack_is_drgns() {
@@ -96,37 +28,13 @@ fn every_cpus_stack_is_drgns() {
         return;
     }
     for dump in dumps {
-        let out = Command::new("drgn")
-            .current_dir(&dir)
-            .args(["-q", "-c", dump, "-s", "vmlinux", "-s", "klogtest.ko"])
-            .args(["-e", DRGN_WALK])
-            .output()
-            .expect("drgn runs");
-        assert!(out.status.success(), "drgn: {}", common::text(&out.stderr));
-        let mut theirs: Vec<(String, Frame)> = Vec::new();
-        for line in common::text(&out.stdout).lines() {
-            let Some(rest) = line.strip_prefix("@@frame\t") else {
-                continue;
-            };
-            let f: Vec<&str> = rest.split('\t').collect();
-            let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex");
-            theirs.push((
-                f[0].to_owned(),
-                Frame {
-                    pc: hex(f[1]),
-                    sp: hex(f[2]),
-                    inlined: f[3] == "1",
-                    function: f[4].to_owned(),
-                },
-            ));
-        }
-        let walk = |key: &str| -> Vec<&Frame> {
-            theirs
-                .iter()
-                .filter(|(k, _)| k == key)
-                .map(|(_, f)| f)
-                .collect()
-        };
+        let drgn = drgn_walks(&dir, dump);
+        assert!(
+            drgn.stopped.is_empty(),
+            "{dump}: drgn stopped: {:?}",
+            drgn.stopped
+        );
+        let walk = |key: &str| drgn.walk(key);
         let ours = ours(&dir, dump);
         assert_eq!(ours.len(), 2, "{dump}: the guest's two CPUs");
         for (cpu, frames, json) in &ours {
@@ -140,14 +48,7 @@ fn every_cpus_stack_is_drgns() {
         }
         // Every task by its address: the running ones from their CPU's registers, the others
         // from what the scheduler saved.
-        let mut tasks: Vec<&str> = Vec::new();
-        for (key, _) in &theirs {
-            if let Some(task) = key.strip_prefix("task ") {
-                if !tasks.contains(&task) {
-                    tasks.push(task);
-                }
-            }
-        }
+        let tasks = drgn.tasks();
         assert!(
             tasks.len() > 40,
             "{dump}: drgn walked {} tasks",

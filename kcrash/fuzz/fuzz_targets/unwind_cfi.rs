@@ -1,14 +1,19 @@
 //! Walking a stack by hostile call-frame information over hostile memory: the input is the first
 //! frame's registers, an ELF image (its `.eh_frame`, `.eh_frame_hdr`, `.debug_frame`) and the
 //! stack's windows (`kcrash_fuzz::unwind_input`). The walk ends within its frame bound with a
-//! reason, and every frame is symbolized. A panic, or a walk without end, is a bug.
+//! reason, and every frame is symbolized. The same memory is walked as arm64 frame records too,
+//! from x29, sp and pc taken from the input's rbp, rsp and rip. A panic, or a walk without end,
+//! is a bug.
 //!
 //! Seeds: `seeds unwind_cfi` (the hosted C program and its stack in the corpus's cores, from its
 //! first frame in the program).
 
 #![no_main]
 
-use kcrash::unwind::{walk, Cfi, FramePointer, MAX_FRAMES};
+use dumpfmt::Machine;
+use kcrash::unwind::{
+    walk, Cfi, FramePointer, FrameRecords, Registers, Stack, MAX_FRAMES, PC, RBP, RIP, RSP, SP, X29,
+};
 use kcrash_fuzz::unwind_input;
 use libfuzzer_sys::fuzz_target;
 use symbols::{Image, ImageSet};
@@ -30,11 +35,23 @@ fuzz_target!(|data: &[u8]| {
         images: &images,
         mem: &mem,
     };
-    let stack = walk(registers, true, &[&cfi, &frame_pointer]);
-    assert!(stack.frames.len() <= MAX_FRAMES);
-    assert!(!stack.stop.is_empty());
-    for frame in &stack.frames {
-        let _ = images.symbolize(frame.lookup_pc());
-        let _ = images.frames(frame.lookup_pc());
+    let mut arm64 = Registers::new(Machine::Aarch64);
+    for (from, to) in [(RBP, X29), (RSP, SP), (RIP, PC)] {
+        arm64.set(to, registers.get(from));
     }
+    let records = FrameRecords {
+        images: &images,
+        mem: &mem,
+        va_bits: 48,
+    };
+    let check = |stack: Stack| {
+        assert!(stack.frames.len() <= MAX_FRAMES);
+        assert!(!stack.stop.is_empty());
+        for frame in &stack.frames {
+            let _ = images.symbolize(frame.lookup_pc());
+            let _ = images.frames(frame.lookup_pc());
+        }
+    };
+    check(walk(registers, true, &[&cfi, &frame_pointer]));
+    check(walk(arm64, true, &[&records]));
 });

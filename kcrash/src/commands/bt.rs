@@ -1,6 +1,6 @@
 //! `bt`: the stack of the thread or CPU the dump stopped, walked by call-frame information (and
-//! by frame pointers where no table describes the code), symbolized with inlined functions as
-//! gdb shows them, printed as crash prints a backtrace.
+//! by frame pointers where no table describes the code; arm64 Linux by its frame records),
+//! symbolized with inlined functions as gdb shows them, printed as crash prints a backtrace.
 
 use std::io::{self, Write};
 
@@ -21,8 +21,10 @@ use crate::report::{self, Hex, Report};
 use crate::session::Session;
 use crate::symbolize::display_name;
 use crate::unwind::{
-    self, pt_regs, switched_out, Cfi, FramePointer, How, Kind, Orc, Registers, Stack, Unwinder,
+    self, pt_regs, switched_out, Cfi, FramePointer, FrameRecords, How, Kind, Orc, Registers, Stack,
+    Unwinder,
 };
+use dumpfmt::Machine;
 
 /// The stack where the dump stopped a thread (process cores) or CPU (kernel dumps).
 ///
@@ -279,8 +281,18 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let args = Args::try_parse_from(argv)?;
     let session = cx.session;
     let machine = session.dump.machine();
-    if machine != dumpfmt::Machine::X86_64 {
-        bail!("unwinding {machine} stacks is not supported: kcrash's unwinders are x86_64's");
+    let arm64 = machine == Machine::Aarch64;
+    if arm64 && session.dump.is_process_core() {
+        bail!(
+            "unwinding aarch64 process stacks is not supported: kcrash walks arm64 Linux kernels \
+             by their frame records, and its call-frame unwinder is x86_64's"
+        );
+    }
+    if arm64 && session.linux.is_none() {
+        bail!(
+            "unwinding an aarch64 kernel needs its vmlinux: a frame record is told from other \
+             words by its return address into the kernel's code"
+        );
     }
     let mut warnings = Vec::new();
     let all = unwind::contexts(session.dump, &mut warnings);
@@ -342,7 +354,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
             match context {
                 Some(c) if task.running => vec![on_cpu(c)],
                 _ => {
-                    let registers = switched_out(session.kernel(), task.addr)
+                    let registers = switched_out(session.kernel(), machine, task.addr)
                         .map_err(|e| anyhow!("task {:#x}: its saved registers: {e}", task.addr))?;
                     let mut head = Thread {
                         cpu,
@@ -398,16 +410,31 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     // without them (frame pointers) may still carry call-frame information. A process's code
     // always has call-frame information (the ABI requires it): a frame pointer there would be
     // a guess.
-    let orc = session.linux.as_ref().map(|_| Orc::new(session.kernel()));
+    // arm64 Linux is walked by its frame records, as it walks itself.
+    let frame_records = if arm64 {
+        Some(FrameRecords {
+            images: &images.set,
+            mem,
+            va_bits: arm64_va_bits(session)?,
+        })
+    } else {
+        None
+    };
+    let orc = (session.linux.is_some() && !arm64).then(|| Orc::new(session.kernel()));
     let mut unwinders: Vec<&dyn Unwinder> = Vec::new();
     match &orc {
         Some(Ok(orc)) => unwinders.push(orc),
         Some(Err(why)) => writeln!(cx.err, "bt: no ORC tables: {why}")?,
         None => {}
     }
-    unwinders.push(&cfi);
-    if !session.dump.is_process_core() {
-        unwinders.push(&frame_pointer);
+    match &frame_records {
+        Some(records) => unwinders.push(records),
+        None => {
+            unwinders.push(&cfi);
+            if !session.dump.is_process_core() {
+                unwinders.push(&frame_pointer);
+            }
+        }
     }
     let mapped = mapped_files(session);
     let mut contexts = Vec::new();
@@ -429,6 +456,15 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     };
     report::document(&bt, args.json, cx.out, cx.paint)?;
     Ok(Flow::Continue)
+}
+
+/// An arm64 kernel's virtual address size, VMCOREINFO's `VA_BITS`: which bits of a return address
+/// are its authentication code.
+fn arm64_va_bits(session: &Session<'_>) -> Result<u32> {
+    let info = session.dump.linux_info()?;
+    info.and_then(|i| i.arm64?.va_bits).ok_or_else(|| {
+        anyhow!("the dump's VMCOREINFO gives no VA_BITS: cannot tell return addresses from their authentication codes")
+    })
 }
 
 /// The CPU that panicked, by Linux's `panic_cpu` (-1 when none did).

@@ -1,10 +1,10 @@
 //! Where stacks start: the registers each thread (a process core) or CPU (a kernel dump) had
 //! when the dump was taken, from the dump's notes.
 
-use dumpfmt::notes::QemuCpuState;
-use dumpfmt::Dump;
+use dumpfmt::notes::{QemuCpuState, Regs};
+use dumpfmt::{Dump, Machine};
 
-use super::{Registers, RBP, RIP, RSP};
+use super::{Registers, PC, RBP, RIP, RSP, SP, X29};
 use crate::linux::facts::int;
 use crate::linux::Kernel;
 
@@ -43,8 +43,14 @@ pub fn contexts(dump: &Dump, warnings: &mut Vec<String>) -> Vec<Context> {
     dump.prstatus()
         .filter_map(|r| r.map_err(|e| warnings.push(e.to_string())).ok())
         .enumerate()
-        .filter_map(|(index, p)| Some((index, p.regs.x86_64()?.clone(), p)))
-        .map(|(index, regs, p)| Context {
+        .map(|(index, p)| {
+            let regs = match &p.regs {
+                Regs::X86_64(r) => Registers::from_user(r),
+                Regs::Aarch64(r) => Registers::from_aarch64(r),
+            };
+            (index, regs, p)
+        })
+        .map(|(index, registers, p)| Context {
             kind: if process {
                 Kind::Thread(p.pid)
             } else {
@@ -53,7 +59,7 @@ pub fn contexts(dump: &Dump, warnings: &mut Vec<String>) -> Vec<Context> {
                     pid: Some(p.pid),
                 }
             },
-            registers: Registers::from_user(&regs),
+            registers,
             signal: p.signal,
         })
         .collect()
@@ -74,15 +80,33 @@ fn from_qemu(index: usize, q: &QemuCpuState) -> Context {
     }
 }
 
-/// A Linux task that is not running: the registers `__switch_to_asm` pushed when the task was
-/// switched out (`struct inactive_task_frame` at `thread.sp`), where Linux's own unwinder and
-/// drgn start. The first frame's pc is that frame's return address into the scheduler.
-pub fn switched_out(kernel: Kernel<'_>, task: u64) -> Result<Registers, String> {
+/// A Linux task that is not running: the registers the scheduler saved when it switched the task
+/// out, where Linux's own unwinder and drgn start. x86_64: those `__switch_to_asm` pushed
+/// (`struct inactive_task_frame` at `thread.sp`); arm64: those `cpu_switch_to` stored in
+/// `thread.cpu_context`. The first frame's pc is a return address into the scheduler.
+pub fn switched_out(kernel: Kernel<'_>, machine: Machine, task: u64) -> Result<Registers, String> {
     let read = |expr: String| {
         int(kernel, &expr)
             .map(|v| v as u64)
             .map_err(|e| e.to_string())
     };
+    if machine == Machine::Aarch64 {
+        let field = |name: &str| {
+            read(format!(
+                "((struct task_struct *){task:#x})->thread.cpu_context.{name}"
+            ))
+        };
+        let mut registers = Registers::new(Machine::Aarch64);
+        for (register, name) in (19..).zip([
+            "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28",
+        ]) {
+            registers.set(register, field(name).ok());
+        }
+        registers.set(X29, Some(field("fp")?));
+        registers.set(SP, Some(field("sp")?));
+        registers.set(PC, Some(field("pc")?));
+        return Ok(registers);
+    }
     let sp = read(format!("((struct task_struct *){task:#x})->thread.sp"))?;
     let field = |name: &str| read(format!("((struct inactive_task_frame *){sp:#x})->{name}"));
     let mut registers = Registers::default();

@@ -2,6 +2,7 @@
 //! here, each way of finding a caller (call-frame information, frame pointers) in its own
 //! module. Memory and tables are the dump's, so every step is checked and every stop says why.
 
+mod aarch64;
 mod cfi;
 mod context;
 mod frame_pointer;
@@ -9,11 +10,13 @@ mod orc;
 #[doc(hidden)]
 pub mod orc_sample;
 
-use dumpfmt::notes::X86_64Regs;
+use dumpfmt::notes::{Aarch64Regs, X86_64Regs};
+use dumpfmt::Machine;
 use symbols::ImageSet;
 
 use crate::memory::Memory;
 
+pub use aarch64::FrameRecords;
 pub use cfi::Cfi;
 pub use context::{contexts, switched_out, Context, Kind};
 pub use frame_pointer::FramePointer;
@@ -22,10 +25,21 @@ pub use orc::{pt_regs, Orc};
 /// Frames walked at most: deeper than any real stack, and the end of a loop no check catches.
 pub const MAX_FRAMES: usize = 512;
 
-/// x86_64's registers by DWARF number (rax, rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8–r15, then the
-/// return address, which is the caller's rip); `None` where unknown.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Registers([Option<u64>; 17]);
+/// A machine's registers by DWARF number; `None` where unknown. x86_64: rax, rdx, rcx, rbx, rsi,
+/// rdi, rbp, rsp, r8–r15, then the return address, which is the caller's rip. arm64: x0–x30, sp,
+/// pc.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registers {
+    machine: Machine,
+    values: [Option<u64>; 33],
+}
+
+/// x86_64's by default: the unwinders of x86_64 code start from nothing.
+impl Default for Registers {
+    fn default() -> Registers {
+        Registers::new(Machine::X86_64)
+    }
+}
 
 pub const RBP: u16 = 6;
 pub const RSP: u16 = 7;
@@ -33,39 +47,92 @@ pub const RIP: u16 = 16;
 /// What a called function must give back unchanged (System V ABI): rbx, rbp, r12–r15.
 const CALLEE_SAVED: [u16; 6] = [3, 6, 12, 13, 14, 15];
 
+/// arm64's frame pointer (x29), stack pointer and pc.
+pub const X29: u16 = 29;
+pub const SP: u16 = 31;
+pub const PC: u16 = 32;
+/// What a called function gives back unchanged (AAPCS64): x19–x29 and sp.
+const A64_CALLEE_SAVED: [u16; 12] = [19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, SP];
+
 impl Registers {
+    /// None known, of `machine`.
+    pub fn new(machine: Machine) -> Registers {
+        Registers {
+            machine,
+            values: [None; 33],
+        }
+    }
+
     /// From a NT_PRSTATUS's `user_regs_struct`.
     pub fn from_user(regs: &X86_64Regs) -> Registers {
         const ORDER: [&str; 17] = [
             "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
             "r12", "r13", "r14", "r15", "rip",
         ];
-        Registers(ORDER.map(|name| regs.get(name)))
+        let mut r = Registers::new(Machine::X86_64);
+        for (register, name) in (0..).zip(ORDER) {
+            r.set(register, regs.get(name));
+        }
+        r
     }
 
+    /// From an arm64 NT_PRSTATUS's `user_pt_regs`: x0–x30, sp and pc are DWARF's order.
+    pub fn from_aarch64(regs: &Aarch64Regs) -> Registers {
+        let mut r = Registers::new(Machine::Aarch64);
+        for (register, value) in (0..=PC).zip(regs.0) {
+            r.set(register, Some(value));
+        }
+        r
+    }
+
+    pub fn machine(&self) -> Machine {
+        self.machine
+    }
+
+    /// The register's value; None where unknown or past the machine's registers.
     pub fn get(&self, register: u16) -> Option<u64> {
-        self.0.get(usize::from(register)).copied().flatten()
+        if register > self.last() {
+            return None;
+        }
+        self.values.get(usize::from(register)).copied().flatten()
     }
 
     pub fn set(&mut self, register: u16, value: Option<u64>) {
-        if let Some(slot) = self.0.get_mut(usize::from(register)) {
+        if register > self.last() {
+            return;
+        }
+        if let Some(slot) = self.values.get_mut(usize::from(register)) {
             *slot = value;
         }
     }
 
+    fn last(&self) -> u16 {
+        match self.machine {
+            Machine::X86_64 => RIP,
+            Machine::Aarch64 => PC,
+        }
+    }
+
     pub fn pc(&self) -> Option<u64> {
-        self.get(RIP)
+        self.get(self.last())
     }
 
     pub fn sp(&self) -> Option<u64> {
-        self.get(RSP)
+        self.get(match self.machine {
+            Machine::X86_64 => RSP,
+            Machine::Aarch64 => SP,
+        })
     }
 
     /// What a caller still has of these registers before its saved ones are restored: the
     /// callee-saved ones (the rules override any the function did save).
     fn callee_saved(&self) -> Registers {
-        let mut kept = Registers::default();
-        for r in CALLEE_SAVED {
+        let mut kept = Registers::new(self.machine);
+        let saved: &[u16] = match self.machine {
+            Machine::X86_64 => &CALLEE_SAVED,
+            Machine::Aarch64 => &A64_CALLEE_SAVED,
+        };
+        for &r in saved {
             kept.set(r, self.get(r));
         }
         kept
@@ -165,7 +232,7 @@ pub fn walk(registers: Registers, exact: bool, unwinders: &[&dyn Unwinder]) -> S
     let (Some(pc), Some(sp)) = (registers.pc(), registers.sp()) else {
         return Stack {
             frames: Vec::new(),
-            stop: "the context's rip or rsp is unknown".into(),
+            stop: "the context's pc or stack pointer is unknown".into(),
         };
     };
     let mut frame = Frame {
@@ -212,7 +279,11 @@ pub fn walk(registers: Registers, exact: bool, unwinders: &[&dyn Unwinder]) -> S
         frame.exception = caller.exception;
         frame.trampoline = caller.trampoline;
         let (Some(pc), Some(sp)) = (caller.registers.pc(), caller.registers.sp()) else {
-            return end(frames, frame, "the caller's rip or rsp is unknown".into());
+            return end(
+                frames,
+                frame,
+                "the caller's pc or stack pointer is unknown".into(),
+            );
         };
         if pc == 0 {
             let why = "the return address is 0: the outermost frame".into();

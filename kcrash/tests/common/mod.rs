@@ -4,6 +4,7 @@
 // Each test binary uses its own part of this module.
 #![allow(dead_code)]
 
+pub mod drgn_stack;
 pub mod edit;
 pub mod gdb;
 pub mod linux;

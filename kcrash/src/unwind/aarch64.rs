@@ -1,0 +1,122 @@
+//! arm64 Linux's frame records: every kernel function that calls another stores its caller's
+//! frame pointer (x29) and its return address (x30) as a pair, and points x29 at it. The kernel
+//! is built so (arm64 Linux walks its own stacks this way, exception entries included: their
+//! `struct pt_regs` holds a record of the interrupted pc, and the task's first has zeros).
+//! Return addresses may carry a pointer-authentication code in their top bits, taken off before
+//! use as the kernel does.
+
+use super::{saved, Caller, Frame, How, Registers, Step, Unwinder, PC, SP, X29};
+use symbols::ImageSet;
+
+use crate::memory::Memory;
+
+/// How far above the stack pointer a frame record may be: more than any frame's locals.
+const MAX_FRAME: u64 = 1 << 20;
+/// arm64 Linux's task, IRQ and overflow stacks: 16 KiB each (4 KiB pages), aligned to their
+/// size. A record on another block is on another stack.
+const STACK_SIZE: u64 = 16 << 10;
+
+pub struct FrameRecords<'a> {
+    /// A return address must be in one of them: a word that points elsewhere is no return
+    /// address, and x29 was no frame record.
+    pub images: &'a ImageSet,
+    pub mem: &'a dyn Memory,
+    /// The kernel's virtual address size (VMCOREINFO's `VA_BITS`): the bits above it of a
+    /// return address are its authentication code.
+    pub va_bits: u32,
+}
+
+impl FrameRecords<'_> {
+    /// `lr` without its pointer-authentication code: a kernel address (bit 55 set) with every
+    /// bit above the address size set, any other with them clear.
+    pub fn strip(&self, lr: u64) -> u64 {
+        let mask = match 1u64.checked_shl(self.va_bits) {
+            Some(top) => top - 1,
+            None => return lr,
+        };
+        if lr & (1 << 55) != 0 {
+            lr | !mask
+        } else {
+            lr & mask
+        }
+    }
+}
+
+impl Unwinder for FrameRecords<'_> {
+    fn caller(&self, frame: &Frame, registers: &Registers) -> Step {
+        let Some(fp) = registers.get(X29) else {
+            return Step::Lost("x29 is unknown".into());
+        };
+        if fp == 0 {
+            return Step::Outermost {
+                why: "x29 is 0: the outermost frame".into(),
+                exception: None,
+            };
+        }
+        // On this frame's stack above it, or on another stack (an IRQ stack's record of the
+        // task stack it came from).
+        let new_stack = fp / STACK_SIZE != frame.sp / STACK_SIZE;
+        let above = fp >= frame.sp && fp - frame.sp <= MAX_FRAME;
+        if !(above || new_stack) || fp % 16 != 0 {
+            return Step::Lost(format!(
+                "x29 {fp:#x} is no frame record on the stack at {:#x}",
+                frame.sp
+            ));
+        }
+        let read = |at: u64, what: &str| saved(self.mem, what, at);
+        let (caller_fp, lr) = match (
+            read(fp, "the saved x29"),
+            read(fp.wrapping_add(8), "the return address"),
+        ) {
+            (Ok(f), Ok(lr)) => (f, self.strip(lr)),
+            (Err(why), _) | (_, Err(why)) => return Step::Lost(why),
+        };
+        if lr == 0 && caller_fp == 0 {
+            return Step::Outermost {
+                why: "the frame record is zeros: the task's outermost frame".into(),
+                exception: None,
+            };
+        }
+        if self.images.image_at(lr.wrapping_sub(4)).is_none() {
+            return Step::Lost(format!(
+                "x29 {fp:#x} is no frame record: its return address {lr:#x} is in no image"
+            ));
+        }
+        let mut caller = registers.callee_saved();
+        caller.set(X29, Some(caller_fp));
+        // The record is at the bottom of its function's frame: the caller's stack pointer is at
+        // least past it.
+        caller.set(SP, Some(fp.wrapping_add(16)));
+        caller.set(PC, Some(lr));
+        Step::Caller(Box::new(Caller {
+            registers: caller,
+            how: How::FramePointer,
+            interrupted: false,
+            trampoline: false,
+            new_stack,
+            exception: None,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcrash_plugin::memory::Runs;
+
+    #[test]
+    fn authentication_codes_come_off_as_the_kernel_takes_them() {
+        let images = ImageSet::default();
+        let mem = Runs(Vec::new());
+        let records = FrameRecords {
+            images: &images,
+            mem: &mem,
+            va_bits: 48,
+        };
+        // A signed kernel return address, and the same unsigned.
+        assert_eq!(records.strip(0x00bc_d5fd_8a63_5060), 0xffff_d5fd_8a63_5060);
+        assert_eq!(records.strip(0xffff_d5fd_8a63_5060), 0xffff_d5fd_8a63_5060);
+        // A user one.
+        assert_eq!(records.strip(0x0012_0000_0040_0530), 0x0000_0000_0040_0530);
+    }
+}

@@ -1,0 +1,146 @@
+//! drgn's stack traces of a Linux guest's tasks beside kcrash's `bt --json`.
+
+use std::path::Path;
+use std::process::Command;
+
+use kcrash_harness::run::stdout;
+use serde_json::Value;
+
+use super::linux::kcrash_on;
+
+/// drgn's frames of the task on each CPU (each possible one: a panic takes the others offline)
+/// and of every task: `cpu N|task ADDR`, then `pc sp inline name`, tab-separated; each walk up
+/// to its first frame in user space, where drgn goes on reading user memory as a kernel stack, or
+/// to where drgn could go no further (`@@stop`, with its reason).
+const DRGN_WALK: &str = r#"
+from drgn.helpers.linux.cpumask import for_each_possible_cpu
+from drgn.helpers.linux.pid import for_each_task
+from drgn.helpers.linux.sched import cpu_curr
+def walk(key, task):
+    try:
+        for frame in prog.stack_trace(task):
+            if frame.pc < 0xffff000000000000:
+                break
+            print("@@frame\t%s\t%#x\t%#x\t%d\t%s" % (key, frame.pc, frame.sp, frame.is_inline, frame.name))
+    except LookupError as e:
+        print("@@stop\t%s\t%s" % (key, e))
+for cpu in for_each_possible_cpu(prog):
+    walk("cpu %d" % cpu, cpu_curr(prog, cpu))
+for task in for_each_task(prog):
+    walk("task %#x" % task.value_(), task)
+"#;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub pc: u64,
+    pub sp: u64,
+    pub inlined: bool,
+    pub function: String,
+}
+
+/// The frames of one of `bt --json`'s contexts.
+pub fn frames_of(context: &Value) -> Vec<Frame> {
+    context["frames"]
+        .as_array()
+        .expect("frames")
+        .iter()
+        .map(|f| Frame {
+            pc: super::hex(&f["pc"]),
+            sp: super::hex(&f["sp"]),
+            inlined: f["inlined"].as_bool().expect("inlined"),
+            function: f["function"].as_str().unwrap_or("??").to_owned(),
+        })
+        .collect()
+}
+
+/// Each context of the `bt --json` documents `commands` print, in order.
+pub fn contexts(dir: &Path, dump: &str, commands: &[&str]) -> Vec<Value> {
+    let text = stdout(
+        &kcrash_on(dir, &[dump, "vmlinux", "klogtest.ko"], commands),
+        dump,
+    );
+    serde_json::Deserializer::from_str(&text)
+        .into_iter::<Value>()
+        .flat_map(|doc| {
+            doc.expect("bt --json is JSON")["contexts"]
+                .as_array()
+                .expect("contexts")
+                .clone()
+        })
+        .collect()
+}
+
+/// kcrash's `bt -a --json` by CPU.
+pub fn ours(dir: &Path, dump: &str) -> Vec<(u64, Vec<Frame>, Value)> {
+    contexts(dir, dump, &["bt -a --json"])
+        .into_iter()
+        .map(|c| (c["cpu"].as_u64().expect("a CPU"), frames_of(&c), c))
+        .collect()
+}
+
+/// drgn's walks of every CPU's task and every task of `dump` in the guest's `dir`.
+pub struct Walks {
+    frames: Vec<(String, Frame)>,
+    /// The walks drgn could not finish, and why.
+    pub stopped: Vec<(String, String)>,
+}
+
+impl Walks {
+    /// The frames of one walk (`cpu N` or `task 0x…`).
+    pub fn walk(&self, key: &str) -> Vec<&Frame> {
+        self.frames
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, f)| f)
+            .collect()
+    }
+
+    /// Every task drgn walked, by address, in its order.
+    pub fn tasks(&self) -> Vec<&str> {
+        let mut tasks: Vec<&str> = Vec::new();
+        for (key, _) in &self.frames {
+            if let Some(task) = key.strip_prefix("task ") {
+                if !tasks.contains(&task) {
+                    tasks.push(task);
+                }
+            }
+        }
+        tasks
+    }
+}
+
+pub fn drgn_walks(dir: &Path, dump: &str) -> Walks {
+    let out = Command::new("drgn")
+        .current_dir(dir)
+        .args(["-q", "-c", dump, "-s", "vmlinux", "-s", "klogtest.ko"])
+        .args(["-e", DRGN_WALK])
+        .output()
+        .expect("drgn runs");
+    assert!(out.status.success(), "drgn: {}", super::text(&out.stderr));
+    let mut walks = Walks {
+        frames: Vec::new(),
+        stopped: Vec::new(),
+    };
+    for line in super::text(&out.stdout).lines() {
+        if let Some(rest) = line.strip_prefix("@@stop\t") {
+            let (key, why) = rest.split_once('\t').unwrap_or((rest, ""));
+            walks.stopped.push((key.to_owned(), why.to_owned()));
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("@@frame\t") else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split('\t').collect();
+        let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex");
+        walks.frames.push((
+            f[0].to_owned(),
+            Frame {
+                pc: hex(f[1]),
+                sp: hex(f[2]),
+                inlined: f[3] == "1",
+                function: f[4].to_owned(),
+            },
+        ));
+    }
+    walks
+}
