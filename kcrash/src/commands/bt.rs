@@ -282,13 +282,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     let session = cx.session;
     let machine = session.dump.machine();
     let arm64 = machine == Machine::Aarch64;
-    if arm64 && session.dump.is_process_core() {
-        bail!(
-            "unwinding aarch64 process stacks is not supported: kcrash walks arm64 Linux kernels \
-             by their frame records, and its call-frame unwinder is x86_64's"
-        );
-    }
-    if arm64 && session.linux.is_none() {
+    if arm64 && session.linux.is_none() && !session.dump.is_process_core() {
         bail!(
             "unwinding an aarch64 kernel needs its vmlinux: a frame record is told from other \
              words by its return address into the kernel's code"
@@ -411,7 +405,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     // always has call-frame information (the ABI requires it): a frame pointer there would be
     // a guess.
     // arm64 Linux is walked by its frame records, as it walks itself.
-    let frame_records = if arm64 {
+    let frame_records = if arm64 && !session.dump.is_process_core() {
         Some(FrameRecords {
             images: &images.set,
             mem,

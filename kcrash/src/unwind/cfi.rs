@@ -1,9 +1,10 @@
 //! A caller by the call-frame information (`.eh_frame`, `.debug_frame`) of the image that holds
 //! the frame's code, as gdb and every C++ runtime unwind.
 
+use dumpfmt::Machine;
 use symbols::{CfaRule, ImageSet, RegisterRule};
 
-use super::{image_at, saved, Caller, Frame, How, Registers, Step, Unwinder, RSP};
+use super::{image_at, saved, Caller, Frame, How, Registers, Step, Unwinder};
 use crate::memory::Memory;
 
 pub struct Cfi<'a> {
@@ -59,7 +60,7 @@ impl Cfi<'_> {
             }
         };
         let mut caller = registers.callee_saved();
-        caller.set(RSP, Some(cfa));
+        caller.set_sp(cfa);
         let mut return_address = None;
         for &(register, how) in &rule.registers {
             let value = match how {
@@ -94,7 +95,13 @@ impl Cfi<'_> {
             }
         }
         // DWARF leaves a register without a rule undefined; the entry code marks its return
-        // address so to end the stack.
+        // address so to end the stack. On arm64 the return address is a register (x30): a leaf
+        // that does not save it gives it no rule, and it still holds the return address, as gdb
+        // reads it.
+        if return_address.is_none() && registers.machine() == Machine::Aarch64 {
+            let lr = registers.get(rule.return_address);
+            return_address = Some((RegisterRule::SameValue, lr));
+        }
         let pc = match return_address {
             None | Some((RegisterRule::Undefined, _)) => {
                 return Ok(Step::Outermost {
@@ -109,7 +116,7 @@ impl Cfi<'_> {
                 ))
             }
         };
-        caller.set(super::RIP, Some(pc));
+        caller.set_pc(pc);
         Ok(Step::Caller(Box::new(Caller {
             registers: caller,
             how: How::CallFrameInfo,

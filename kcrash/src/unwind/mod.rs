@@ -118,10 +118,22 @@ impl Registers {
     }
 
     pub fn sp(&self) -> Option<u64> {
-        self.get(match self.machine {
+        self.get(self.sp_register())
+    }
+
+    fn sp_register(&self) -> u16 {
+        match self.machine {
             Machine::X86_64 => RSP,
             Machine::Aarch64 => SP,
-        })
+        }
+    }
+
+    pub fn set_sp(&mut self, sp: u64) {
+        self.set(self.sp_register(), Some(sp));
+    }
+
+    pub fn set_pc(&mut self, pc: u64) {
+        self.set(self.last(), Some(pc));
     }
 
     /// What a caller still has of these registers before its saved ones are restored: the
@@ -289,7 +301,9 @@ pub fn walk(registers: Registers, exact: bool, unwinders: &[&dyn Unwinder]) -> S
             let why = "the return address is 0: the outermost frame".into();
             return end(frames, frame, why);
         }
-        if sp <= frame.sp && !caller.new_stack {
+        // An arm64 leaf function keeps no frame: its caller's stack pointer is its own.
+        let leaf = frames.is_empty() && sp == frame.sp && registers.machine() == Machine::Aarch64;
+        if sp <= frame.sp && !caller.new_stack && !leaf {
             let why = format!(
                 "the caller's stack pointer {sp:#x} is not above {:#x}: the stack is damaged or \
                  its unwinding information wrong",
