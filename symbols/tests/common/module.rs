@@ -11,10 +11,13 @@ use kcrash_harness::tools;
 use object::{Object, ObjectSection};
 use symbols::SectionAddresses;
 
-/// The Linux series these tests read (the guest pipeline's default, 6.1): the cache and /usr/src
-/// may hold others the guest pipeline booted.
+/// The Linux series these tests read: `$KCRASH_LINUX_SERIES` (`5.10`, CI runs them for each
+/// series the guest pipeline boots), else the pipeline's default, 6.1. The cache and /usr/src
+/// hold every series the pipeline fetched.
 fn series_prefix() -> String {
-    format!("{}.", kcrash_harness::linux::debian::SERIES[0].0)
+    let series = std::env::var("KCRASH_LINUX_SERIES")
+        .unwrap_or_else(|_| kcrash_harness::linux::debian::SERIES[0].0.to_owned());
+    format!("{series}.")
 }
 
 /// The release of the Debian kernel CI extracted to /var/cache/kcrash-ci (`6.1.0-48-amd64`):
