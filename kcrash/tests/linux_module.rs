@@ -132,7 +132,18 @@ fn the_modules_klog_reads_as_the_module_logged_it() {
             if how == "command line" {
                 cmd.arg("klogtest.ko");
             }
-            let text = stdout(&cmd.output().expect("kcrash runs"), dump);
+            let out = cmd.output().expect("kcrash runs");
+            if !out.status.success() && slab_may_be_excluded(&dir, dump) {
+                // The module's own bookkeeping (its section names) may be on a slab page this
+                // dump left out: kcrash says so rather than place the .ko by guesswork.
+                let err = common::text(&out.stderr);
+                assert!(
+                    err.contains("page was excluded when the dump was written"),
+                    "{dump} ({how}): {err}"
+                );
+                continue;
+            }
+            let text = stdout(&out, dump);
             let mut lines = text.lines();
             let sym = lines.next().expect("sym's line");
             assert!(
