@@ -92,6 +92,25 @@ pub fn slab_may_be_excluded(dir: &Path, dump: &str) -> bool {
     dump.contains("-d31") && newer_than_6_1(dir)
 }
 
+/// Whether kcrash, given the guest's klogtest.ko, refused `dump` because the module's own
+/// bookkeeping (its section names) is on a slab page the dump left out
+/// ([`slab_may_be_excluded`]): asked of such dumps only, and the refusal must say so.
+pub fn module_unplaceable(dir: &Path, dump: &str) -> bool {
+    if !slab_may_be_excluded(dir, dump) {
+        return false;
+    }
+    let out = kcrash_on(dir, &[dump, "vmlinux", "klogtest.ko"], &["sys"]);
+    if out.status.success() {
+        return false;
+    }
+    let err = super::text(&out.stderr);
+    assert!(
+        out.status.code() == Some(2) && err.contains("page was excluded when the dump was written"),
+        "{dump}: {err}"
+    );
+    true
+}
+
 /// Whether the guest's release (guest.toml's `release`) is a Linux newer than 6.1.
 pub fn newer_than_6_1(dir: &Path) -> bool {
     let toml = std::fs::read_to_string(dir.join("guest.toml")).expect("guest.toml");
