@@ -12,7 +12,7 @@ use std::process::Command;
 
 mod common;
 
-use common::objdump::arm64_words;
+use common::objdump::{arm64_words, instruction_line};
 use common::{json_lines, kcrash, nm_all};
 use kcrash_harness::corpus;
 use kcrash_harness::run::stdout;
@@ -59,18 +59,9 @@ fn objdump(program: &str, image: &Path) -> Disassembly {
             }
             continue;
         }
-        // `  401000:\t55                   \tpush   %rbp`
-        let mut parts = line.splitn(3, '\t');
-        let (Some(addr), Some(bytes)) = (parts.next(), parts.next()) else {
+        let Some((addr, bytes, text)) = instruction_line(line) else {
             continue;
         };
-        let Some(addr) = addr.trim().strip_suffix(':') else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(addr, 16) else {
-            continue;
-        };
-        let text = parts.next().unwrap_or_default().trim();
         let words: Vec<&str> = text.split_whitespace().collect();
         // Prefixes objdump prints as words of their own.
         let mnemonic = words

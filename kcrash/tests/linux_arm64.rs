@@ -11,7 +11,7 @@ use common::linux::{assert_console_in_log, console_kernel_lines, first_console_l
 use std::process::Command;
 
 use common::drgn_stack::{contexts, drgn_walks, frames_of, ours, Frame};
-use common::objdump::arm64_words;
+use common::objdump::{arm64_words, instruction_line};
 use common::{check_records_in, hex, json_lines, json_records, text as stdout_text, Strings};
 use kcrash_harness::expected::Expected;
 use kcrash_harness::linux::arm64::guest_dumps;
@@ -247,10 +247,9 @@ fn objdump_words(command: &mut Command) -> Vec<(u64, u32, String)> {
     tools::output(command)
         .lines()
         .filter_map(|l| {
-            let (addr, rest) = l.trim_start().split_once(":\t")?;
-            let (word, text) = rest.split_once('\t')?;
+            let (addr, word, text) = instruction_line(l)?;
             Some((
-                u64::from_str_radix(addr, 16).ok()?,
+                addr,
                 u32::from_str_radix(word.trim(), 16).ok()?,
                 text.to_owned(),
             ))

@@ -1,5 +1,14 @@
 //! Reading binutils' objdump beside kcrash's `dis`.
 
+/// One instruction line of `objdump -d -w`: its address, its bytes column and its text, as in
+/// `  401000:\t55 48 89 e5 \tpush   %rbp` or `  400340:\ta9b37bfd \tstp\tx29, x30, [sp, #-208]!`.
+pub fn instruction_line(line: &str) -> Option<(u64, &str, &str)> {
+    let (addr, rest) = line.trim_start().split_once(":\t")?;
+    let addr = u64::from_str_radix(addr, 16).ok()?;
+    let (bytes, text) = rest.split_once('\t').unwrap_or((rest, ""));
+    Some((addr, bytes, text.trim()))
+}
+
 /// An arm64 instruction's words and numbers, the same whether objdump or kcrash wrote it:
 /// numbers by value (`#-208` and `#-0xd0`, an address `49f000 <sym>` or `49f000` and
 /// `0x49f000`), objdump's `<symbol>` left out.
