@@ -91,14 +91,14 @@ impl Registers {
 
     /// The register's value; None where unknown or past the machine's registers.
     pub fn get(&self, register: u16) -> Option<u64> {
-        if register > self.last() {
+        if register > self.pc_register() {
             return None;
         }
         self.values.get(usize::from(register)).copied().flatten()
     }
 
     pub fn set(&mut self, register: u16, value: Option<u64>) {
-        if register > self.last() {
+        if register > self.pc_register() {
             return;
         }
         if let Some(slot) = self.values.get_mut(usize::from(register)) {
@@ -106,7 +106,8 @@ impl Registers {
         }
     }
 
-    fn last(&self) -> u16 {
+    /// The pc's DWARF number, the machine's last: x86_64's return-address column, arm64's pc.
+    fn pc_register(&self) -> u16 {
         match self.machine {
             Machine::X86_64 => RIP,
             Machine::Aarch64 => PC,
@@ -114,7 +115,7 @@ impl Registers {
     }
 
     pub fn pc(&self) -> Option<u64> {
-        self.get(self.last())
+        self.get(self.pc_register())
     }
 
     pub fn sp(&self) -> Option<u64> {
@@ -133,7 +134,7 @@ impl Registers {
     }
 
     pub fn set_pc(&mut self, pc: u64) {
-        self.set(self.last(), Some(pc));
+        self.set(self.pc_register(), Some(pc));
     }
 
     /// What a caller still has of these registers before its saved ones are restored: the
