@@ -75,10 +75,12 @@ pub enum RegisterRule {
     Unsupported,
 }
 
-/// The rule at link-time `address` from `image`'s `.eh_frame`, else from the `.debug_frame` of
-/// its debug file (`debug`, opened only then); `None` when neither has an entry for it.
+/// The rule at link-time `address` from `image`'s `.eh_frame` (when `eh_frame`), else from the
+/// `.debug_frame` of its debug file (`debug`, opened only then); `None` when neither has an entry
+/// for it.
 pub(crate) fn rule_at<'a>(
     image: &ElfFile,
+    eh_frame: bool,
     debug: impl FnOnce() -> Result<Option<&'a Sections>>,
     address: u64,
 ) -> Result<Option<FrameRule>> {
@@ -92,8 +94,9 @@ pub(crate) fn rule_at<'a>(
             source,
         }
     };
-    if let Some(eh) = &file.eh_frame {
-        let eh_frame = EhFrame::from(reader(eh.bytes.clone(), endian, Relocations::default()));
+    if let Some(eh) = file.eh_frame.as_ref().filter(|_| eh_frame) {
+        let mut eh_frame = EhFrame::from(reader(eh.bytes.clone(), endian, Relocations::default()));
+        eh_frame.set_vendor(file.vendor());
         let fde = match file
             .eh_frame_hdr
             .as_ref()
@@ -126,6 +129,7 @@ pub(crate) fn rule_at<'a>(
     }
     let mut debug_frame = DebugFrame::from(section);
     debug_frame.set_address_size(8);
+    debug_frame.set_vendor(file.vendor());
     let bases = BaseAddresses::default();
     match debug_frame.fde_for_address(&bases, address, DebugFrame::cie_from_offset) {
         Ok(fde) => rule(&debug_frame, &bases, &fde, address).map_err(error(".debug_frame")),

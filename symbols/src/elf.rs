@@ -96,9 +96,20 @@ pub(crate) struct UnwindSections {
     pub(crate) eh_frame_hdr: Option<Placed>,
     pub(crate) text: Option<u64>,
     pub(crate) got: Option<u64>,
+    /// The code is AArch64's, whose call-frame information has its own instruction (the
+    /// return address's signing state, `DW_CFA_AARCH64_negate_ra_state`).
+    pub(crate) aarch64: bool,
 }
 
 impl UnwindSections {
+    pub(crate) fn vendor(&self) -> gimli::Vendor {
+        if self.aarch64 {
+            gimli::Vendor::AArch64
+        } else {
+            gimli::Vendor::Default
+        }
+    }
+
     pub(crate) fn bases(&self) -> gimli::BaseAddresses {
         let mut bases = gimli::BaseAddresses::default();
         if let Some(s) = &self.eh_frame {
@@ -133,6 +144,7 @@ fn unwind_sections(file: &object::File<'_>, data: &Bytes) -> UnwindSections {
         eh_frame_hdr: placed(".eh_frame_hdr"),
         text: address(".text"),
         got: address(".got"),
+        aarch64: file.architecture() == object::Architecture::Aarch64,
     }
 }
 

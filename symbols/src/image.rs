@@ -429,16 +429,18 @@ impl Image {
 
     /// How the function at run-time `address` keeps its caller's registers, from the image's
     /// `.eh_frame` or the debug file's `.debug_frame`; `None` when neither covers it. A placed
-    /// relocatable image (a kernel module) has none: kernels unwind by other tables.
+    /// relocatable image (a kernel module) is read by its `.debug_frame` alone, which is
+    /// relocated as its other DWARF is; its `.eh_frame`, if any, is as the compiler left it.
     pub fn frame_rule(&self, address: u64) -> Result<Option<FrameRule>> {
-        if self.file.placement.is_some() {
+        if !self.contains(address) && self.file.placement.is_some() {
             return Ok(None);
         }
         let debug = || match &self.debug_file {
             Some(_) => self.debug().map(|d| Some(&d.sections)),
             None => Ok(None),
         };
-        crate::cfi::rule_at(&self.file, debug, address.wrapping_sub(self.bias))
+        let eh_frame = self.file.placement.is_none();
+        crate::cfi::rule_at(&self.file, eh_frame, debug, address.wrapping_sub(self.bias))
     }
 
     /// Function, file and line at run-time `address`, innermost inlined frame first. Empty when
