@@ -1,8 +1,9 @@
 //! Walking a stack by hostile call-frame information over hostile memory: the input is the first
 //! frame's registers, an ELF image (its `.eh_frame`, `.eh_frame_hdr`, `.debug_frame`) and the
 //! stack's windows (`kcrash_fuzz::unwind_input`). The walk ends within its frame bound with a
-//! reason, and every frame is symbolized. The same memory is walked as arm64 frame records too,
-//! from x29, sp and pc taken from the input's rbp, rsp and rip. A panic, or a walk without end,
+//! reason, and every frame is symbolized. The same memory is walked as an arm64 kernel's too (its
+//! call-frame information, then frame records), from x29, sp and pc taken from the input's rbp,
+//! rsp and rip. A panic, or a walk without end,
 //! is a bug.
 //!
 //! Seeds: `seeds unwind_cfi` (the hosted C program and its stack in the corpus's cores, from its
@@ -30,6 +31,12 @@ fuzz_target!(|data: &[u8]| {
     let cfi = Cfi {
         images: &images,
         mem: &mem,
+        va_bits: None,
+    };
+    let arm64_cfi = Cfi {
+        images: &images,
+        mem: &mem,
+        va_bits: Some(48),
     };
     let frame_pointer = FramePointer {
         images: &images,
@@ -53,5 +60,5 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     check(walk(registers, true, &[&cfi, &frame_pointer]));
-    check(walk(arm64, true, &[&records]));
+    check(walk(arm64, true, &[&arm64_cfi, &records]));
 });

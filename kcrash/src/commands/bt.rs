@@ -392,9 +392,16 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     }
     let images = session.images();
     let mem: &dyn Memory = session;
+    let arm64_kernel = arm64 && !session.dump.is_process_core();
+    let va_bits = if arm64_kernel {
+        Some(arm64_va_bits(session)?)
+    } else {
+        None
+    };
     let cfi = Cfi {
         images: &images.set,
         mem,
+        va_bits,
     };
     let frame_pointer = FramePointer {
         images: &images.set,
@@ -404,16 +411,14 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     // without them (frame pointers) may still carry call-frame information. A process's code
     // always has call-frame information (the ABI requires it): a frame pointer there would be
     // a guess.
-    // arm64 Linux is walked by its frame records, as it walks itself.
-    let frame_records = if arm64 && !session.dump.is_process_core() {
-        Some(FrameRecords {
-            images: &images.set,
-            mem,
-            va_bits: arm64_va_bits(session)?,
-        })
-    } else {
-        None
-    };
+    // arm64 Linux walks itself by its frame records, which a leaf function (or one stopped in
+    // its prologue) has not written yet: the vmlinux's `.debug_frame` knows those, as gdb and
+    // drgn read it, and the records take over where it says nothing (the entry code).
+    let frame_records = va_bits.map(|va_bits| FrameRecords {
+        images: &images.set,
+        mem,
+        va_bits,
+    });
     let orc = (session.linux.is_some() && !arm64).then(|| Orc::new(session.kernel()));
     let mut unwinders: Vec<&dyn Unwinder> = Vec::new();
     match &orc {
@@ -421,14 +426,11 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         Some(Err(why)) => writeln!(cx.err, "bt: no ORC tables: {why}")?,
         None => {}
     }
+    unwinders.push(&cfi);
     match &frame_records {
         Some(records) => unwinders.push(records),
-        None => {
-            unwinders.push(&cfi);
-            if !session.dump.is_process_core() {
-                unwinders.push(&frame_pointer);
-            }
-        }
+        None if !session.dump.is_process_core() => unwinders.push(&frame_pointer),
+        None => {}
     }
     let mapped = mapped_files(session);
     let mut contexts = Vec::new();

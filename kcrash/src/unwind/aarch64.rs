@@ -26,19 +26,18 @@ pub struct FrameRecords<'a> {
     pub va_bits: u32,
 }
 
-impl FrameRecords<'_> {
-    /// `lr` without its pointer-authentication code: a kernel address (bit 55 set) with every
-    /// bit above the address size set, any other with them clear.
-    pub fn strip(&self, lr: u64) -> u64 {
-        let mask = match 1u64.checked_shl(self.va_bits) {
-            Some(top) => top - 1,
-            None => return lr,
-        };
-        if lr & (1 << 55) != 0 {
-            lr | !mask
-        } else {
-            lr & mask
-        }
+/// `lr` without its pointer-authentication code, for a machine whose virtual addresses have
+/// `va_bits` bits: a kernel address (bit 55 set) with every bit above them set, any other with
+/// them clear, as the kernel takes the code off.
+pub fn strip_authentication(lr: u64, va_bits: u32) -> u64 {
+    let mask = match 1u64.checked_shl(va_bits) {
+        Some(top) => top - 1,
+        None => return lr,
+    };
+    if lr & (1 << 55) != 0 {
+        lr | !mask
+    } else {
+        lr & mask
     }
 }
 
@@ -68,7 +67,7 @@ impl Unwinder for FrameRecords<'_> {
             read(fp, "the saved x29"),
             read(fp.wrapping_add(8), "the return address"),
         ) {
-            (Ok(f), Ok(lr)) => (f, self.strip(lr)),
+            (Ok(f), Ok(lr)) => (f, strip_authentication(lr, self.va_bits)),
             (Err(why), _) | (_, Err(why)) => return Step::Lost(why),
         };
         if lr == 0 && caller_fp == 0 {
@@ -102,21 +101,22 @@ impl Unwinder for FrameRecords<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kcrash_plugin::memory::Runs;
 
     #[test]
     fn authentication_codes_come_off_as_the_kernel_takes_them() {
-        let images = ImageSet::default();
-        let mem = Runs(Vec::new());
-        let records = FrameRecords {
-            images: &images,
-            mem: &mem,
-            va_bits: 48,
-        };
         // A signed kernel return address, and the same unsigned.
-        assert_eq!(records.strip(0x00bc_d5fd_8a63_5060), 0xffff_d5fd_8a63_5060);
-        assert_eq!(records.strip(0xffff_d5fd_8a63_5060), 0xffff_d5fd_8a63_5060);
+        assert_eq!(
+            strip_authentication(0x00bc_d5fd_8a63_5060, 48),
+            0xffff_d5fd_8a63_5060
+        );
+        assert_eq!(
+            strip_authentication(0xffff_d5fd_8a63_5060, 48),
+            0xffff_d5fd_8a63_5060
+        );
         // A user one.
-        assert_eq!(records.strip(0x0012_0000_0040_0530), 0x0000_0000_0040_0530);
+        assert_eq!(
+            strip_authentication(0x0012_0000_0040_0530, 48),
+            0x0000_0000_0040_0530
+        );
     }
 }

@@ -4,12 +4,16 @@
 use dumpfmt::Machine;
 use symbols::{CfaRule, ImageSet, RegisterRule};
 
-use super::{image_at, saved, Caller, Frame, How, Registers, Step, Unwinder};
+use super::aarch64::strip_authentication;
+use super::{image_at, saved, Caller, Frame, How, Registers, Step, Unwinder, SP};
 use crate::memory::Memory;
 
 pub struct Cfi<'a> {
     pub images: &'a ImageSet,
     pub mem: &'a dyn Memory,
+    /// An arm64 kernel's virtual address size: the bits of a return address above it are its
+    /// authentication code (its functions sign what they save).
+    pub va_bits: Option<u32>,
 }
 
 impl Unwinder for Cfi<'_> {
@@ -34,7 +38,16 @@ impl Cfi<'_> {
                     image.path().display()
                 )
             })?;
+        // An arm64 frame found by its frame record has a stack pointer known only to be past
+        // the record: a frame address counted from it would be a guess.
+        let sp_bounded = frame.how == How::FramePointer && registers.machine() == Machine::Aarch64;
         let cfa = match rule.cfa {
+            CfaRule::RegisterOffset { register, .. } if sp_bounded && register == SP => {
+                return Err(format!(
+                    "the frame's address at {at:#x} is counted from the stack pointer, which a \
+                     frame record only bounds"
+                ))
+            }
             CfaRule::RegisterOffset { register, offset } => registers
                 .get(register)
                 .map(|base| base.wrapping_add_signed(offset))
@@ -109,7 +122,10 @@ impl Cfi<'_> {
                     exception: None,
                 })
             }
-            Some((_, Some(pc))) => pc,
+            Some((_, Some(pc))) => match self.va_bits {
+                Some(bits) => strip_authentication(pc, bits),
+                None => pc,
+            },
             Some((how, None)) => {
                 return Err(format!(
                     "the return address at {at:#x} is not found by its rule ({how:?})"

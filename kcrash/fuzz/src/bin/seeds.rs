@@ -62,6 +62,7 @@ fn unwind_cfi(dir: &Path) {
         let cfi = Cfi {
             images: &images.set,
             mem: &session,
+            va_bits: None,
         };
         let Some(first) = contexts(&dump, &mut Vec::new()).into_iter().next() else {
             continue;
