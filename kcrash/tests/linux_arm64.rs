@@ -2,12 +2,15 @@
 //! and kdump-zlib; $KCRASH_LINUX_ARM64): with no vmlinux, from VMCOREINFO and the kernel's page
 //! tables alone, `log` holds every line the serial console printed, `sys` tells the machine, the
 //! release and where each CPU stopped, and `klog` finds the KLog module's rings by their
-//! descriptor and reads every record as the module logged it; what kcrash cannot do on arm64 it
-//! says so.
+//! descriptor and reads every record as the module logged it; with the debug vmlinux, `mod` lists
+//! the modules as the guest's /proc/modules did; what kcrash cannot do on arm64 it says so.
 
 mod common;
 
-use common::linux::{assert_console_in_log, console_kernel_lines, first_console_line, split_level};
+use common::linux::{
+    assert_console_in_log, console_kernel_lines, first_console_line, mod_rows, proc_modules,
+    split_level,
+};
 use std::process::Command;
 
 use common::drgn_stack::{contexts, drgn_walks, frames_of, ours, Frame};
@@ -255,6 +258,27 @@ fn objdump_words(command: &mut Command) -> Vec<(u64, u32, String)> {
             ))
         })
         .collect()
+}
+
+#[test]
+fn mod_lists_every_module_as_the_guests_proc_modules_did() {
+    let Some((dir, dumps)) = guest_dumps("mod_lists_every_module_as_the_guests_proc_modules_did")
+    else {
+        return;
+    };
+    let listed = proc_modules(&dir);
+    assert!(
+        listed.iter().any(|m| m.0 == "klogtest"),
+        "the console lists /proc/modules"
+    );
+    for dump in &dumps {
+        let name = dump.display().to_string();
+        assert_eq!(
+            mod_rows(&dir, &name),
+            listed,
+            "{name}: mod and /proc/modules"
+        );
+    }
 }
 
 #[test]

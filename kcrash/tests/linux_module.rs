@@ -1,5 +1,5 @@
-//! The Linux guest's klogtest module in its dumps: `mod` lists it where the guest loaded it (and
-//! as crash(8) does), its KLog reads as the module logged it (the oracle on the console), and
+//! The Linux guest's klogtest module in its dumps: `mod` lists every module as the guest's
+//! /proc/modules listed it, klogtest where the guest loaded it (and as crash(8) does), its KLog reads as the module logged it (the oracle on the console), and
 //! its variables print as crash(8) prints them. Setup: tests/common/linux.rs.
 
 use std::path::Path;
@@ -7,7 +7,8 @@ use std::path::Path;
 mod common;
 
 use common::linux::{
-    crash, crash_reads, dumps, guest, kcrash, kcrash_on, module_unplaceable, slab_may_be_excluded,
+    crash, crash_reads, dumps, guest, kcrash, kcrash_on, mod_rows, module_unplaceable,
+    proc_modules, slab_may_be_excluded,
 };
 use common::{check_records_in, json_records, Strings};
 use kcrash_harness::expected::Expected;
@@ -43,7 +44,18 @@ fn mod_lists_the_module_where_the_guest_loaded_it_and_as_crash_does() {
     };
     let base = hex(&guest_boot(&dir, "module_base"));
     let size: u64 = guest_boot(&dir, "module_size").parse().expect("size");
+    let listed = proc_modules(&dir);
+    assert!(
+        listed.iter().any(|m| m.0 == "klogtest"),
+        "the console lists /proc/modules"
+    );
     for dump in dumps(&dir) {
+        // Every module the guest's /proc/modules listed, where it listed it, and no other.
+        assert_eq!(
+            mod_rows(&dir, dump),
+            listed,
+            "{dump}: mod and /proc/modules"
+        );
         let text = stdout(&kcrash(&dir, dump, &["mod"]), dump);
         let row = text
             .lines()

@@ -237,3 +237,50 @@ pub fn assert_console_in_log(dump: &str, log: &[&str], console: &[String]) {
         "{dump}"
     );
 }
+
+/// A loaded module as /proc/modules and `mod` both show it: name, base, size, taint flags.
+pub type ModuleRow = (String, u64, u64, String);
+
+/// The modules the guest's /proc/modules listed, sorted: its init script put each line on the
+/// console as `KCRASH-PROC-MODULES name size references users state base [(taints)]`.
+pub fn proc_modules(dir: &Path) -> Vec<ModuleRow> {
+    let mut rows: Vec<ModuleRow> = console_kernel_lines(dir)
+        .iter()
+        .filter_map(|line| {
+            let row = line.split_once("KCRASH-PROC-MODULES ")?.1;
+            let fields: Vec<&str> = row.split_whitespace().collect();
+            assert!(fields.len() >= 6, "a /proc/modules line: {row:?}");
+            let base = fields[5].strip_prefix("0x").expect("a hex base");
+            let taints = fields.get(6).map_or("", |t| t.trim_matches(['(', ')']));
+            Some((
+                fields[0].to_owned(),
+                u64::from_str_radix(base, 16).expect("a hex base"),
+                fields[1].parse().expect("a decimal size"),
+                taints.to_owned(),
+            ))
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// What `mod --json` lists of `dump` read with the guest's vmlinux, sorted.
+pub fn mod_rows(dir: &Path, dump: &str) -> Vec<ModuleRow> {
+    let out = kcrash_harness::run::stdout(&kcrash(dir, dump, &["mod --json"]), dump);
+    let json: serde_json::Value = serde_json::from_str(&out).expect("mod --json");
+    let mut rows: Vec<ModuleRow> = json["modules"]
+        .as_array()
+        .expect("modules")
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().expect("name").to_owned(),
+                super::hex(&m["base"]),
+                m["size"].as_u64().expect("size"),
+                m["taints"].as_str().expect("taints").to_owned(),
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
