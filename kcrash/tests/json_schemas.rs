@@ -268,14 +268,22 @@ fn linux_outputs_match_their_schemas() {
 
 #[test]
 fn arm64_outputs_match_their_schemas() {
-    let Some((_, dumps)) = linux::arm64::guest_dumps("arm64_outputs_match_their_schemas") else {
+    let Some((dir, dumps)) = linux::arm64::guest_dumps("arm64_outputs_match_their_schemas") else {
         return;
     };
     for dump in dumps {
-        let files = [dump];
+        let files = [dump.clone()];
         let sys = check(&files, "sys --json", "sys", Shape::Document);
         assert!(sys[0]["stops"][0]["pc"].is_string(), "{}", sys[0]);
         check(&files, "log --json", "log", Shape::Lines);
+        // arm64's exception frames (PC, LR, X29 … X0) with the vmlinux.
+        let bt = check(
+            &[dump, dir.join("vmlinux")],
+            "bt -a --json",
+            "bt",
+            Shape::Document,
+        );
+        assert!(bt[0].to_string().contains("\"pc_symbol\""), "{}", bt[0]);
     }
 }
 

@@ -13,7 +13,7 @@ use common::linux::{
 };
 use std::process::Command;
 
-use common::drgn_stack::{contexts, drgn_walks, frames_of, ours, Frame};
+use common::drgn_stack::{contexts, drgn_pt_regs, drgn_walks, frames_of, ours, Frame};
 use common::objdump::{arm64_words, instruction_line};
 use common::{check_records_in, hex, json_lines, json_records, text as stdout_text, Strings};
 use kcrash_harness::expected::Expected;
@@ -161,7 +161,7 @@ fn every_cpus_and_tasks_stack_is_drgns() {
         "{panicking:#}"
     );
     assert_eq!(
-        panicking["stop"], "the frame record is zeros: the task's outermost frame",
+        panicking["stop"], "an exception from user space: the kernel's outermost frame",
         "{panicking:#}"
     );
     let tasks = drgn.tasks();
@@ -173,6 +173,94 @@ fn every_cpus_and_tasks_stack_is_drgns() {
     for (task, context) in tasks.iter().zip(&walked) {
         same(&format!("task {task}"), &frames_of(context));
     }
+}
+
+/// Exception frames: the panicking CPU entered the kernel from user space (write(2)), the other
+/// was stopped by an interrupt. Each `struct pt_regs` an entry saved is printed with every
+/// register as drgn reads the structure by the vmlinux's DWARF; from an interrupt's, the walk
+/// goes on into the interrupted code with its exact registers, frame for frame as drgn walks
+/// from the same `struct pt_regs` (a prefix where drgn stops); from user space's, the walk
+/// ends there.
+#[test]
+fn exception_frames_are_the_pt_regs_drgn_reads() {
+    let test = "exception_frames_are_the_pt_regs_drgn_reads";
+    let Some((dir, _)) = guest_dumps(test) else {
+        return;
+    };
+    if !tools::runs(test, "drgn") {
+        return;
+    }
+    let dump = "vmcore.elf";
+    // (pt_regs, its frame's index, the context's frames, the context).
+    let mut exceptions = Vec::new();
+    for (_, frames, context) in ours(&dir, dump) {
+        for (i, frame) in context["frames"]
+            .as_array()
+            .expect("frames")
+            .iter()
+            .enumerate()
+        {
+            if !frame["exception"].is_null() {
+                let at = hex(&frame["exception"]["address"]);
+                exceptions.push((at, i, frames.clone(), context.clone()));
+            }
+        }
+    }
+    let addresses: Vec<u64> = exceptions.iter().map(|e| e.0).collect();
+    let (drgn_regs, drgn) = drgn_pt_regs(&dir, dump, &addresses);
+    let (mut from_user, mut from_kernel) = (0, 0);
+    for (at, i, frames, context) in &exceptions {
+        let printed = &context["frames"][*i]["exception"];
+        let (_, theirs) = drgn_regs
+            .iter()
+            .find(|(a, _)| a == at)
+            .expect("drgn read every pt_regs");
+        for (name, value) in theirs {
+            assert_eq!(
+                hex(&printed["registers"][name]),
+                *value,
+                "{at:#x} {name}: kcrash and drgn\n{printed:#}"
+            );
+        }
+        let pstate = hex(&printed["registers"]["PSTATE"]);
+        if pstate & 0xf == 0 {
+            from_user += 1;
+            assert_eq!(i + 1, frames.len(), "user space's entry is the last frame");
+            assert_eq!(
+                context["stop"],
+                "an exception from user space: the kernel's outermost frame"
+            );
+            continue;
+        }
+        from_kernel += 1;
+        let pc = hex(&printed["registers"]["PC"]);
+        let after: Vec<(u64, bool, &str)> = frames[i + 1..]
+            .iter()
+            .map(|f| (f.pc, f.inlined, f.function.as_str()))
+            .collect();
+        assert_eq!(
+            after.first().map(|f| f.0),
+            Some(pc),
+            "the interrupted pc, exact"
+        );
+        let key = format!("{at:#x}");
+        let want: Vec<(u64, bool, &str)> = drgn
+            .walk(&key)
+            .iter()
+            .map(|f| (f.pc, f.inlined, f.function.as_str()))
+            .collect();
+        assert!(!want.is_empty(), "{key}: drgn walks from the registers");
+        if drgn.stopped.iter().any(|(k, _)| *k == key) {
+            assert!(
+                after.len() >= want.len() && after[..want.len()] == want[..],
+                "{key}: kcrash (left) begins with drgn's frames (right)\n{after:#?}\n{want:#?}"
+            );
+        } else {
+            assert_eq!(after, want, "{key}: kcrash (left) and drgn (right)");
+        }
+    }
+    assert!(from_user >= 1, "the panicking task's entry from user space");
+    assert!(from_kernel >= 1, "the stopped CPU's interrupt");
 }
 
 /// `dis` of the function that panicked the guest, read from the dump where KASLR placed it: the

@@ -3,8 +3,8 @@
 //! stack's windows (`kcrash_fuzz::unwind_input`). The walk ends within its frame bound with a
 //! reason, and every frame is symbolized. The same memory is walked as an arm64 kernel's too (its
 //! call-frame information, then frame records), from x29, sp and pc taken from the input's rbp,
-//! rsp and rip. A panic, or a walk without end,
-//! is a bug.
+//! rsp and rip, the first frame's page taken for its exception entries'. A panic, or a walk
+//! without end, is a bug.
 //!
 //! Seeds: `seeds unwind_cfi` (the hosted C program and its stack in the corpus's cores, from its
 //! first frame in the program).
@@ -13,7 +13,8 @@
 
 use dumpfmt::Machine;
 use kcrash::unwind::{
-    walk, Cfi, FramePointer, FrameRecords, Registers, Stack, MAX_FRAMES, PC, RBP, RIP, RSP, SP, X29,
+    walk, Cfi, ExceptionEntries, FramePointer, FrameRecords, Registers, Stack, MAX_FRAMES, PC, RBP,
+    RIP, RSP, SP, X29,
 };
 use kcrash_fuzz::unwind_input;
 use libfuzzer_sys::fuzz_target;
@@ -46,10 +47,17 @@ fuzz_target!(|data: &[u8]| {
     for (from, to) in [(RBP, X29), (RSP, SP), (RIP, PC)] {
         arm64.set(to, registers.get(from));
     }
+    // The first frame's page taken for the entry text: its x29 is read as the frame record
+    // in a `struct pt_regs` (where 6.1 has it), and the saved registers walked from.
+    let page = registers.get(RIP).unwrap_or(0) & !0xfff;
     let records = FrameRecords {
         images: &images,
         mem: &mem,
         va_bits: 48,
+        exceptions: Some(ExceptionEntries {
+            text: (page, page.wrapping_add(0x1000)),
+            record: 0x130,
+        }),
     };
     let check = |stack: Stack| {
         assert!(stack.frames.len() <= MAX_FRAMES);

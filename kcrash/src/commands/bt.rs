@@ -21,8 +21,8 @@ use crate::report::{self, Hex, Report};
 use crate::session::Session;
 use crate::symbolize::display_name;
 use crate::unwind::{
-    self, pt_regs, switched_out, Cfi, FramePointer, FrameRecords, How, Kind, Orc, Registers, Stack,
-    Unwinder,
+    self, aarch64_pt_regs, pt_regs, switched_out, Cfi, ExceptionEntries, FramePointer,
+    FrameRecords, How, Kind, Orc, Registers, Stack, Unwinder,
 };
 use dumpfmt::Machine;
 
@@ -117,11 +117,24 @@ struct Frame {
 struct Exception {
     /// Where the `struct pt_regs` is.
     address: Hex,
-    /// `function+offset` (decimal, as crash writes it) of the interrupted RIP, when it is in an
-    /// image's symbol.
-    rip_symbol: Option<String>,
+    #[serde(flatten)]
+    at: Interrupted,
     /// Each register by name (crash's order), null where unreadable.
     registers: Named,
+}
+
+/// Where the exception struck: `function+offset` (decimal, as crash writes it) of the saved
+/// code addresses, each when it is in an image's symbol.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Interrupted {
+    X86_64 {
+        rip_symbol: Option<String>,
+    },
+    Aarch64 {
+        pc_symbol: Option<String>,
+        lr_symbol: Option<String>,
+    },
 }
 
 /// Registers in order, a JSON object by name.
@@ -241,10 +254,57 @@ impl Thread {
 }
 
 impl Exception {
-    /// crash's layout: the interrupted function when it is the kernel's, then three registers
-    /// a line, RFLAGS in eight digits and segment registers in four.
+    /// As crash prints the machine's exception frames.
     fn text(&self, out: &mut dyn Write, paint: Paint) -> io::Result<()> {
-        if let Some(rip) = &self.rip_symbol {
+        match &self.at {
+            Interrupted::X86_64 { rip_symbol } => self.x86_64_text(rip_symbol, out, paint),
+            Interrupted::Aarch64 {
+                pc_symbol,
+                lr_symbol,
+            } => self.aarch64_text([pc_symbol, lr_symbol], out, paint),
+        }
+    }
+
+    /// crash's arm64 layout: PC and LR with their functions, SP and PSTATE, then x29 down to
+    /// x0 three a line.
+    fn aarch64_text(
+        &self,
+        symbols: [&Option<String>; 2],
+        out: &mut dyn Write,
+        paint: Paint,
+    ) -> io::Result<()> {
+        let value = |i: usize, digits: usize| match self.registers.0.get(i) {
+            Some((_, Some(Hex(v)))) => format!("{v:0digits$x}"),
+            _ => paint.bad("<unreadable>"),
+        };
+        for (i, symbol) in symbols.into_iter().enumerate() {
+            let name = self.registers.0.get(i).map_or("", |r| r.0);
+            match symbol {
+                Some(s) => writeln!(out, "    {name:>3}: {}  [{}]", value(i, 16), paint.name(s))?,
+                None => writeln!(out, "    {name:>3}: {}", value(i, 16))?,
+            }
+        }
+        writeln!(out, "     SP: {}  PSTATE: {}", value(2, 16), value(3, 8))?;
+        let mut line = String::new();
+        for (i, (name, _)) in self.registers.0.iter().enumerate().skip(4) {
+            line.push_str(&format!("{name:>3}: {}  ", value(i, 16)));
+            if (i - 4) % 3 == 2 || i + 1 == self.registers.0.len() {
+                writeln!(out, "    {}", line.trim_end())?;
+                line.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// crash's x86_64 layout: the interrupted function when it is the kernel's, then three
+    /// registers a line, RFLAGS in eight digits and segment registers in four.
+    fn x86_64_text(
+        &self,
+        rip_symbol: &Option<String>,
+        out: &mut dyn Write,
+        paint: Paint,
+    ) -> io::Result<()> {
+        if let Some(rip) = rip_symbol {
             writeln!(out, "    [exception RIP: {}]", paint.name(rip))?;
         }
         let mut line = String::new();
@@ -418,6 +478,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         images: &images.set,
         mem,
         va_bits,
+        exceptions: exception_entries(session, &images.set),
     });
     let orc = (session.linux.is_some() && !arm64).then(|| Orc::new(session.kernel()));
     let mut unwinders: Vec<&dyn Unwinder> = Vec::new();
@@ -442,7 +503,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     {
         crate::interrupt::check()?;
         let stack = unwind::walk(registers, exact, &unwinders);
-        head.frames = frames(mem, &images.set, &mapped, &stack, args.frames)?;
+        head.frames = frames(mem, &images.set, machine, &mapped, &stack, args.frames)?;
         head.stop = stack.stop;
         contexts.push(head);
     }
@@ -460,6 +521,20 @@ fn arm64_va_bits(session: &Session<'_>) -> Result<u32> {
     let info = session.dump.linux_info()?;
     info.and_then(|i| i.arm64?.va_bits).ok_or_else(|| {
         anyhow!("the dump's VMCOREINFO gives no VA_BITS: cannot tell return addresses from their authentication codes")
+    })
+}
+
+/// Where an arm64 kernel's exception entries are and where their frame record is in the
+/// `struct pt_regs` they save, from the vmlinux's symbols and DWARF; `None` when either is
+/// missing (their records are then walked as any other).
+fn exception_entries(session: &Session<'_>, images: &ImageSet) -> Option<ExceptionEntries> {
+    let (_, start) = images.symbol("__entry_text_start")?;
+    let (_, end) = images.symbol("__entry_text_end")?;
+    let record =
+        crate::linux::facts::int(session.kernel(), "&((struct pt_regs *)0)->stackframe").ok()?;
+    Some(ExceptionEntries {
+        text: (start.address, end.address),
+        record: u64::try_from(record).ok()?,
     })
 }
 
@@ -488,6 +563,7 @@ fn command_name(session: &Session<'_>) -> Option<String> {
 fn frames(
     mem: &dyn Memory,
     images: &ImageSet,
+    machine: Machine,
     mapped: &[FileMapping],
     stack: &Stack,
     words: bool,
@@ -538,7 +614,7 @@ fn frames(
                 exception: f
                     .exception
                     .filter(|_| k == last)
-                    .map(|at| exception(mem, images, at)),
+                    .map(|at| exception(mem, images, machine, at)),
                 words: (words && k == last).then(|| {
                     let next = stack.frames.get(i + 1).map_or(f.sp, |n| n.sp);
                     stack_words(mem, f.sp, next)
@@ -549,20 +625,38 @@ fn frames(
     Ok(out)
 }
 
-/// The `struct pt_regs` at `at`.
-fn exception(mem: &dyn Memory, images: &ImageSet, at: u64) -> Exception {
-    let registers: Vec<_> = pt_regs::FIELDS
-        .iter()
-        .map(|&(name, offset, _)| (name, mem.read_u64(at.wrapping_add(offset)).ok().map(Hex)))
-        .collect();
-    let rip_symbol = mem
-        .read_u64(at.wrapping_add(pt_regs::IP))
-        .ok()
-        .and_then(|rip| images.symbolize(rip))
-        .map(|(_, sym, off)| format!("{}+{off}", display_name(&sym.name)));
+/// The `struct pt_regs` at `at`, of `machine`'s Linux.
+fn exception(mem: &dyn Memory, images: &ImageSet, machine: Machine, at: u64) -> Exception {
+    let read = |offset: u64| mem.read_u64(at.wrapping_add(offset)).ok();
+    let symbol = |offset: u64| {
+        read(offset)
+            .and_then(|address| images.symbolize(address))
+            .map(|(_, sym, off)| format!("{}+{off}", display_name(&sym.name)))
+    };
+    let (registers, at_symbols): (Vec<_>, _) = match machine {
+        Machine::X86_64 => (
+            pt_regs::FIELDS
+                .iter()
+                .map(|&(name, offset, _)| (name, read(offset).map(Hex)))
+                .collect(),
+            Interrupted::X86_64 {
+                rip_symbol: symbol(pt_regs::IP),
+            },
+        ),
+        Machine::Aarch64 => (
+            aarch64_pt_regs::FIELDS
+                .iter()
+                .map(|&(name, offset)| (name, read(offset).map(Hex)))
+                .collect(),
+            Interrupted::Aarch64 {
+                pc_symbol: symbol(aarch64_pt_regs::PC),
+                lr_symbol: symbol(aarch64_pt_regs::LR),
+            },
+        ),
+    };
     Exception {
         address: Hex(at),
-        rip_symbol,
+        at: at_symbols,
         registers: Named(registers),
     }
 }

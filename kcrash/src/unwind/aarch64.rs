@@ -6,6 +6,7 @@
 //! use as the kernel does.
 
 use super::{saved, Caller, Frame, How, Registers, Step, Unwinder, PC, SP, X29};
+use dumpfmt::Machine;
 use symbols::ImageSet;
 
 use crate::memory::Memory;
@@ -24,6 +25,68 @@ pub struct FrameRecords<'a> {
     /// The kernel's virtual address size (VMCOREINFO's `VA_BITS`): the bits above it of a
     /// return address are its authentication code.
     pub va_bits: u32,
+    /// How to tell the records exception entries make, when the kernel's symbols and DWARF say.
+    pub exceptions: Option<ExceptionEntries>,
+}
+
+/// arm64 Linux's exception entries (`el1h_64_irq`, `el0t_64_sync`, … in the entry text) save the
+/// interrupted context in a `struct pt_regs` on the stack and point x29 at the frame record
+/// inside it, `{interrupted x29, ELR}` (zeros when user space was interrupted). From a frame in
+/// the entry text, x29 is that record.
+#[derive(Debug, Clone, Copy)]
+pub struct ExceptionEntries {
+    /// `[__entry_text_start, __entry_text_end)`.
+    pub text: (u64, u64),
+    /// `offsetof(struct pt_regs, stackframe)`: it moved between releases.
+    pub record: u64,
+}
+
+/// `struct user_pt_regs` (the start of `struct pt_regs`, user-space ABI): x0–x30, sp, pc,
+/// pstate.
+pub mod pt_regs {
+    pub const LR: u64 = 30 * 8;
+    pub const SP: u64 = 31 * 8;
+    pub const PC: u64 = 32 * 8;
+    pub const PSTATE: u64 = 33 * 8;
+    /// PSTATE's mode field: 0 is EL0 (user space).
+    pub const MODE_MASK: u64 = 0xf;
+    /// Every field in crash's order of printing: its name as crash prints it and its offset.
+    pub const FIELDS: [(&str, u64); 34] = [
+        ("PC", PC),
+        ("LR", LR),
+        ("SP", SP),
+        ("PSTATE", PSTATE),
+        ("X29", 29 * 8),
+        ("X28", 28 * 8),
+        ("X27", 27 * 8),
+        ("X26", 26 * 8),
+        ("X25", 25 * 8),
+        ("X24", 24 * 8),
+        ("X23", 23 * 8),
+        ("X22", 22 * 8),
+        ("X21", 21 * 8),
+        ("X20", 20 * 8),
+        ("X19", 19 * 8),
+        ("X18", 18 * 8),
+        ("X17", 17 * 8),
+        ("X16", 16 * 8),
+        ("X15", 15 * 8),
+        ("X14", 14 * 8),
+        ("X13", 13 * 8),
+        ("X12", 12 * 8),
+        ("X11", 11 * 8),
+        ("X10", 10 * 8),
+        ("X9", 9 * 8),
+        ("X8", 8 * 8),
+        ("X7", 7 * 8),
+        ("X6", 6 * 8),
+        ("X5", 5 * 8),
+        ("X4", 4 * 8),
+        ("X3", 3 * 8),
+        ("X2", 2 * 8),
+        ("X1", 8),
+        ("X0", 0),
+    ];
 }
 
 /// `lr` without its pointer-authentication code, for a machine whose virtual addresses have
@@ -62,6 +125,12 @@ impl Unwinder for FrameRecords<'_> {
                 frame.sp
             ));
         }
+        if let Some(entries) = self.exceptions {
+            let (start, end) = entries.text;
+            if (start..end).contains(&frame.lookup_pc()) {
+                return self.interrupted(frame, fp.wrapping_sub(entries.record));
+            }
+        }
         let read = |at: u64, what: &str| saved(self.mem, what, at);
         let (caller_fp, lr) = match (
             read(fp, "the saved x29"),
@@ -94,6 +163,42 @@ impl Unwinder for FrameRecords<'_> {
             trampoline: false,
             new_stack,
             exception: None,
+        }))
+    }
+}
+
+impl FrameRecords<'_> {
+    /// The context an exception entry saved at `regs`: every register of the interrupted
+    /// kernel code, its pc exact; or, when it came from user space, the kernel's outermost frame.
+    fn interrupted(&self, frame: &Frame, regs: u64) -> Step {
+        let read = |offset: u64, what: &str| saved(self.mem, what, regs.wrapping_add(offset));
+        let (pstate, sp, pc) = match (
+            read(pt_regs::PSTATE, "the interrupted PSTATE"),
+            read(pt_regs::SP, "the interrupted sp"),
+            read(pt_regs::PC, "the interrupted pc (ELR)"),
+        ) {
+            (Ok(pstate), Ok(sp), Ok(pc)) => (pstate, sp, pc),
+            (Err(why), _, _) | (_, Err(why), _) | (_, _, Err(why)) => return Step::Lost(why),
+        };
+        if pstate & pt_regs::MODE_MASK == 0 {
+            return Step::Outermost {
+                why: "an exception from user space: the kernel's outermost frame".into(),
+                exception: Some(regs),
+            };
+        }
+        let mut caller = Registers::new(Machine::Aarch64);
+        for register in 0..=30 {
+            caller.set(register, read(u64::from(register) * 8, "x").ok());
+        }
+        caller.set(SP, Some(sp));
+        caller.set(PC, Some(pc));
+        Step::Caller(Box::new(Caller {
+            registers: caller,
+            how: How::Registers,
+            interrupted: true,
+            trampoline: false,
+            new_stack: sp / STACK_SIZE != frame.sp / STACK_SIZE,
+            exception: Some(regs),
         }))
     }
 }

@@ -16,7 +16,7 @@ use symbols::ImageSet;
 
 use crate::memory::Memory;
 
-pub use aarch64::FrameRecords;
+pub use aarch64::{pt_regs as aarch64_pt_regs, ExceptionEntries, FrameRecords};
 pub use cfi::Cfi;
 pub use context::{contexts, switched_out, Context, Kind};
 pub use frame_pointer::FramePointer;
@@ -156,7 +156,8 @@ impl Registers {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum How {
-    /// The context's own registers (the first frame).
+    /// The context's own registers: the first frame's, or those an exception saved of the
+    /// code it interrupted.
     Registers,
     CallFrameInfo,
     /// Linux's ORC tables.

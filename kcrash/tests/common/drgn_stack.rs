@@ -110,18 +110,28 @@ impl Walks {
 }
 
 pub fn drgn_walks(dir: &Path, dump: &str) -> Walks {
+    parse_walks(&drgn(dir, dump, DRGN_WALK))
+}
+
+/// drgn's output for `script` on `dump` with the vmlinux and the module.
+fn drgn(dir: &Path, dump: &str, script: &str) -> String {
     let out = Command::new("drgn")
         .current_dir(dir)
         .args(["-q", "-c", dump, "-s", "vmlinux", "-s", "klogtest.ko"])
-        .args(["-e", DRGN_WALK])
+        .args(["-e", script])
         .output()
         .expect("drgn runs");
     assert!(out.status.success(), "drgn: {}", super::text(&out.stderr));
+    super::text(&out.stdout)
+}
+
+/// The `@@frame` and `@@stop` lines of a walk.
+fn parse_walks(text: &str) -> Walks {
     let mut walks = Walks {
         frames: Vec::new(),
         stopped: Vec::new(),
     };
-    for line in super::text(&out.stdout).lines() {
+    for line in text.lines() {
         if let Some(rest) = line.strip_prefix("@@stop\t") {
             let (key, why) = rest.split_once('\t').unwrap_or((rest, ""));
             walks.stopped.push((key.to_owned(), why.to_owned()));
@@ -131,16 +141,63 @@ pub fn drgn_walks(dir: &Path, dump: &str) -> Walks {
             continue;
         };
         let f: Vec<&str> = rest.split('\t').collect();
-        let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex");
         walks.frames.push((
             f[0].to_owned(),
             Frame {
-                pc: hex(f[1]),
-                sp: hex(f[2]),
+                pc: parse_hex(f[1]),
+                sp: parse_hex(f[2]),
                 inlined: f[3] == "1",
                 function: f[4].to_owned(),
             },
         ));
     }
     walks
+}
+
+/// drgn's reading of each `struct pt_regs` at `addresses` (by the vmlinux's DWARF): `@@regs ADDR`
+/// with every register as crash names them, then drgn's walk from those registers as for
+/// [`DRGN_WALK`], keyed by the address.
+const DRGN_PT_REGS: &str = r#"
+for a in ADDRESSES:
+    regs = Object(prog, "struct pt_regs", address=a)
+    named = [("X%d" % i, regs.regs[i]) for i in range(30)]
+    named += [("LR", regs.regs[30]), ("SP", regs.sp), ("PC", regs.pc), ("PSTATE", regs.pstate)]
+    print("@@regs\t%#x\t%s" % (a, " ".join("%s=%#x" % (n, v.value_()) for n, v in named)))
+    try:
+        for frame in prog.stack_trace(regs):
+            if frame.pc < 0xffff000000000000:
+                break
+            print("@@frame\t%#x\t%#x\t%#x\t%d\t%s" % (a, frame.pc, frame.sp, frame.is_inline, frame.name))
+    except LookupError as e:
+        print("@@stop\t%#x\t%s" % (a, e))
+"#;
+
+/// A `struct pt_regs` as drgn read it: its address, and its registers by name.
+pub type PtRegs = (u64, Vec<(String, u64)>);
+
+/// drgn's registers of each `struct pt_regs` at `addresses` (by name, as crash names them), and
+/// its walks from them keyed by the address (`0x…`).
+pub fn drgn_pt_regs(dir: &Path, dump: &str, addresses: &[u64]) -> (Vec<PtRegs>, Walks) {
+    let list: Vec<String> = addresses.iter().map(|a| format!("{a:#x}")).collect();
+    let script = format!("ADDRESSES = [{}]\n{DRGN_PT_REGS}", list.join(", "));
+    let text = drgn(dir, dump, &script);
+    let regs = text
+        .lines()
+        .filter_map(|line| {
+            let (at, named) = line.strip_prefix("@@regs\t")?.split_once('\t')?;
+            let named = named
+                .split(' ')
+                .map(|pair| {
+                    let (name, value) = pair.split_once('=').expect("NAME=VALUE");
+                    (name.to_owned(), parse_hex(value))
+                })
+                .collect();
+            Some((parse_hex(at), named))
+        })
+        .collect();
+    (regs, parse_walks(&text))
+}
+
+fn parse_hex(text: &str) -> u64 {
+    u64::from_str_radix(text.trim_start_matches("0x"), 16).expect("hex")
 }
