@@ -13,7 +13,7 @@ use common::linux::{
 };
 use std::process::Command;
 
-use common::drgn_stack::{contexts, drgn_pt_regs, drgn_walks, frames_of, ours, Frame};
+use common::drgn_stack::{contexts, drgn_pt_regs, drgn_walks, frames_of, ours};
 use common::objdump::{arm64_words, instruction_line};
 use common::{check_records_in, hex, json_lines, json_records, text as stdout_text, Strings};
 use kcrash_harness::expected::Expected;
@@ -109,11 +109,11 @@ fn log_and_sys_read_arm64_dumps_without_an_image() {
     }
 }
 
-/// `bt` walks arm64 Linux by its frame records: every CPU's stack and every task's (`bt TASK`,
-/// from `thread.cpu_context`) are drgn's — pc, function, inlined or not — frame for frame, but
-/// where drgn could go no further (from an IRQ stack back to the interrupted task's), where
-/// kcrash's frames begin with drgn's. The stack pointers are not compared: kcrash's are where
-/// each frame's record is, drgn's what its call-frame information computes.
+/// `bt` walks arm64 Linux by its call-frame information and frame records: every CPU's stack and
+/// every task's (`bt TASK`, from `thread.cpu_context`) are drgn's — pc, function, inlined or not
+/// — frame for frame, but where drgn could go no further (from an IRQ stack back to the
+/// interrupted task's), where kcrash's frames begin with drgn's. The stack pointers are not
+/// compared: where kcrash finds a frame by its record, its stack pointer is the record's.
 #[test]
 fn every_cpus_and_tasks_stack_is_drgns() {
     let test = "every_cpus_and_tasks_stack_is_drgns";
@@ -125,29 +125,10 @@ fn every_cpus_and_tasks_stack_is_drgns() {
     }
     let dump = "vmcore.elf";
     let drgn = drgn_walks(&dir, dump);
-    let same = |key: &str, ours: &[Frame]| {
-        let want: Vec<(u64, bool, &str)> = drgn
-            .walk(key)
-            .iter()
-            .map(|f| (f.pc, f.inlined, f.function.as_str()))
-            .collect();
-        let got: Vec<(u64, bool, &str)> = ours
-            .iter()
-            .map(|f| (f.pc, f.inlined, f.function.as_str()))
-            .collect();
-        if drgn.stopped.iter().any(|(k, _)| k == key) {
-            assert!(
-                got.len() > want.len() && got[..want.len()] == want[..],
-                "{key}: kcrash (left) begins with drgn's frames (right)\n{got:#?}\n{want:#?}"
-            );
-        } else {
-            assert_eq!(got, want, "{key}: kcrash (left) and drgn (right)");
-        }
-    };
     let cpus = ours(&dir, dump);
     assert_eq!(cpus.len(), 2, "the guest's two CPUs");
     for (cpu, frames, json) in &cpus {
-        same(&format!("cpu {cpu}"), frames);
+        drgn.assert_same(&format!("cpu {cpu}"), frames);
         assert!(frames.len() >= 10, "CPU {cpu}: {json:#}");
     }
     // The panic: init (PID 1), from write(2) on /proc/sysrq-trigger, down to the task's last
@@ -171,7 +152,7 @@ fn every_cpus_and_tasks_stack_is_drgns() {
     let walked = contexts(&dir, dump, &commands);
     assert_eq!(walked.len(), tasks.len(), "one stack per task");
     for (task, context) in tasks.iter().zip(&walked) {
-        same(&format!("task {task}"), &frames_of(context));
+        drgn.assert_same(&format!("task {task}"), &frames_of(context));
     }
 }
 
@@ -234,30 +215,12 @@ fn exception_frames_are_the_pt_regs_drgn_reads() {
         }
         from_kernel += 1;
         let pc = hex(&printed["registers"]["PC"]);
-        let after: Vec<(u64, bool, &str)> = frames[i + 1..]
-            .iter()
-            .map(|f| (f.pc, f.inlined, f.function.as_str()))
-            .collect();
         assert_eq!(
-            after.first().map(|f| f.0),
+            frames.get(i + 1).map(|f| f.pc),
             Some(pc),
             "the interrupted pc, exact"
         );
-        let key = format!("{at:#x}");
-        let want: Vec<(u64, bool, &str)> = drgn
-            .walk(&key)
-            .iter()
-            .map(|f| (f.pc, f.inlined, f.function.as_str()))
-            .collect();
-        assert!(!want.is_empty(), "{key}: drgn walks from the registers");
-        if drgn.stopped.iter().any(|(k, _)| *k == key) {
-            assert!(
-                after.len() >= want.len() && after[..want.len()] == want[..],
-                "{key}: kcrash (left) begins with drgn's frames (right)\n{after:#?}\n{want:#?}"
-            );
-        } else {
-            assert_eq!(after, want, "{key}: kcrash (left) and drgn (right)");
-        }
+        drgn.assert_same(&format!("{at:#x}"), &frames[i + 1..]);
     }
     assert!(from_user >= 1, "the panicking task's entry from user space");
     assert!(from_kernel >= 1, "the stopped CPU's interrupt");

@@ -8,26 +8,30 @@ use serde_json::Value;
 
 use super::linux::kcrash_on;
 
-/// drgn's frames of the task on each CPU (each possible one: a panic takes the others offline)
-/// and of every task: `cpu N|task ADDR`, then `pc sp inline name`, tab-separated; each walk up
-/// to its first frame in user space, where drgn goes on reading user memory as a kernel stack, or
-/// to where drgn could go no further (`@@stop`, with its reason).
+/// drgn's walks ([`WALK`]) of the task on each CPU (each possible one: a panic takes the others
+/// offline) and of every task, keyed `cpu N` and `task ADDR`.
 const DRGN_WALK: &str = r#"
 from drgn.helpers.linux.cpumask import for_each_possible_cpu
 from drgn.helpers.linux.pid import for_each_task
 from drgn.helpers.linux.sched import cpu_curr
-def walk(key, task):
+for cpu in for_each_possible_cpu(prog):
+    walk("cpu %d" % cpu, cpu_curr(prog, cpu))
+for task in for_each_task(prog):
+    walk("task %#x" % task.value_(), task)
+"#;
+
+/// The walk every script here runs: `@@frame key pc sp inline name` lines, tab-separated, up to
+/// the first frame in user space (where drgn would go on reading user memory as a kernel
+/// stack), or `@@stop key why` where drgn could go no further.
+const WALK: &str = r#"
+def walk(key, thread):
     try:
-        for frame in prog.stack_trace(task):
+        for frame in prog.stack_trace(thread):
             if frame.pc < 0xffff000000000000:
                 break
             print("@@frame\t%s\t%#x\t%#x\t%d\t%s" % (key, frame.pc, frame.sp, frame.is_inline, frame.name))
     except LookupError as e:
         print("@@stop\t%s\t%s" % (key, e))
-for cpu in for_each_possible_cpu(prog):
-    walk("cpu %d" % cpu, cpu_curr(prog, cpu))
-for task in for_each_task(prog):
-    walk("task %#x" % task.value_(), task)
 "#;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +90,29 @@ pub struct Walks {
 }
 
 impl Walks {
+    /// Asserts that `ours` (kcrash's frames of walk `key`) are drgn's — pc, function, inlined or
+    /// not — frame for frame, or begin with them where drgn could go no further.
+    pub fn assert_same(&self, key: &str, ours: &[Frame]) {
+        let want: Vec<(u64, bool, &str)> = self
+            .walk(key)
+            .iter()
+            .map(|f| (f.pc, f.inlined, f.function.as_str()))
+            .collect();
+        let got: Vec<(u64, bool, &str)> = ours
+            .iter()
+            .map(|f| (f.pc, f.inlined, f.function.as_str()))
+            .collect();
+        assert!(!want.is_empty(), "{key}: drgn walked no frame");
+        if self.stopped.iter().any(|(k, _)| k == key) {
+            assert!(
+                got.len() >= want.len() && got[..want.len()] == want[..],
+                "{key}: kcrash (left) begins with drgn's frames (right)\n{got:#?}\n{want:#?}"
+            );
+        } else {
+            assert_eq!(got, want, "{key}: kcrash (left) and drgn (right)");
+        }
+    }
+
     /// The frames of one walk (`cpu N` or `task 0x…`).
     pub fn walk(&self, key: &str) -> Vec<&Frame> {
         self.frames
@@ -113,12 +140,12 @@ pub fn drgn_walks(dir: &Path, dump: &str) -> Walks {
     parse_walks(&drgn(dir, dump, DRGN_WALK))
 }
 
-/// drgn's output for `script` on `dump` with the vmlinux and the module.
+/// drgn's output for `script` (after [`WALK`]) on `dump` with the vmlinux and the module.
 fn drgn(dir: &Path, dump: &str, script: &str) -> String {
     let out = Command::new("drgn")
         .current_dir(dir)
         .args(["-q", "-c", dump, "-s", "vmlinux", "-s", "klogtest.ko"])
-        .args(["-e", script])
+        .args(["-e", &format!("{WALK}{script}")])
         .output()
         .expect("drgn runs");
     assert!(out.status.success(), "drgn: {}", super::text(&out.stderr));
@@ -155,21 +182,15 @@ fn parse_walks(text: &str) -> Walks {
 }
 
 /// drgn's reading of each `struct pt_regs` at `addresses` (by the vmlinux's DWARF): `@@regs ADDR`
-/// with every register as crash names them, then drgn's walk from those registers as for
-/// [`DRGN_WALK`], keyed by the address.
+/// with every register as crash names them, then drgn's walk ([`WALK`]) from those registers,
+/// keyed by the address.
 const DRGN_PT_REGS: &str = r#"
 for a in ADDRESSES:
     regs = Object(prog, "struct pt_regs", address=a)
     named = [("X%d" % i, regs.regs[i]) for i in range(30)]
     named += [("LR", regs.regs[30]), ("SP", regs.sp), ("PC", regs.pc), ("PSTATE", regs.pstate)]
     print("@@regs\t%#x\t%s" % (a, " ".join("%s=%#x" % (n, v.value_()) for n, v in named)))
-    try:
-        for frame in prog.stack_trace(regs):
-            if frame.pc < 0xffff000000000000:
-                break
-            print("@@frame\t%#x\t%#x\t%#x\t%d\t%s" % (a, frame.pc, frame.sp, frame.is_inline, frame.name))
-    except LookupError as e:
-        print("@@stop\t%#x\t%s" % (a, e))
+    walk("%#x" % a, regs)
 "#;
 
 /// A `struct pt_regs` as drgn read it: its address, and its registers by name.
