@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -13,6 +13,8 @@ pub struct Qmp {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
     events: VecDeque<Value>,
+    /// A message's bytes read before a read timed out: the rest follows in the next read.
+    partial: Vec<u8>,
 }
 
 impl Qmp {
@@ -36,8 +38,11 @@ impl Qmp {
             reader: BufReader::new(stream.try_clone()?),
             writer: stream,
             events: VecDeque::new(),
+            partial: Vec::new(),
         };
-        let greeting = qmp.read_message(timeout)?;
+        let greeting = qmp
+            .read_message(timeout)?
+            .with_context(|| format!("no QMP greeting within {timeout:?}"))?;
         if greeting.get("QMP").is_none() {
             bail!("QMP greeting expected, got {greeting}");
         }
@@ -45,17 +50,24 @@ impl Qmp {
         Ok(qmp)
     }
 
-    fn read_message(&mut self, timeout: Duration) -> Result<Value> {
+    /// The next message, or `None` if none came whole within `timeout`.
+    fn read_message(&mut self, timeout: Duration) -> Result<Option<Value>> {
         self.reader.get_ref().set_read_timeout(Some(timeout))?;
-        let mut line = String::new();
-        let n = self
-            .reader
-            .read_line(&mut line)
-            .context("reading from QMP socket")?;
-        if n == 0 {
-            bail!("QEMU closed the QMP socket (did the guest or QEMU exit?)");
+        match self.reader.read_until(b'\n', &mut self.partial) {
+            Err(err) if matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Ok(None)
+            }
+            Err(err) => return Err(err).context("reading from QMP socket"),
+            Ok(0) => bail!("QEMU closed the QMP socket (did the guest or QEMU exit?)"),
+            Ok(_) => {}
         }
-        serde_json::from_str(&line).with_context(|| format!("QMP sent non-JSON line {line:?}"))
+        let line = std::mem::take(&mut self.partial);
+        serde_json::from_slice(&line).with_context(|| {
+            format!(
+                "QMP sent non-JSON line {:?}",
+                String::from_utf8_lossy(&line)
+            )
+        })
     }
 
     /// Runs one command and returns its `return` value; a QMP `error` becomes an Err.
@@ -70,7 +82,9 @@ impl Qmp {
             .write_all(request.as_bytes())
             .with_context(|| format!("sending QMP {command}"))?;
         loop {
-            let message = self.read_message(timeout)?;
+            let message = self
+                .read_message(timeout)?
+                .with_context(|| format!("no reply to QMP {command} within {timeout:?}"))?;
             if message.get("event").is_some() {
                 self.events.push_back(message);
             } else if let Some(value) = message.get("return") {
@@ -101,20 +115,28 @@ impl Qmp {
 
     /// Waits for the named event (queued or new) and returns it.
     pub fn wait_event(&mut self, name: &str, timeout: Duration) -> Result<Value> {
-        let deadline = Instant::now() + timeout;
+        self.poll_event(name, timeout)?
+            .with_context(|| format!("no QMP {name} event within {timeout:?}"))
+    }
+
+    /// Waits up to `wait` for the named event (queued or new): `None` if it has not come.
+    pub fn poll_event(&mut self, name: &str, wait: Duration) -> Result<Option<Value>> {
+        let deadline = Instant::now() + wait;
         loop {
             if let Some(pos) = self.events.iter().position(|e| e["event"] == name) {
-                return Ok(self.events.remove(pos).unwrap_or_default());
+                return Ok(self.events.remove(pos));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                bail!("no QMP {name} event within {timeout:?}");
+                return Ok(None);
             }
             let message = self
                 .read_message(left)
                 .with_context(|| format!("waiting for QMP event {name}"))?;
-            if message.get("event").is_some() {
-                self.events.push_back(message);
+            match message {
+                Some(message) if message.get("event").is_some() => self.events.push_back(message),
+                Some(_) => {}
+                None => return Ok(None),
             }
         }
     }
