@@ -206,6 +206,63 @@ impl FrameRecords<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kcrash_plugin::memory::Runs;
+
+    /// A `struct pt_regs` at `REGS` with x`n` = `n`, and the frame of an entry whose x29 points
+    /// at its record, in the entry text at `ENTRY`.
+    const REGS: u64 = 0xffff_8000_0800_3c00;
+    const ENTRY: u64 = 0xffff_a1a8_a9e1_1284;
+
+    fn exception(pstate: u64) -> Step {
+        let mut words: Vec<u64> = (0..31).collect();
+        words.extend([0xffff_8000_0800_3d50, 0xffff_a1a8_aaad_a28c, pstate]);
+        words.resize(0x130 / 8 + 2, 0);
+        let bytes = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mem = Runs(vec![(REGS, bytes)]);
+        let images = ImageSet::default();
+        let records = FrameRecords {
+            images: &images,
+            mem: &mem,
+            va_bits: 48,
+            exceptions: Some(ExceptionEntries {
+                text: (ENTRY, ENTRY + 0x1000),
+                record: 0x130,
+            }),
+        };
+        let mut registers = Registers::new(Machine::Aarch64);
+        registers.set(X29, Some(REGS + 0x130));
+        let frame = Frame {
+            pc: ENTRY + 0x64,
+            sp: REGS - 0x20,
+            how: How::FramePointer,
+            exact: false,
+            trampoline: false,
+            exception: None,
+        };
+        records.caller(&frame, &registers)
+    }
+
+    #[test]
+    fn an_exception_from_the_kernel_gives_every_saved_register() {
+        let Step::Caller(caller) = exception(0x6040_0005) else {
+            panic!("a caller");
+        };
+        assert_eq!(caller.exception, Some(REGS));
+        assert!(caller.interrupted, "ELR is exact");
+        assert_eq!(caller.registers.pc(), Some(0xffff_a1a8_aaad_a28c));
+        assert_eq!(caller.registers.sp(), Some(0xffff_8000_0800_3d50));
+        for n in 0..=30 {
+            assert_eq!(caller.registers.get(n), Some(u64::from(n)), "x{n}");
+        }
+    }
+
+    #[test]
+    fn an_exception_from_user_space_is_the_outermost_frame() {
+        let Step::Outermost { exception, .. } = exception(0x8000_0000) else {
+            panic!("the outermost frame");
+        };
+        assert_eq!(exception, Some(REGS));
+    }
 
     #[test]
     fn authentication_codes_come_off_as_the_kernel_takes_them() {
