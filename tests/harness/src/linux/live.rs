@@ -52,6 +52,9 @@ show() {{
     echo "KCRASH-LIVE-ERR $1"
     $B cat /tmp/err
     echo "KCRASH-LIVE-DONE $1"
+    # The serial port is still sending what the tty holds (a few KiB at 115200 baud: well
+    # under a second); a printk let through now would land inside its last line.
+    $B sleep 1
     echo "$level" > /proc/sys/kernel/printk
 }}
 mark first
