@@ -187,8 +187,10 @@ impl FrameRecords<'_> {
             };
         }
         let mut caller = Registers::new(Machine::Aarch64);
+        // A general register that cannot be read is unknown to the caller, not the end.
         for register in 0..=30 {
-            caller.set(register, read(u64::from(register) * 8, "x").ok());
+            let at = regs.wrapping_add(u64::from(register) * 8);
+            caller.set(register, self.mem.read_u64(at).ok());
         }
         caller.set(SP, Some(sp));
         caller.set(PC, Some(pc));
