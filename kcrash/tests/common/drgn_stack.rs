@@ -91,7 +91,7 @@ pub struct Walks {
 
 impl Walks {
     /// Asserts that `ours` (kcrash's frames of walk `key`) are drgn's — pc, function, inlined or
-    /// not — frame for frame, or begin with them where drgn could go no further.
+    /// not — frame for frame, or begin with them and go on where drgn could go no further.
     pub fn assert_same(&self, key: &str, ours: &[Frame]) {
         let want: Vec<(u64, bool, &str)> = self
             .walk(key)
@@ -105,7 +105,7 @@ impl Walks {
         assert!(!want.is_empty(), "{key}: drgn walked no frame");
         if self.stopped.iter().any(|(k, _)| k == key) {
             assert!(
-                got.len() >= want.len() && got[..want.len()] == want[..],
+                got.len() > want.len() && got[..want.len()] == want[..],
                 "{key}: kcrash (left) begins with drgn's frames (right)\n{got:#?}\n{want:#?}"
             );
         } else {
