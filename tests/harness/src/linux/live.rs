@@ -42,6 +42,22 @@ $B mkdir -p /tmp
 K=/bin/kcrash
 P=/sys/module/klogtest/parameters/burst
 mark() {{ echo "KCRASH-LIVE-MARK $1" > /dev/kmsg; }}
+# Returns once the serial port has sent what the tty still holds: its transmit count (tx: in
+# /proc/tty/driver/serial) stops moving between two looks 0.2 s apart; 10 s at most. printk
+# writes to the port directly, past the tty's queue, so a message let through before then would
+# land inside the queued text. Without that file, a second's wait.
+drain() {{
+    [ -r /proc/tty/driver/serial ] || {{ $B sleep 1; return; }}
+    prev=
+    now=$($B cat /proc/tty/driver/serial)
+    tries=0
+    while [ "$now" != "$prev" ] && [ $tries -lt 50 ]; do
+        prev=$now
+        $B sleep 0.2
+        now=$($B cat /proc/tty/driver/serial)
+        tries=$((tries + 1))
+    done
+}}
 show() {{
     # The kernel's own messages (`random: crng init done` comes when it comes) stay off the
     # console while the output is printed, or one would land inside a line of it.
@@ -52,9 +68,7 @@ show() {{
     echo "KCRASH-LIVE-ERR $1"
     $B cat /tmp/err
     echo "KCRASH-LIVE-DONE $1"
-    # The serial port is still sending what the tty holds (a few KiB at 115200 baud: well
-    # under a second); a printk let through now would land inside its last line.
-    $B sleep 1
+    drain
     echo "$level" > /proc/sys/kernel/printk
 }}
 mark first
@@ -83,8 +97,8 @@ show hidden $?
 echo $restrict > /proc/sys/kernel/kptr_restrict
 $B su -s /bin/sh nobody -c "$K -s -c 'klog 0'" > /tmp/out 2> /tmp/err
 show nonroot $?
-# Let the serial console drain the last lines before the panic's printk overtakes them.
-$B sleep 1
+# The last lines out before the panic's printk.
+drain
 "#
     )
 }
