@@ -27,16 +27,44 @@ const DEBIAN_MODULES: &str = "/var/cache/kcrash-ci/linux-image/lib/modules/{rele
 const DEBIAN_DEBUG_MODULES: &str =
     "/var/cache/kcrash-ci/linux-dbg/usr/lib/debug/lib/modules/{release}/kernel";
 
-/// A file from the Debian kernel cache, if the CI extracted it.
-fn cached(dir: &str, module: &str) -> Option<PathBuf> {
-    let path = debian_file(dir).join(module);
-    if path.exists() {
-        Some(path)
-    } else {
-        tools::not_run("cached", &format!("{} is not there", path.display()));
-        None
+/// A module of the Debian kernel cache, if the CI extracted it: the first of `paths` (under the
+/// kernel's module tree; a module moves between releases) that is there, as it is or compressed
+/// as Debian ships 6.12's (`.ko.xz`, unpacked here with xz).
+fn cached(dir: &str, paths: &[&str]) -> Option<PathBuf> {
+    let tree = debian_file(dir);
+    for module in paths {
+        let path = tree.join(module);
+        if path.exists() {
+            return Some(path);
+        }
+        let compressed = tree.join(format!("{module}.xz"));
+        if compressed.exists() && tools::runs("cached", "xz") {
+            let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join("debian-modules")
+                .join(tree.strip_prefix("/").unwrap_or(&tree))
+                .join(module);
+            std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+            let unpacked = Command::new("xz")
+                .arg("-dc")
+                .arg(&compressed)
+                .output()
+                .unwrap();
+            assert!(unpacked.status.success(), "xz -dc {}", compressed.display());
+            std::fs::write(&out, unpacked.stdout).unwrap();
+            return Some(out);
+        }
     }
+    tools::not_run(
+        "cached",
+        &format!("none of {paths:?} is under {}", tree.display()),
+    );
+    None
 }
+
+/// pvpanic: one file until 5.10, a directory of three since 5.11.
+const PVPANIC: &[&str] = &["drivers/misc/pvpanic/pvpanic.ko", "drivers/misc/pvpanic.ko"];
+
+const EXT4: &[&str] = &["fs/ext4/ext4.ko"];
 
 /// Every function and data symbol of `module` at the address gdb's minimal symbols give it, every symbol of an
 /// unloaded section reported as not loaded with objdump's section and offset. Returns how many
@@ -168,13 +196,33 @@ fn check_dwarf(module: &Path, variables: &[&str], structs: &[&str], line_step: u
     }
     let output = gdb(module, &sections, &commands);
     let from_gdb = addresses(&output);
+    // Where the object file itself gives a section an address (6.12's module linker script
+    // leaves `.data` at 0x40 or 0x80, its symbols counting from there), gdb's DWARF reading
+    // places the module's variables wrongly, in `.text` (it looks up the unplaced address in
+    // every section); its minimal symbols place them as the kernel does, so those are the
+    // oracle there.
+    let addressed = file.sections().any(|s| s.address() != 0);
+    let placed = if addressed {
+        minimal_symbols(module, &sections)
+    } else {
+        HashMap::new()
+    };
     for name in variables {
         let variable = image
             .variable(name)
             .unwrap()
             .unwrap_or_else(|| panic!("{name}"));
-        // gdb cannot take the address of a variable the compiler gave no location.
-        assert_eq!(variable.address, from_gdb.get(*name).copied(), "{name}");
+        let want = if addressed {
+            Some(
+                *placed
+                    .get(*name)
+                    .unwrap_or_else(|| panic!("{name}: no minimal symbol")),
+            )
+        } else {
+            // gdb cannot take the address of a variable the compiler gave no location.
+            from_gdb.get(*name).copied()
+        };
+        assert_eq!(variable.address, want, "{name}");
     }
     // The output in pieces, each after the `@what` marker echoed before its command.
     let mut answers: HashMap<&str, String> = HashMap::new();
@@ -237,10 +285,17 @@ fn check_dwarf(module: &Path, variables: &[&str], structs: &[&str], line_step: u
                 continue;
             }
             // Where the DWARF names no function (padding after one, macro-made tracepoint
-            // stubs), binutils names the ELF symbol there, or the one before.
+            // stubs), binutils names the ELF symbol there, or the one before: ours, or one at
+            // the same address (6.12's `__pfx_init_module` and `__pfx_pvpanic_init` share one).
             if let ([(ours, _, _)], [(function, _, _)]) = (ours.as_slice(), frames.as_mut_slice()) {
-                let symbol = image.symbolize(address).map(|(s, _)| s.name);
-                if ours == "??" && symbol.is_none_or(|s| s == *function) {
+                let symbol = image.symbolize(address).map(|(s, _)| s);
+                let alias = |s: &symbols::Symbol| {
+                    s.name == *function
+                        || image
+                            .symbol(function)
+                            .is_some_and(|f| f.address == s.address)
+                };
+                if ours == "??" && symbol.is_none_or(|s| alias(&s)) {
                     *function = "??".into();
                 }
             }
@@ -479,12 +534,16 @@ fn debian_modules_symbols_match_gdb() {
     {
         return;
     }
-    for module in ["drivers/misc/pvpanic/pvpanic.ko", "fs/ext4/ext4.ko"] {
+    for module in [PVPANIC, EXT4] {
         let Some(path) = cached(DEBIAN_MODULES, module) else {
             continue;
         };
         let compared = check_symbols(&path);
-        assert!(compared > 5, "{module}: only {compared} symbols compared");
+        assert!(
+            compared > 5,
+            "{}: only {compared} symbols compared",
+            path.display()
+        );
     }
 }
 
@@ -493,15 +552,23 @@ fn debian_debug_modules_dwarf_matches_gdb() {
     if !tools::runs("debian_debug_modules_dwarf_matches_gdb", "gdb") {
         return;
     }
-    if let Some(path) = cached(DEBIAN_DEBUG_MODULES, "drivers/misc/pvpanic/pvpanic.ko") {
-        check_dwarf(
-            &path,
-            &["pvpanic_list", "pvpanic_panic_nb", "__this_module"],
-            &["struct pvpanic_instance", "struct module"],
-            1,
-        );
+    if let Some(path) = cached(DEBIAN_DEBUG_MODULES, PVPANIC) {
+        // 5.11 split the driver and gave it a list of instances; 5.10's keeps its port in `base`.
+        let split = objdump_symbols(&path).contains_key("pvpanic_list");
+        let (variables, structs): (&[&str], &[&str]) = if split {
+            (
+                &["pvpanic_list", "pvpanic_panic_nb", "__this_module"],
+                &["struct pvpanic_instance", "struct module"],
+            )
+        } else {
+            (
+                &["base", "pvpanic_panic_nb", "__this_module"],
+                &["struct notifier_block", "struct module"],
+            )
+        };
+        check_dwarf(&path, variables, structs, 1);
     }
-    if let Some(path) = cached(DEBIAN_DEBUG_MODULES, "fs/ext4/ext4.ko") {
+    if let Some(path) = cached(DEBIAN_DEBUG_MODULES, EXT4) {
         check_dwarf(
             &path,
             &["ext4_fs_type", "ext4_sops", "ext4_li_info", "__this_module"],
