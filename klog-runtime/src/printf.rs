@@ -76,24 +76,92 @@ pub fn format<S: Sink, T: Strings>(
     args: &[u64],
     strings: &mut T,
 ) -> Result<Outcome, fmt::Error> {
+    format_pieces(out, fmt, pieces(fmt), args, strings)
+}
+
+/// One part of a format string: bytes printed as they are, or one conversion. A reader that
+/// formats many records with the same format finds its pieces once ([`pieces`]) and formats
+/// with them ([`format_pieces`]), instead of parsing the format again for every record.
+#[derive(Clone, Copy, Debug)]
+pub struct Piece(Part);
+
+#[derive(Clone, Copy, Debug)]
+enum Part {
+    /// `fmt[start..end]`, printed as it is.
+    Literal { start: usize, end: usize },
+    /// The conversion `fmt[start..end]` (its `%` included).
+    Conversion {
+        spec: Parsed,
+        start: usize,
+        end: usize,
+    },
+}
+
+/// The pieces of `fmt`, in order.
+pub fn pieces(fmt: &[u8]) -> impl Iterator<Item = Piece> + '_ {
+    let mut i = 0;
+    let mut pending: Option<Piece> = None;
+    core::iter::from_fn(move || {
+        if let Some(conv) = pending.take() {
+            return Some(conv);
+        }
+        if i >= fmt.len() {
+            return None;
+        }
+        let next = fmt[i..]
+            .iter()
+            .position(|&b| b == b'%')
+            .map_or(fmt.len(), |p| i + p);
+        let literal = Piece(Part::Literal {
+            start: i,
+            end: next,
+        });
+        i = next;
+        if next < fmt.len() {
+            let (spec, end) = Parsed::parse(fmt, next + 1);
+            let conv = Piece(Part::Conversion {
+                spec,
+                start: next,
+                end,
+            });
+            i = end;
+            if literal_is_empty(&literal) {
+                return Some(conv);
+            }
+            pending = Some(conv);
+        }
+        Some(literal)
+    })
+}
+
+fn literal_is_empty(p: &Piece) -> bool {
+    matches!(p.0, Part::Literal { start, end } if start == end)
+}
+
+/// Formats `fmt` with `args` into `out`, by its `pieces` (found by [`pieces`] in the same
+/// `fmt`). Fails only when `out` does.
+pub fn format_pieces<S: Sink, T: Strings>(
+    out: &mut S,
+    fmt: &[u8],
+    pieces: impl IntoIterator<Item = Piece>,
+    args: &[u64],
+    strings: &mut T,
+) -> Result<Outcome, fmt::Error> {
     let mut f = Formatter {
         out,
         args,
         outcome: Outcome::default(),
     };
-    let mut i = 0;
-    while i < fmt.len() {
-        let next = fmt[i..]
-            .iter()
-            .position(|&b| b == b'%')
-            .map_or(fmt.len(), |p| i + p);
-        f.out.put(&fmt[i..next])?;
-        if next == fmt.len() {
-            break;
+    // Pieces of another format would name bytes this one may not have: those print nothing.
+    let text = |start: usize, end: usize| fmt.get(start..end).unwrap_or_default();
+    for piece in pieces {
+        match piece.0 {
+            Part::Literal { start, end } => f.out.put(text(start, end))?,
+            Part::Conversion { spec, start, end } => {
+                let spec = spec.resolve(&mut f);
+                f.convert(&spec, text(start, end), strings)?;
+            }
         }
-        let (spec, end) = Spec::parse(fmt, next + 1, &mut f);
-        f.convert(&spec, &fmt[next..end], strings)?;
-        i = end;
     }
     Ok(f.outcome)
 }
@@ -173,7 +241,7 @@ const fn takes_arg(conv: u8) -> bool {
 }
 
 /// Argument width, from the length modifier.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Length {
     Char,
     Short,
@@ -181,6 +249,7 @@ enum Length {
     Long,
 }
 
+#[derive(Clone, Copy, Debug)]
 struct Spec {
     left: bool,
     plus: bool,
@@ -198,10 +267,22 @@ struct Spec {
     positional: bool,
 }
 
-impl Spec {
+/// A specification as the format gives it: a `*` width or precision is known only when a
+/// record's data words are.
+#[derive(Clone, Copy, Debug)]
+struct Parsed {
+    spec: Spec,
+    /// The width is `*`: the next data word.
+    width_arg: bool,
+    /// The precision is `*`: the data word after the width's.
+    precision_arg: bool,
+}
+
+impl Parsed {
     /// Parses the specification after a `%` at `start`; returns it and the index just past it.
-    /// `*` fields take their value from the formatter's arguments.
-    fn parse<S: Sink>(fmt: &[u8], start: usize, f: &mut Formatter<'_, S>) -> (Spec, usize) {
+    fn parse(fmt: &[u8], start: usize) -> (Parsed, usize) {
+        let mut width_arg = false;
+        let mut precision_arg = false;
         let mut s = Spec {
             left: false,
             plus: false,
@@ -238,11 +319,7 @@ impl Spec {
                 s.positional = true;
                 i = after;
             } else if !s.positional {
-                let w = f.next_arg().unwrap_or(0) as i32;
-                if w < 0 {
-                    s.left = true;
-                }
-                s.width = s.cap(w.unsigned_abs() as usize);
+                width_arg = true;
             }
         } else {
             let (w, next) = digits(fmt, i);
@@ -257,9 +334,7 @@ impl Spec {
                     s.positional = true;
                     i = after;
                 } else if !s.positional {
-                    let p = f.next_arg().unwrap_or(0) as i32;
-                    // A negative precision is taken as if it were omitted.
-                    s.precision = (p >= 0).then(|| s.cap(p as usize));
+                    precision_arg = true;
                 }
             } else {
                 let (p, next) = digits(fmt, i);
@@ -277,9 +352,35 @@ impl Spec {
             i += 1;
         }
         s.conv = fmt.get(i).copied();
-        (s, (i + 1).min(fmt.len()))
+        let parsed = Parsed {
+            spec: s,
+            width_arg,
+            precision_arg,
+        };
+        (parsed, (i + 1).min(fmt.len()))
     }
 
+    /// The specification with its `*` fields taken from the formatter's arguments, the width's
+    /// first, as a C varargs call passes them.
+    fn resolve<S: Sink>(&self, f: &mut Formatter<'_, S>) -> Spec {
+        let mut s = self.spec;
+        if self.width_arg {
+            let w = f.next_arg().unwrap_or(0) as i32;
+            if w < 0 {
+                s.left = true;
+            }
+            s.width = s.cap(w.unsigned_abs() as usize);
+        }
+        if self.precision_arg {
+            let p = f.next_arg().unwrap_or(0) as i32;
+            // A negative precision is taken as if it were omitted.
+            s.precision = (p >= 0).then(|| s.cap(p as usize));
+        }
+        s
+    }
+}
+
+impl Spec {
     /// `v` capped at [`MAX_FIELD`], remembering that it was.
     fn cap(&mut self, v: usize) -> usize {
         self.capped |= v > MAX_FIELD;

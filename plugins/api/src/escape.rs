@@ -6,14 +6,20 @@
 #[inline]
 pub fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
     // Most text from a dump is printable ASCII: one copy.
-    if bytes
-        .iter()
-        .all(|&b| (0x20..0x7f).contains(&b) && b != b'\\')
-    {
+    if is_plain(bytes) {
         out.extend_from_slice(bytes);
         return;
     }
     escape_slow(bytes, out);
+}
+
+/// Whether `bytes` shows as it is: printable ASCII without a backslash. Every byte is looked
+/// at, without stopping at the first that is not: the loop then runs 16 bytes at a time.
+pub fn is_plain(bytes: &[u8]) -> bool {
+    let odd = bytes.iter().fold(0u8, |odd, &b| {
+        odd | u8::from(b < 0x20) | u8::from(b >= 0x7f) | u8::from(b == b'\\')
+    });
+    odd == 0
 }
 
 /// As [`escape_into`], but a tab is kept as a tab: for a message whose own layout uses tabs
@@ -81,6 +87,17 @@ pub fn escaped(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_is_printable_ascii_without_backslash() {
+        assert!(is_plain(b""));
+        assert!(is_plain(b"tick 42 of cpu 3 ~!@#$%^&*()_+{}|:<>?"));
+        for odd in [0u8, 0x1f, b'\\', 0x7f, 0x80, 0xff] {
+            let mut text = b"a long enough line to run in sixteen-byte pieces".to_vec();
+            text.insert(37, odd);
+            assert!(!is_plain(&text), "{odd:#x}");
+        }
+    }
 
     #[test]
     fn control_bytes_and_bad_utf8_are_escaped() {

@@ -175,7 +175,6 @@ fn event<'a>(
         let other: Vec<&str> = rec
             .damage
             .names()
-            .into_iter()
             .filter(|&n| n != "torn" && n != "unreadable")
             .collect();
         if !other.is_empty() {

@@ -395,21 +395,17 @@ impl Damage {
     }
 
     /// Short names of the damage, for text and JSON.
-    pub fn names(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        for (set, name) in [
+    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+        [
             (self.torn, "torn"),
             (self.bad_header, "bad_header"),
             (self.foreign_header, "foreign_header"),
             (self.clock_backwards, "clock_backwards"),
             (self.unreadable, "unreadable"),
             (self.never_written, "never_written"),
-        ] {
-            if set {
-                v.push(name);
-            }
-        }
-        v
+        ]
+        .into_iter()
+        .filter_map(|(set, name)| set.then_some(name))
     }
 }
 
