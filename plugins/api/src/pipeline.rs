@@ -2,9 +2,10 @@
 //! thread; rendering (reading format strings and `%s` arguments, printf, escaping) depends only on
 //! the item, so a batch is cut into chunks that every thread claims in turn, each rendering with
 //! its own printer (its buffers, its memory caches), and the chunks' lines are written in stream
-//! order. While the workers render one batch, the calling thread merges the next, then claims
-//! what chunks of the batch are left: no thread waits while another has work, whatever the
-//! merge's share of the cost. Memory is bounded by two batches, whatever the log's length.
+//! order. While the workers render one batch, the calling thread writes the batch before, merges
+//! the next, then claims what chunks of the batch are left: no thread waits while another has
+//! work, whatever the merge's share of the cost. Memory is bounded by three batches (one
+//! rendered, one rendering, one merged), whatever the log's length.
 //! `klog` renders its records with it.
 
 use std::io::{self, Write};
@@ -143,6 +144,10 @@ pub fn render_stream<P: Send, T: Send + Sync>(
             .collect();
         drop(done_tx);
         let mut written = 0u64;
+        // The batch before, rendered, written while the workers render the next one: then no
+        // thread waits for the writing.
+        let mut rendered: Vec<Part> = Vec::new();
+        let mut kept_before = 0u64;
         let mut ahead = Vec::new();
         let mut first = Vec::new();
         fill(&mut items, &mut first, batch_size(limit));
@@ -152,8 +157,8 @@ pub fn render_stream<P: Send, T: Send + Sync>(
             parts: Vec::new(),
             limit,
         });
-        while !job.items.is_empty() && written < limit {
-            let left = limit - written;
+        while !job.items.is_empty() && written + kept_before < limit {
+            let left = limit - written - kept_before;
             let chunks = {
                 let job = Arc::get_mut(&mut job).ok_or_else(panicked)?;
                 let chunks = job.items.len().div_ceil(CHUNK);
@@ -170,6 +175,8 @@ pub fn render_stream<P: Send, T: Send + Sync>(
             for w in &workers[..helping] {
                 w.send(Arc::clone(&job)).map_err(|_| panicked())?;
             }
+            written += write_parts(&rendered, limit - written, out)?;
+            kept_before = 0;
             // The next batch, sized as if every item in flight were kept, then a hand with
             // what is left of this one.
             fill(
@@ -184,17 +191,33 @@ pub fn render_stream<P: Send, T: Send + Sync>(
                 }
             }
             let job = Arc::get_mut(&mut job).ok_or_else(panicked)?;
+            // This batch's parts are kept to be written; the written ones' buffers serve the
+            // next batch.
+            let mut spare = std::mem::take(&mut rendered).into_iter();
             for slot in &mut job.parts[..chunks] {
                 let slot = slot.get_mut().map_err(|_| panicked())?;
-                let part = std::mem::replace(slot, Ok(Part::default()))?;
-                written += part.write(limit - written, out)?;
-                // Its buffers serve the next batch.
-                *slot = Ok(part);
+                let fresh = Ok(spare.next().unwrap_or_default());
+                let part = std::mem::replace(slot, fresh)?;
+                kept_before += part.ends.len() as u64;
+                rendered.push(part);
             }
             std::mem::swap(&mut job.items, &mut ahead);
         }
+        written += write_parts(&rendered, limit - written, out)?;
         Ok(written)
     })
+}
+
+/// Writes the parts' kept items in order, at most `limit`; returns how many it wrote.
+fn write_parts(parts: &[Part], limit: u64, out: &mut dyn Write) -> io::Result<u64> {
+    let mut written = 0;
+    for part in parts {
+        if written >= limit {
+            break;
+        }
+        written += part.write(limit - written, out)?;
+    }
+    Ok(written)
 }
 
 #[cfg(test)]
