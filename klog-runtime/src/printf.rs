@@ -97,9 +97,10 @@ enum Part {
     },
 }
 
-/// The pieces of `fmt`, in order.
+/// The pieces of `fmt`, in order: each run of literal bytes, then the conversion after it.
 pub fn pieces(fmt: &[u8]) -> impl Iterator<Item = Piece> + '_ {
     let mut i = 0;
+    // A conversion found after a literal run, given on the next call.
     let mut pending: Option<Piece> = None;
     core::iter::from_fn(move || {
         if let Some(conv) = pending.take() {
@@ -108,34 +109,27 @@ pub fn pieces(fmt: &[u8]) -> impl Iterator<Item = Piece> + '_ {
         if i >= fmt.len() {
             return None;
         }
+        let start = i;
         let next = fmt[i..]
             .iter()
             .position(|&b| b == b'%')
             .map_or(fmt.len(), |p| i + p);
-        let literal = Piece(Part::Literal {
-            start: i,
-            end: next,
-        });
         i = next;
         if next < fmt.len() {
             let (spec, end) = Parsed::parse(fmt, next + 1);
+            i = end;
             let conv = Piece(Part::Conversion {
                 spec,
                 start: next,
                 end,
             });
-            i = end;
-            if literal_is_empty(&literal) {
+            if start == next {
                 return Some(conv);
             }
             pending = Some(conv);
         }
-        Some(literal)
+        Some(Piece(Part::Literal { start, end: next }))
     })
-}
-
-fn literal_is_empty(p: &Piece) -> bool {
-    matches!(p.0, Part::Literal { start, end } if start == end)
 }
 
 /// Formats `fmt` with `args` into `out`, by its `pieces` (found by [`pieces`] in the same
@@ -769,6 +763,38 @@ mod tests {
 
     fn s(f: &str, args: &[u64]) -> String {
         fmt(f, args).0
+    }
+
+    /// Pieces found once serve every record: `*` fields come from each record's own words.
+    #[test]
+    fn pieces_kept_format_each_record_with_its_own_words() {
+        let f = b"w=[%*d] p=[%.*s] %%%c end";
+        let kept: Vec<Piece> = pieces(f).collect();
+        for args in [
+            [5, 42, 3, 0x1000, b'x' as u64],
+            [-4i64 as u64, 7, 9, 0x1000, b'!' as u64],
+        ] {
+            let mut out = FixedBuf::<128>::new();
+            let with_kept = format_pieces(&mut out, f, kept.iter().copied(), &args, &mut Fake);
+            let mut again = FixedBuf::<128>::new();
+            let on_the_spot = format(&mut again, f, &args, &mut Fake);
+            assert_eq!(with_kept, on_the_spot);
+            assert_eq!(out.as_bytes(), again.as_bytes());
+        }
+        assert_eq!(
+            s(
+                "w=[%*d] p=[%.*s] %%%c end",
+                &[5, 42, 3, 0x1000, b'x' as u64]
+            ),
+            "w=[   42] p=[hel] %x end"
+        );
+        // Pieces of a longer format name bytes a shorter one lacks: those print nothing (its
+        // conversion still converts), and nothing panics.
+        let long: Vec<Piece> = pieces(b"a long literal, then %d").collect();
+        let mut out = FixedBuf::<64>::new();
+        let outcome = format_pieces(&mut out, b"short", long, &[1], &mut Fake).unwrap();
+        assert_eq!(out.as_bytes(), b"1");
+        assert_eq!(outcome.args_used, 1);
     }
 
     #[test]
