@@ -151,6 +151,15 @@ pub fn format_pieces<S: Sink, T: Strings>(
     for piece in pieces {
         match piece.0 {
             Part::Literal { start, end } => f.out.put(text(start, end))?,
+            Part::Conversion {
+                spec:
+                    Parsed {
+                        bare: Some(bare),
+                        spec,
+                        ..
+                    },
+                ..
+            } => f.bare(bare, &spec)?,
             Part::Conversion { spec, start, end } => {
                 let spec = spec.resolve(&mut f);
                 f.convert(&spec, text(start, end), strings)?;
@@ -270,6 +279,17 @@ struct Parsed {
     width_arg: bool,
     /// The precision is `*`: the data word after the width's.
     precision_arg: bool,
+    /// A bare `%d %i %u %x %X` (any length, no flag, width or precision): its digits alone, the
+    /// common case, written without the general field logic.
+    bare: Option<Bare>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Bare {
+    Signed,
+    Unsigned,
+    Hex,
+    HexUpper,
 }
 
 impl Parsed {
@@ -346,10 +366,23 @@ impl Parsed {
             i += 1;
         }
         s.conv = fmt.get(i).copied();
+        let plain = !(s.left || s.plus || s.space || s.alt || s.zero || s.positional || s.capped)
+            && s.width == 0
+            && s.precision.is_none()
+            && !width_arg
+            && !precision_arg;
+        let bare = match s.conv {
+            Some(b'd' | b'i') if plain => Some(Bare::Signed),
+            Some(b'u') if plain => Some(Bare::Unsigned),
+            Some(b'x') if plain => Some(Bare::Hex),
+            Some(b'X') if plain => Some(Bare::HexUpper),
+            _ => None,
+        };
         let parsed = Parsed {
             spec: s,
             width_arg,
             precision_arg,
+            bare,
         };
         (parsed, (i + 1).min(fmt.len()))
     }
@@ -430,6 +463,29 @@ impl<S: Sink> Formatter<'_, S> {
             None => self.outcome.missing_args += 1,
         }
         arg
+    }
+
+    /// A bare conversion: what [`Formatter::convert`] writes for it, with less work.
+    fn bare(&mut self, bare: Bare, s: &Spec) -> fmt::Result {
+        let Some(word) = self.next_arg() else {
+            return self.out.put(b"<missing arg>");
+        };
+        let mut buf = [0u8; 22];
+        let n = match bare {
+            Bare::Signed => {
+                let v = s.signed(word);
+                let mut n = put_digits_dec(&mut buf, v.unsigned_abs());
+                if v < 0 {
+                    n -= 1;
+                    buf[n] = b'-';
+                }
+                n
+            }
+            Bare::Unsigned => put_digits_dec(&mut buf, s.unsigned(word)),
+            Bare::Hex => put_digits_pow2(&mut buf, s.unsigned(word), 4, b"0123456789abcdef"),
+            Bare::HexUpper => put_digits_pow2(&mut buf, s.unsigned(word), 4, b"0123456789ABCDEF"),
+        };
+        self.out.put(&buf[n..])
     }
 
     fn convert<T: Strings>(&mut self, s: &Spec, text: &[u8], strings: &mut T) -> fmt::Result {
@@ -795,6 +851,40 @@ mod tests {
         let outcome = format_pieces(&mut out, b"short", long, &[1], &mut Fake).unwrap();
         assert_eq!(out.as_bytes(), b"1");
         assert_eq!(outcome.args_used, 1);
+    }
+
+    /// A bare conversion takes the short path; a width of 1 (never wider than the digits) takes
+    /// the general one: both must print the same for every length and word.
+    #[test]
+    fn bare_conversions_print_as_the_general_path_does() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut words = vec![
+            0,
+            1,
+            9,
+            10,
+            u64::MAX,
+            1 << 63,
+            i64::MIN as u64 + 1,
+            0x80,
+            0x8000,
+        ];
+        for _ in 0..500 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            words.push(x >> (x % 64));
+        }
+        for len in ["hh", "h", "", "l", "ll", "z"] {
+            for conv in ['d', 'i', 'u', 'x', 'X'] {
+                for &w in &words {
+                    let bare = format!("[%{len}{conv}]");
+                    let general = format!("[%1{len}{conv}]");
+                    assert_eq!(s(&bare, &[w]), s(&general, &[w]), "{bare} of {w:#x}");
+                }
+            }
+        }
+        assert_eq!(s("%d|%x", &[-7i64 as u64]), "-7|<missing arg>");
     }
 
     #[test]
