@@ -376,10 +376,13 @@ pub fn push_hex(out: &mut Vec<u8>, v: u64) {
     out.truncate(len + shown);
 }
 
+/// A word's hex digits, first in the array, and how many show.
+type HexDigits = ([u8; 16], usize);
+
 /// `v`'s hex digits without leading zeros (one for 0), first in the array, and how many there
 /// are. The nibbles are spread one to a byte and turned into digits all at once, instead of a
 /// table lookup per digit.
-fn hex_digits(v: u64) -> ([u8; 16], usize) {
+fn hex_digits(v: u64) -> HexDigits {
     let mut x = u128::from(v);
     // Nibble i of v ends in byte i of x.
     x = (x | (x << 32)) & 0x0000_0000_ffff_ffff_0000_0000_ffff_ffff;
@@ -650,6 +653,8 @@ impl<'a> Printer<'a> {
         let (processor, domain) = split_proc_dom(rec.proc_dom());
         let sub = subsystem_name_of(&self.names, rec);
         let mut scratch = std::mem::take(&mut self.scratch);
+        // Each word in hex once: header, id, desc and the arguments show twice.
+        let words: [HexDigits; 8] = std::array::from_fn(|i| hex_digits(rec.words[i]));
         // Each key with its punctuation a constant: copied without a call.
         b.extend_from_slice(b"{\"kcrash_json\":");
         push_dec_padded(b, u64::from(JSON_VERSION), 0, b' ');
@@ -669,9 +674,9 @@ impl<'a> Printer<'a> {
         b.extend_from_slice(b",\"subsystem_name\":");
         json_quoted(b, sub.as_bytes());
         b.extend_from_slice(b",\"header\":");
-        push_hex_str(b, rec.header());
+        push_hex_str(b, &words[0]);
         b.extend_from_slice(b",\"id\":");
-        push_hex_str(b, rec.id());
+        push_hex_str(b, &words[1]);
         b.extend_from_slice(b",\"processor\":");
         push_dec_padded(b, processor as u64, 0, b' ');
         b.extend_from_slice(b",\"domain\":");
@@ -681,16 +686,13 @@ impl<'a> Printer<'a> {
         push_dec_padded(b, rec.clock(), 0, b' ');
         b.push(b'"');
         b.extend_from_slice(b",\"desc\":");
-        push_hex_str(b, rec.desc());
+        push_hex_str(b, &words[4]);
         b.extend_from_slice(b",\"desc_kind\":");
-        json_quoted(
-            b,
-            match rec.desc_kind {
-                Desc::Pointer => b"pointer",
-                Desc::Inline => b"inline",
-                Desc::Event => b"event",
-            },
-        );
+        b.extend_from_slice(match rec.desc_kind {
+            Desc::Pointer => b"\"pointer\"",
+            Desc::Inline => b"\"inline\"",
+            Desc::Event => b"\"event\"",
+        });
         b.extend_from_slice(b",\"time_s\":");
         match self.clock.seconds(rec.clock()) {
             Some(t) if t.is_finite() => push_f64(b, t),
@@ -702,7 +704,7 @@ impl<'a> Printer<'a> {
             None => b.extend_from_slice(b"null"),
         }
         b.extend_from_slice(b",\"args\":");
-        push_hex_array(b, &rec.data());
+        push_hex_array(b, &words[5..]);
         b.extend_from_slice(b",\"args_used\":");
         match outcome {
             Some(o) => push_dec_padded(b, o.printf.args_used as u64, 0, b' '),
@@ -731,7 +733,7 @@ impl<'a> Printer<'a> {
             None => b.extend_from_slice(b"null"),
         }
         b.extend_from_slice(b",\"words\":");
-        push_hex_array(b, &rec.words);
+        push_hex_array(b, &words);
         b.extend_from_slice(b"}\n");
         drop(sub);
         self.scratch = scratch;
@@ -777,8 +779,7 @@ fn json_quoted(out: &mut Vec<u8>, text: &[u8]) {
 }
 
 /// `"0x…"`, as kcrash's `report::Hex` writes a 64-bit word.
-fn push_hex_str(out: &mut Vec<u8>, v: u64) {
-    let (digits, shown) = hex_digits(v);
+fn push_hex_str(out: &mut Vec<u8>, &(digits, shown): &HexDigits) {
     let mut buf = [0u8; 20];
     buf[..3].copy_from_slice(b"\"0x");
     buf[3..19].copy_from_slice(&digits);
@@ -801,9 +802,9 @@ fn push_names<'n>(out: &mut Vec<u8>, names: impl IntoIterator<Item = &'n str>) {
     out.push(b']');
 }
 
-fn push_hex_array(out: &mut Vec<u8>, values: &[u64]) {
+fn push_hex_array(out: &mut Vec<u8>, values: &[HexDigits]) {
     out.push(b'[');
-    for (i, &v) in values.iter().enumerate() {
+    for (i, v) in values.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -922,7 +923,7 @@ mod tests {
             push_hex(&mut out, v);
             assert_eq!(out, format!("{v:x}").as_bytes());
             out.clear();
-            push_hex_str(&mut out, v);
+            push_hex_str(&mut out, &hex_digits(v));
             assert_eq!(out, format!("\"0x{v:x}\"").as_bytes());
         }
     }
@@ -955,7 +956,7 @@ mod tests {
             push_hex(&mut out, v);
             assert_eq!(out, format!("<{v:x}").into_bytes());
             let mut out = b"[".to_vec();
-            push_hex_str(&mut out, v);
+            push_hex_str(&mut out, &hex_digits(v));
             assert_eq!(out, format!("[\"{v:#x}\"").into_bytes());
             let nine = v % 1_000_000_000;
             let mut out = Vec::new();
