@@ -472,6 +472,8 @@ pub struct Cursor<'a> {
     /// Sequence numbers still to yield: `lo..hi`.
     lo: u64,
     hi: u64,
+    /// The ring's oldest record held.
+    first: u64,
     /// Slots read ahead, `chunk_lo..chunk_lo + chunk.len()`, each with its read result.
     chunk: Vec<Result<[u64; 8], Unreadable>>,
     chunk_lo: u64,
@@ -499,6 +501,7 @@ impl<'a> Cursor<'a> {
             only,
             lo,
             hi,
+            first: ring.first_seq(),
             chunk: Vec::new(),
             chunk_lo: 0,
             bytes: Vec::new(),
@@ -525,7 +528,7 @@ impl<'a> Cursor<'a> {
     /// Reads the chunk around `seq` that the walk needs next, with one older record for the
     /// neighbour comparison.
     fn fill(&mut self, seq: u64) {
-        let first = self.ring.first_seq();
+        let first = self.first;
         let (lo, hi) = match self.order {
             Order::NewestFirst => (seq.saturating_sub(CHUNK).max(first), seq + 1),
             Order::OldestFirst => (seq.saturating_sub(1).max(first), (seq + CHUNK).min(self.hi)),
@@ -562,20 +565,23 @@ impl<'a> Cursor<'a> {
 
     /// The record with sequence number `seq`, judged beside the slot before it.
     fn record(&mut self, seq: u64) -> Record {
-        let has_older = seq > self.ring.first_seq();
+        let has_older = seq > self.first;
         if !self.holds(seq) || (has_older && !self.holds(seq - 1)) {
             // A fill around `seq` holds the slot before it too.
             self.fill(seq);
         }
-        let at = |s: u64| (s - self.chunk_lo) as usize;
-        let slot = match &self.chunk[at(seq)] {
-            Ok(words) => Ok(*words),
-            Err(e) => Err(e.clone()),
-        };
+        let at = (seq - self.chunk_lo) as usize;
         let older = has_older
-            .then(|| self.chunk[at(seq - 1)].as_ref().ok().copied())
+            .then(|| self.chunk[at - 1].as_ref().ok())
             .flatten();
-        classify(self.ring, seq, slot, older, self.floor)
+        classify(
+            self.ring,
+            self.first,
+            seq,
+            self.chunk[at].as_ref(),
+            older,
+            self.floor,
+        )
     }
 
     /// The next slot in walking order, whatever its clock.
@@ -662,19 +668,20 @@ fn words(bytes: &[u8]) -> [u64; 8] {
 /// Decides a record's subsystem, damage and sort clock from its slot and the slot before it.
 fn classify(
     ring: &Ring,
+    first: u64,
     seq: u64,
-    slot: Result<[u64; 8], Unreadable>,
-    older: Option<[u64; 8]>,
+    slot: Result<&[u64; 8], &Unreadable>,
+    older: Option<&[u64; 8]>,
     floor: Option<u64>,
 ) -> Record {
     let older_valid = older.filter(|w| matches!(decode_header(w[0]), Header::Valid { .. }));
     let fallback_clock = older_valid.map_or(0, |w| w[3]);
     let mut damage = Damage::default();
     let (words, unreadable) = match slot {
-        Ok(w) => (w, None),
+        Ok(w) => (*w, None),
         Err(e) => {
             damage.unreadable = true;
-            ([0; 8], Some(Box::new(e)))
+            ([0; 8], Some(Box::new(e.clone())))
         }
     };
     let mut subsystem = None;
@@ -690,7 +697,7 @@ fn classify(
                 desc_kind = desc;
                 damage.foreign_header = ring.index != 0 && !ring.holds.contains(&s);
                 damage.clock_backwards =
-                    seq >= ring.first_seq() + WINDOW as u64 && floor.is_some_and(|f| words[3] < f);
+                    seq >= first + WINDOW as u64 && floor.is_some_and(|f| words[3] < f);
             }
         }
     }
