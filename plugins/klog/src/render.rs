@@ -929,6 +929,14 @@ mod tests {
     }
 
     /// A quoted string escapes what JSON must and copies the rest.
+    /// The next of a repeatable stream of pseudo-random words.
+    fn xorshift(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
     /// The word-at-a-time digit writers against Rust's own formatting.
     #[test]
     fn hex_and_fixed_decimals_match_format() {
@@ -946,10 +954,8 @@ mod tests {
         ];
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for _ in 0..2000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            words.push(x >> (x % 64));
+            let r = xorshift(&mut x);
+            words.push(r >> (r % 64));
         }
         for v in words {
             let mut out = b"<".to_vec();
@@ -992,9 +998,7 @@ mod tests {
         ];
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let t = f64::from_bits(x);
             if t.is_finite() {
                 values.push(t);
