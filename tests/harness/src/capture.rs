@@ -94,7 +94,7 @@ pub fn crash_with(run: &Run, capture: Capture) -> Result<Crashed> {
         Capture::Gcore => gcore(run, &core),
         Capture::QemuUser => match qemu_user_core(run, &core) {
             // QEMU exits as if it had dumped the core whole even when it stopped short (a core
-            // cut so came once in CI; 90 runs of the same scenario here, half of them with both
+            // cut so came once in CI; 90 runs of the same scenario here, 60 of them with both
             // CPUs loaded, never cut one). Once more, after saying so; a second cut core is the
             // error.
             Err(e) if e.downcast_ref::<CutCore>().is_some() => {
