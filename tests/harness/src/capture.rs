@@ -56,16 +56,9 @@ pub struct Crashed {
 }
 
 /// Why Linux left no core we can use; the caller may fall back to gcore.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct NoKernelCore(pub String);
-
-impl std::fmt::Display for NoKernelCore {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for NoKernelCore {}
 
 /// Runs the program and takes a kernel core; when Linux leaves none (core_pattern pipes to a
 /// program, RLIMIT_CORE's hard limit is 0, ...), runs it again and takes a gcore. Under an
@@ -107,16 +100,9 @@ pub fn crash_with(run: &Run, capture: Capture) -> Result<Crashed> {
 }
 
 /// The emulator's core ends before its program headers say; why, as far as the run shows.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 struct CutCore(String);
-
-impl std::fmt::Display for CutCore {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for CutCore {}
 
 /// Checks that every PT_LOAD of a fresh core lies inside the file.
 fn check_whole(run: &Run, core: &Path) -> Result<()> {
