@@ -766,26 +766,28 @@ fn put_digits_pow2(buf: &mut [u8; 22], v: u64, shift: u32, table: &[u8; 16]) -> 
     }
 }
 
-/// Writes `v`'s decimal digits at the end of `buf`, two per division (the division by a
-/// constant is a multiply, but still the cost of a digit); returns where they start.
-fn put_digits_dec(buf: &mut [u8; 22], v: u64) -> usize {
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+/// "00" to "99", for writing decimals two digits per division.
+pub const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 2021222324252627282930313233343536373839\
 4041424344454647484950515253545556575859\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
+
+/// Writes `v`'s decimal digits at the end of `buf`, two per division (the division by a
+/// constant is a multiply, but still the cost of a digit); returns where they start.
+fn put_digits_dec(buf: &mut [u8; 22], v: u64) -> usize {
     let mut n = buf.len();
     let mut x = v;
     while x >= 100 {
         let pair = (x % 100) as usize * 2;
         x /= 100;
         n -= 2;
-        buf[n..n + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        buf[n..n + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
     }
     if x >= 10 {
         let pair = x as usize * 2;
         n -= 2;
-        buf[n..n + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        buf[n..n + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
     } else {
         n -= 1;
         buf[n] = b'0' + x as u8;

@@ -483,25 +483,19 @@ fn parse_exp(text: &[u8]) -> i64 {
         .fold(0i64, |v, &d| v * 10 + i64::from(d.wrapping_sub(b'0') % 10))
 }
 
-/// `v` (below 10^9) as exactly nine decimal digits, two at a time.
+/// `v` (below 10^9) as exactly nine decimal digits, two at a time: a fixed count, so the loop
+/// unrolls.
 fn push_nine_digits(out: &mut Vec<u8>, v: u64) {
     let mut buf = [0u8; 9];
     let mut x = v as u32;
     for at in [7, 5, 3, 1] {
         let pair = (x % 100) as usize * 2;
         x /= 100;
-        buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        buf[at..at + 2].copy_from_slice(&printf::DIGIT_PAIRS[pair..pair + 2]);
     }
     buf[0] = b'0' + (x % 10) as u8;
     out.extend_from_slice(&buf);
 }
-
-/// "00" to "99", for writing decimals two digits at a time.
-const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
 
 /// What a damaged record says instead of (or after) its message.
 fn damage_note(rec: &Record, names: &[String]) -> Option<String> {
@@ -752,20 +746,14 @@ fn json_str(out: &mut Vec<u8>, raw: &[u8], scratch: &mut Vec<u8>) {
 fn json_quoted(out: &mut Vec<u8>, text: &[u8]) {
     out.push(b'"');
     // Nearly always nothing to escape: one look at every byte (16 at a time), one copy.
-    let odd = text.iter().fold(0u8, |odd, &c| {
-        odd | u8::from(c == b'"') | u8::from(c == b'\\') | u8::from(c < 0x20)
-    });
-    if odd == 0 {
+    if !text.iter().fold(false, |odd, &c| odd | json_escapes(c)) {
         out.extend_from_slice(text);
         out.push(b'"');
         return;
     }
     let mut rest = text;
     // Plain runs are copied whole; only the bytes JSON must escape are looked at one by one.
-    while let Some(at) = rest
-        .iter()
-        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-    {
+    while let Some(at) = rest.iter().position(|&c| json_escapes(c)) {
         out.extend_from_slice(&rest[..at]);
         match rest[at] {
             b'"' => out.extend_from_slice(b"\\\""),
@@ -776,6 +764,11 @@ fn json_quoted(out: &mut Vec<u8>, text: &[u8]) {
     }
     out.extend_from_slice(rest);
     out.push(b'"');
+}
+
+/// Whether JSON must escape byte `c` in a string.
+fn json_escapes(c: u8) -> bool {
+    c == b'"' || c == b'\\' || c < 0x20
 }
 
 /// `"0x…"`, as kcrash's `report::Hex` writes a 64-bit word.
@@ -906,29 +899,6 @@ mod tests {
         assert_eq!(marks, ["event_unknown"]);
     }
 
-    /// Hex as `report::Hex` writes it: no leading zeros, one `0` for zero, every width.
-    #[test]
-    fn hex_has_no_leading_zeros_at_any_width() {
-        for v in [
-            0,
-            1,
-            0xf,
-            0x10,
-            0xabc,
-            u64::from(u32::MAX),
-            1 << 63,
-            u64::MAX,
-        ] {
-            let mut out = Vec::new();
-            push_hex(&mut out, v);
-            assert_eq!(out, format!("{v:x}").as_bytes());
-            out.clear();
-            push_hex_str(&mut out, &hex_digits(v));
-            assert_eq!(out, format!("\"0x{v:x}\"").as_bytes());
-        }
-    }
-
-    /// A quoted string escapes what JSON must and copies the rest.
     /// The next of a repeatable stream of pseudo-random words.
     fn xorshift(x: &mut u64) -> u64 {
         *x ^= *x << 13;
@@ -937,20 +907,22 @@ mod tests {
         *x
     }
 
-    /// The word-at-a-time digit writers against Rust's own formatting.
+    /// Hex as `report::Hex` writes it: no leading zeros, one `0` for zero, every width, after
+    /// whatever the line already holds.
     #[test]
-    fn hex_and_fixed_decimals_match_format() {
+    fn hex_has_no_leading_zeros_at_any_width() {
         let mut words = vec![
             0,
             1,
             9,
-            10,
-            15,
-            16,
+            0xa,
+            0xf,
+            0x10,
             0xabc,
-            u64::MAX,
-            1 << 63,
+            u64::from(u32::MAX),
             0x0123_4567_89ab_cdef,
+            1 << 63,
+            u64::MAX,
         ];
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for _ in 0..2000 {
@@ -963,11 +935,17 @@ mod tests {
             assert_eq!(out, format!("<{v:x}").into_bytes());
             let mut out = b"[".to_vec();
             push_hex_str(&mut out, &hex_digits(v));
-            assert_eq!(out, format!("[\"{v:#x}\"").into_bytes());
-            let nine = v % 1_000_000_000;
-            let mut out = Vec::new();
-            push_nine_digits(&mut out, nine);
-            assert_eq!(out, format!("{nine:09}").into_bytes());
+            assert_eq!(out, format!("[\"0x{v:x}\"").into_bytes());
+        }
+    }
+
+    /// The clock's fraction: nine digits, zero-padded, after what the line holds.
+    #[test]
+    fn nine_digits_are_zero_padded() {
+        for v in [0, 7, 10, 99_999, 100_000_000, 999_999_999, 123_456_789] {
+            let mut out = b".".to_vec();
+            push_nine_digits(&mut out, v);
+            assert_eq!(out, format!(".{v:09}").into_bytes());
         }
     }
 
@@ -1024,6 +1002,7 @@ mod tests {
         }
     }
 
+    /// A quoted string escapes what JSON must and copies the rest.
     #[test]
     fn json_strings_escape_quotes_backslashes_and_controls() {
         for (text, want) in [
