@@ -48,7 +48,8 @@ fuzz_target!(|data: &[u8]| {
         arm64.set(to, registers.get(from));
     }
     // The first frame's page taken for the entry text: its x29 is read as the frame record
-    // in a `struct pt_regs` (where 6.1 has it), and the saved registers walked from.
+    // in a `struct pt_regs` (where 6.1 has it), and the saved registers walked from; the
+    // page's upper half is taken for the vector table.
     let page = registers.get(RIP).unwrap_or(0) & !0xfff;
     let records = FrameRecords {
         images: &images,
@@ -57,6 +58,7 @@ fuzz_target!(|data: &[u8]| {
         exceptions: Some(ExceptionEntries {
             text: (page, page.wrapping_add(0x1000)),
             record: 0x130,
+            vectors: Some(page.wrapping_add(0x800)),
         }),
     };
     let check = |stack: Stack| {

@@ -535,6 +535,7 @@ fn exception_entries(session: &Session<'_>, images: &ImageSet) -> Option<Excepti
     Some(ExceptionEntries {
         text: (start.address, end.address),
         record: u64::try_from(record).ok()?,
+        vectors: images.symbol("vectors").map(|(_, s)| s.address),
     })
 }
 

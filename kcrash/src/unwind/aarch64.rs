@@ -39,11 +39,26 @@ pub struct ExceptionEntries {
     pub text: (u64, u64),
     /// `offsetof(struct pt_regs, stackframe)`: it moved between releases.
     pub record: u64,
+    /// The exception vector table (`vectors`), where a CPU taking an exception starts.
+    pub vectors: Option<u64>,
 }
+
+/// The vector table: 16 entries of 128 bytes, one for each kind of exception from each kind of
+/// context (the architecture's layout, the same in every release).
+const VECTOR_ENTRY: u64 = 0x80;
+const VECTOR_KINDS: [&str; 4] = ["a synchronous exception", "an IRQ", "an FIQ", "an SError"];
+/// Where the exception came from, by group of four entries; the last two are user space.
+const VECTOR_FROM: [&str; 4] = [
+    "the kernel on SP_EL0 (EL1t)",
+    "the kernel (EL1h)",
+    "64-bit user space (EL0)",
+    "32-bit user space (EL0)",
+];
 
 /// `struct user_pt_regs` (the start of `struct pt_regs`, user-space ABI): x0–x30, sp, pc,
 /// pstate.
 pub mod pt_regs {
+    pub const X29: u64 = 29 * 8;
     pub const LR: u64 = 30 * 8;
     pub const SP: u64 = 31 * 8;
     pub const PC: u64 = 32 * 8;
@@ -56,7 +71,7 @@ pub mod pt_regs {
         ("LR", LR),
         ("SP", SP),
         ("PSTATE", PSTATE),
-        ("X29", 29 * 8),
+        ("X29", X29),
         ("X28", 28 * 8),
         ("X27", 27 * 8),
         ("X26", 26 * 8),
@@ -106,6 +121,9 @@ pub fn strip_authentication(lr: u64, va_bits: u32) -> u64 {
 
 impl Unwinder for FrameRecords<'_> {
     fn caller(&self, frame: &Frame, registers: &Registers) -> Step {
+        if let Some(step) = self.in_vectors(frame) {
+            return step;
+        }
         let Some(fp) = registers.get(X29) else {
             return Step::Lost("x29 is unknown".into());
         };
@@ -128,7 +146,9 @@ impl Unwinder for FrameRecords<'_> {
         if let Some(entries) = self.exceptions {
             let (start, end) = entries.text;
             if (start..end).contains(&frame.lookup_pc()) {
-                return self.interrupted(frame, fp.wrapping_sub(entries.record));
+                return self
+                    .interrupted(frame, fp, fp.wrapping_sub(entries.record))
+                    .unwrap_or_else(Step::Lost);
             }
         }
         let read = |at: u64, what: &str| saved(self.mem, what, at);
@@ -168,23 +188,61 @@ impl Unwinder for FrameRecords<'_> {
 }
 
 impl FrameRecords<'_> {
+    /// A CPU stopped in the vector table is taking an exception and has saved nothing of what it
+    /// interrupted: x29 and sp are still the interrupted code's, and its pc is in ELR_EL1, which
+    /// no dump holds. From user space that is the kernel's outermost frame; from the kernel the
+    /// walk can go no further without inventing the interrupted function.
+    fn in_vectors(&self, frame: &Frame) -> Option<Step> {
+        let vectors = self.exceptions?.vectors?;
+        let entry = frame.pc.checked_sub(vectors)? / VECTOR_ENTRY;
+        let (Ok(entry), true) = (usize::try_from(entry), frame.exact) else {
+            return None;
+        };
+        let from = *VECTOR_FROM.get(entry / VECTOR_KINDS.len())?;
+        let kind = VECTOR_KINDS[entry % VECTOR_KINDS.len()];
+        let taking = format!("the CPU is in the exception vectors, taking {kind} from {from}");
+        Some(if entry / VECTOR_KINDS.len() >= 2 {
+            Step::Outermost {
+                why: format!("{taking}: the kernel's outermost frame"),
+                exception: None,
+            }
+        } else {
+            Step::Lost(format!(
+                "{taking}: nothing of the interrupted code is saved yet, and its pc (ELR_EL1) is \
+                 not in the dump"
+            ))
+        })
+    }
+
     /// The context an exception entry saved at `regs`: every register of the interrupted
     /// kernel code, its pc exact; or, when it came from user space, the kernel's outermost frame.
-    fn interrupted(&self, frame: &Frame, regs: u64) -> Step {
-        let read = |offset: u64, what: &str| saved(self.mem, what, regs.wrapping_add(offset));
-        let (pstate, sp, pc) = match (
-            read(pt_regs::PSTATE, "the interrupted PSTATE"),
-            read(pt_regs::SP, "the interrupted sp"),
-            read(pt_regs::PC, "the interrupted pc (ELR)"),
-        ) {
-            (Ok(pstate), Ok(sp), Ok(pc)) => (pstate, sp, pc),
-            (Err(why), _, _) | (_, Err(why), _) | (_, _, Err(why)) => return Step::Lost(why),
-        };
+    /// x29 is the record inside it only once the entry has made the record, and until it
+    /// restores the interrupted x29 on the way out: a record that is not the one the entry makes
+    /// (the interrupted x29 and pc, or zeros) means the CPU stopped in between.
+    fn interrupted(&self, frame: &Frame, fp: u64, regs: u64) -> Result<Step, String> {
+        let read = |at: u64, what: &str| saved(self.mem, what, at);
+        let field = |offset: u64, what: &str| read(regs.wrapping_add(offset), what);
+        let pstate = field(pt_regs::PSTATE, "the interrupted PSTATE")?;
+        let sp = field(pt_regs::SP, "the interrupted sp")?;
+        let pc = field(pt_regs::PC, "the interrupted pc (ELR)")?;
+        let x29 = field(pt_regs::X29, "the interrupted x29")?;
+        let record = (
+            read(fp, "the saved x29")?,
+            read(fp.wrapping_add(8), "the return address")?,
+        );
+        if record != (x29, pc) && record != (0, 0) {
+            return Err(format!(
+                "x29 {fp:#x} is no exception's frame record: it holds {:#x} {:#x}, not the \
+                 x29 and pc saved around it (the CPU stopped while an entry or exit was under \
+                 way)",
+                record.0, record.1
+            ));
+        }
         if pstate & pt_regs::MODE_MASK == 0 {
-            return Step::Outermost {
+            return Ok(Step::Outermost {
                 why: "an exception from user space: the kernel's outermost frame".into(),
                 exception: Some(regs),
-            };
+            });
         }
         let mut caller = Registers::new(Machine::Aarch64);
         // A general register that cannot be read is unknown to the caller, not the end.
@@ -194,14 +252,14 @@ impl FrameRecords<'_> {
         }
         caller.set(SP, Some(sp));
         caller.set(PC, Some(pc));
-        Step::Caller(Box::new(Caller {
+        Ok(Step::Caller(Box::new(Caller {
             registers: caller,
             how: How::Registers,
             interrupted: true,
             trampoline: false,
             new_stack: sp / STACK_SIZE != frame.sp / STACK_SIZE,
             exception: Some(regs),
-        }))
+        })))
     }
 }
 
@@ -210,27 +268,34 @@ mod tests {
     use super::*;
     use kcrash_plugin::memory::Runs;
 
-    /// A `struct pt_regs` at `REGS` with x`n` = `n`, and the frame of an entry whose x29 points
-    /// at its record, in the entry text at `ENTRY`.
+    /// A `struct pt_regs` at `REGS` with x`n` = `n`, its frame record `record`, and the frame of
+    /// an entry whose x29 points at the record, in the entry text at `ENTRY`.
     const REGS: u64 = 0xffff_8000_0800_3c00;
     const ENTRY: u64 = 0xffff_a1a8_a9e1_1284;
+    const INTERRUPTED_PC: u64 = 0xffff_a1a8_aaad_a28c;
+    /// The vector table, at the start of the entry text.
+    const VECTORS: u64 = ENTRY - 0x284;
 
-    fn exception(pstate: u64) -> Step {
-        let mut words: Vec<u64> = (0..31).collect();
-        words.extend([0xffff_8000_0800_3d50, 0xffff_a1a8_aaad_a28c, pstate]);
-        words.resize(0x130 / 8 + 2, 0);
-        let bytes = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let mem = Runs(vec![(REGS, bytes)]);
-        let images = ImageSet::default();
-        let records = FrameRecords {
-            images: &images,
-            mem: &mem,
+    fn records<'a>(mem: &'a Runs, images: &'a ImageSet) -> FrameRecords<'a> {
+        FrameRecords {
+            images,
+            mem,
             va_bits: 48,
             exceptions: Some(ExceptionEntries {
-                text: (ENTRY, ENTRY + 0x1000),
+                text: (VECTORS, ENTRY + 0x1000),
                 record: 0x130,
+                vectors: Some(VECTORS),
             }),
-        };
+        }
+    }
+
+    fn exception(pstate: u64, record: [u64; 2]) -> Step {
+        let mut words: Vec<u64> = (0..31).collect();
+        words.extend([0xffff_8000_0800_3d50, INTERRUPTED_PC, pstate]);
+        words.resize(0x130 / 8, 0);
+        words.extend(record);
+        let bytes = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mem = Runs(vec![(REGS, bytes)]);
         let mut registers = Registers::new(Machine::Aarch64);
         registers.set(X29, Some(REGS + 0x130));
         let frame = Frame {
@@ -241,29 +306,84 @@ mod tests {
             trampoline: false,
             exception: None,
         };
-        records.caller(&frame, &registers)
+        records(&mem, &ImageSet::default()).caller(&frame, &registers)
     }
 
     #[test]
     fn an_exception_from_the_kernel_gives_every_saved_register() {
-        let Step::Caller(caller) = exception(0x6040_0005) else {
+        let Step::Caller(caller) = exception(0x6040_0005, [29, INTERRUPTED_PC]) else {
             panic!("a caller");
         };
         assert_eq!(caller.exception, Some(REGS));
         assert!(caller.interrupted, "ELR is exact");
-        assert_eq!(caller.registers.pc(), Some(0xffff_a1a8_aaad_a28c));
+        assert_eq!(caller.registers.pc(), Some(INTERRUPTED_PC));
         assert_eq!(caller.registers.sp(), Some(0xffff_8000_0800_3d50));
         for n in 0..=30 {
             assert_eq!(caller.registers.get(n), Some(u64::from(n)), "x{n}");
         }
+        // Later releases make the record zeros from the kernel too.
+        assert!(matches!(exception(0x6040_0005, [0, 0]), Step::Caller(_)));
     }
 
     #[test]
     fn an_exception_from_user_space_is_the_outermost_frame() {
-        let Step::Outermost { exception, .. } = exception(0x8000_0000) else {
+        let Step::Outermost { exception, .. } = exception(0x8000_0000, [0, 0]) else {
             panic!("the outermost frame");
         };
         assert_eq!(exception, Some(REGS));
+    }
+
+    /// Stopped in an entry before it made the record, or in an exit after it restored x29: x29
+    /// is the interrupted code's, and what lies below it is no `struct pt_regs`.
+    #[test]
+    fn a_record_the_entry_did_not_make_is_no_exception() {
+        let Step::Lost(why) = exception(0x6040_0005, [0xffff_8000_0800_3e00, ENTRY]) else {
+            panic!("no caller");
+        };
+        assert!(why.contains("is no exception's frame record"), "{why}");
+    }
+
+    /// A CPU in the vector table has saved nothing: from the kernel the walk ends there, lost;
+    /// from user space it is the kernel's outermost frame.
+    #[test]
+    fn a_cpu_taking_an_exception_is_walked_no_further() {
+        let mem = Runs(Vec::new());
+        let images = ImageSet::default();
+        let at = |offset: u64, exact: bool| {
+            let frame = Frame {
+                pc: VECTORS + offset,
+                sp: REGS,
+                how: How::Registers,
+                exact,
+                trampoline: false,
+                exception: None,
+            };
+            let mut registers = Registers::new(Machine::Aarch64);
+            registers.set(X29, Some(REGS + 0x130));
+            records(&mem, &images).caller(&frame, &registers)
+        };
+        let Step::Lost(why) = at(0x280, true) else {
+            panic!("lost in an IRQ's entry from the kernel");
+        };
+        assert!(
+            why.contains("taking an IRQ from the kernel (EL1h)"),
+            "{why}"
+        );
+        let Step::Outermost { why, exception } = at(0x404, true) else {
+            panic!("the outermost frame in a system call's entry");
+        };
+        assert!(
+            why.contains("a synchronous exception from 64-bit user space"),
+            "{why}"
+        );
+        assert_eq!(exception, None);
+        // A return address is never in the vectors' entries: they branch, never call.
+        assert!(!matches!(at(0x280, false), Step::Outermost { .. }));
+        // Past the table is the rest of the entry text.
+        let Step::Lost(why) = at(0x800, true) else {
+            panic!("no record at x29");
+        };
+        assert!(!why.contains("vectors"), "{why}");
     }
 
     #[test]
