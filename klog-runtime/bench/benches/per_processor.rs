@@ -2,7 +2,7 @@
 //! threads on different processors logging to the same subsystem — the case where a shared ring's
 //! `next_write` cache line bounces between them (`--bench events`' "2 threads, one subsystem").
 //!
-//! `cargo bench -p klog-runtime --bench per_processor`
+//! `cargo bench -p klog-runtime-bench --bench per_processor`
 
 mod common;
 

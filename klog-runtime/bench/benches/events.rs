@@ -1,7 +1,7 @@
 //! Cost of logging one event, as a kernel pays it: rdtsc for the clock, a per-thread chore id.
 //!
-//! `cargo bench -p klog-runtime --bench events` measures the default build (events above the
-//! static level compiled out); `--features klog-debug` adds the run-time-disabled case.
+//! `cargo bench -p klog-runtime-bench --bench events` measures the default build (events above
+//! the static level compiled out); `--features klog-debug` adds the run-time-disabled case.
 
 mod common;
 
