@@ -398,7 +398,9 @@ fn digest_keys(line: &str) -> Option<(u64, u64, [u64; 8])> {
     }
     let number = |key: &str| {
         let rest = &line[line.find(key)? + key.len()..];
-        rest[..rest.find(|c: char| !c.is_ascii_digit())?].parse().ok()
+        rest[..rest.find(|c: char| !c.is_ascii_digit())?]
+            .parse()
+            .ok()
     };
     let (ring, seq) = (number("\"ring\":")?, number("\"seq\":")?);
     let list = &line[line.rfind("\"words\":[")? + "\"words\":[".len()..line.len() - 2];
