@@ -3,7 +3,7 @@
 
 use super::run;
 use crate::arch::Arch;
-use crate::repo_root;
+use crate::{repo_root, tools};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -498,6 +498,13 @@ pub fn build_module(kernel: &Kernel, headers: &Path) -> Result<PathBuf> {
         .arg(format!("KLOG_INCLUDE={}", include.display()))
         .arg(format!("ORACLE_INCLUDE={}", oracle_include.display()));
     if let Some((kernel_arch, prefix)) = kernel.arch.cross_compile() {
+        if let Some(gcc) = headers_compiler(headers)? {
+            let compiler = format!("{prefix}{gcc}");
+            if !tools::missing(&[&compiler]).is_empty() {
+                // Debian's cross compilers: gcc-10-aarch64-linux-gnu.
+                apt_install(&[&format!("{gcc}-{}", prefix.trim_end_matches('-'))])?;
+            }
+        }
         make.arg(format!("ARCH={kernel_arch}"))
             .arg(format!("CROSS_COMPILE={prefix}"));
     }
@@ -505,9 +512,46 @@ pub fn build_module(kernel: &Kernel, headers: &Path) -> Result<PathBuf> {
     Ok(build.join("klogtest.ko"))
 }
 
+/// The compiler Debian built the kernel with, which its headers' Kbuild calls by name
+/// (`.kernelvariables`: `CC = … $(CROSS_COMPILE)gcc-10`): a host build has it as the headers
+/// package's dependency, a cross build must install that version's cross compiler. None when
+/// the headers name no versioned compiler.
+fn headers_compiler(headers: &Path) -> Result<Option<String>> {
+    let path = headers.join(".kernelvariables");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(compiler_of_kernelvariables(&text))
+}
+
+fn compiler_of_kernelvariables(text: &str) -> Option<String> {
+    text.lines()
+        .filter(|l| l.starts_with("CC = ") || l.starts_with("CC := "))
+        .find_map(|l| l.rsplit_once("$(CROSS_COMPILE)"))
+        .map(|(_, gcc)| gcc.trim().to_owned())
+        .filter(|gcc| gcc.starts_with("gcc-"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kernels_compiler_is_read_from_its_headers() {
+        // Debian 11's arm64 headers, and one naming no version.
+        let bullseye = "override ARCH = arm64
+override KERNELRELEASE = 5.10.0-32-arm64
+CCACHE = ccache
+CC = $(if $(DEBIAN_KERNEL_USE_CCACHE),$(CCACHE)) $(CROSS_COMPILE)gcc-10
+";
+        assert_eq!(
+            compiler_of_kernelvariables(bullseye).as_deref(),
+            Some("gcc-10")
+        );
+        assert_eq!(
+            compiler_of_kernelvariables("CC = $(CROSS_COMPILE)gcc\n"),
+            None
+        );
+    }
 
     #[test]
     fn the_newest_version_of_the_series_is_chosen() {
