@@ -465,7 +465,19 @@ fn linux_facts(
             facts.push(("machine", json!(u.machine)));
             facts.push(("nodename", json!(u.nodename)));
         }
-        Err(e) => warnings.push(format!("utsname: {e}")),
+        Err(e) => {
+            // Kernels before VMCOREINFO gave `uts_namespace.name`'s offset (5.10) still wrote
+            // their release there, and the dump says its machine: the rest of utsname needs
+            // the vmlinux.
+            match info.and_then(|i| i.osrelease()) {
+                Some(release) => {
+                    facts.push(("release", json!(escaped(release.as_bytes()))));
+                    facts.push(("machine", json!(session.dump.machine().name())));
+                    warnings.push(format!("utsname's version and nodename: {e}"));
+                }
+                None => warnings.push(format!("utsname: {e}")),
+            }
+        }
     }
     let page_size = info
         .and_then(|i| i.page_size().ok().flatten())
