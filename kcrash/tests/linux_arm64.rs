@@ -114,8 +114,9 @@ fn log_and_sys_read_arm64_dumps_without_an_image() {
 /// — frame for frame, but where drgn could go no further (from an IRQ stack back to the
 /// interrupted task's), where kcrash's frames begin with drgn's. The stack pointers are not
 /// compared: where kcrash finds a frame by its record, its stack pointer is the record's. A CPU
-/// the dump caught in the exception vectors (still taking the stop IPI) has one frame, and says
-/// why.
+/// the dump caught in the exception vectors (QEMU stops a CPU as it takes an interrupt: the stop
+/// IPI, or a timer's in the panic's last loop) says so, and from the kernel goes on across the
+/// gap by x29's records, where drgn stops.
 #[test]
 fn every_cpus_and_tasks_stack_is_drgns() {
     let test = "every_cpus_and_tasks_stack_is_drgns";
@@ -162,8 +163,9 @@ fn every_cpus_and_tasks_stack_is_drgns() {
 }
 
 /// Exception frames: the panicking CPU entered the kernel from user space (write(2)), the other
-/// was stopped by an interrupt (unless the dump caught it still taking it). Each `struct pt_regs` an entry saved is printed with every
-/// register as drgn reads the structure by the vmlinux's DWARF; from an interrupt's, the walk
+/// was stopped by an interrupt (unless the dump caught it still taking it). Each
+/// `struct pt_regs` an entry saved is printed with every register as drgn reads the structure
+/// by the vmlinux's DWARF; from an interrupt's, the walk
 /// goes on into the interrupted code with its exact registers, frame for frame as drgn walks
 /// from the same `struct pt_regs` (a prefix where drgn stops); from user space's, the walk
 /// ends there.

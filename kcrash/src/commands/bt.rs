@@ -108,6 +108,9 @@ struct Frame {
     /// The registers an exception or interrupt saved on entering this frame (Linux's
     /// `struct pt_regs`), as crash prints them; on the physical frame only.
     exception: Option<Exception>,
+    /// Frames between this one and the next that could not be found, and why (the walk went on
+    /// past them); on the physical frame only.
+    gap: Option<String>,
     /// With -f: the frame's stack words, up to the caller's stack pointer or the first word
     /// that cannot be read (the physical frame carries them, not the functions inlined in it).
     words: Option<Vec<Word>>,
@@ -243,6 +246,9 @@ impl Thread {
                         ))
                     )?,
                 }
+            }
+            if let Some(gap) = &f.gap {
+                writeln!(out, "    {}", paint.strong(format_args!("gap: {gap}")))?;
             }
         }
         writeln!(
@@ -616,6 +622,7 @@ fn frames(
                     .exception
                     .filter(|_| k == last)
                     .map(|at| exception(mem, images, machine, at)),
+                gap: f.gap.clone().filter(|_| k == last),
                 words: (words && k == last).then(|| {
                     let next = stack.frames.get(i + 1).map_or(f.sp, |n| n.sp);
                     stack_words(mem, f.sp, next)

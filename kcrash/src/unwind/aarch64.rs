@@ -121,9 +121,30 @@ pub fn strip_authentication(lr: u64, va_bits: u32) -> u64 {
 
 impl Unwinder for FrameRecords<'_> {
     fn caller(&self, frame: &Frame, registers: &Registers) -> Step {
-        if let Some(step) = self.in_vectors(frame) {
-            return step;
+        let gap = match self.in_vectors(frame) {
+            None => return self.record(frame, registers, true),
+            Some(Err(outermost)) => return outermost,
+            Some(Ok(gap)) => gap,
+        };
+        // x29 is the interrupted code's: its record, not an entry's `struct pt_regs`.
+        match self.record(frame, registers, false) {
+            Step::Caller(mut caller) => {
+                caller.gap = Some(gap);
+                Step::Caller(caller)
+            }
+            Step::Lost(why) => Step::Lost(format!("{gap}; {why}")),
+            Step::Outermost { why, exception } => Step::Outermost {
+                why: format!("{gap}; {why}"),
+                exception,
+            },
         }
+    }
+}
+
+impl FrameRecords<'_> {
+    /// The caller by the frame record at x29; with `entries`, the `struct pt_regs` around it
+    /// when the frame is in the entry text.
+    fn record(&self, frame: &Frame, registers: &Registers, entries: bool) -> Step {
         let Some(fp) = registers.get(X29) else {
             return Step::Lost("x29 is unknown".into());
         };
@@ -143,7 +164,7 @@ impl Unwinder for FrameRecords<'_> {
                 frame.sp
             ));
         }
-        if let Some(entries) = self.exceptions {
+        if let Some(entries) = self.exceptions.filter(|_| entries) {
             let (start, end) = entries.text;
             if (start..end).contains(&frame.lookup_pc()) {
                 return self
@@ -183,16 +204,16 @@ impl Unwinder for FrameRecords<'_> {
             trampoline: false,
             new_stack,
             exception: None,
+            gap: None,
         }))
     }
-}
 
-impl FrameRecords<'_> {
     /// A CPU stopped in the vector table is taking an exception and has saved nothing of what it
     /// interrupted: x29 and sp are still the interrupted code's, and its pc is in ELR_EL1, which
-    /// no dump holds. From user space that is the kernel's outermost frame; from the kernel the
-    /// walk can go no further without inventing the interrupted function.
-    fn in_vectors(&self, frame: &Frame) -> Option<Step> {
+    /// no dump holds. From user space that is the kernel's outermost frame (`Err`); from the
+    /// kernel the walk goes on from x29's record across a gap (`Ok`, why): the interrupted
+    /// function, and any it called that made no record, are unknown.
+    fn in_vectors(&self, frame: &Frame) -> Option<Result<String, Step>> {
         let vectors = self.exceptions?.vectors?;
         let entry = frame.pc.checked_sub(vectors)? / VECTOR_ENTRY;
         let (Ok(entry), true) = (usize::try_from(entry), frame.exact) else {
@@ -202,14 +223,15 @@ impl FrameRecords<'_> {
         let kind = VECTOR_KINDS[entry % VECTOR_KINDS.len()];
         let taking = format!("the CPU is in the exception vectors, taking {kind} from {from}");
         Some(if entry / VECTOR_KINDS.len() >= 2 {
-            Step::Outermost {
+            Err(Step::Outermost {
                 why: format!("{taking}: the kernel's outermost frame"),
                 exception: None,
-            }
+            })
         } else {
-            Step::Lost(format!(
-                "{taking}: nothing of the interrupted code is saved yet, and its pc (ELR_EL1) is \
-                 not in the dump"
+            Ok(format!(
+                "{taking}: what it interrupted is unknown (its pc is in ELR_EL1, which the dump \
+                 does not hold); the next frames are x29's records, past the interrupted function \
+                 and any it called that made no record"
             ))
         })
     }
@@ -259,6 +281,7 @@ impl FrameRecords<'_> {
             trampoline: false,
             new_stack: sp / STACK_SIZE != frame.sp / STACK_SIZE,
             exception: Some(regs),
+            gap: None,
         })))
     }
 }
@@ -305,6 +328,7 @@ mod tests {
             exact: false,
             trampoline: false,
             exception: None,
+            gap: None,
         };
         records(&mem, &ImageSet::default()).caller(&frame, &registers)
     }
@@ -343,11 +367,12 @@ mod tests {
         assert!(why.contains("is no exception's frame record"), "{why}");
     }
 
-    /// A CPU in the vector table has saved nothing: from the kernel the walk ends there, lost;
-    /// from user space it is the kernel's outermost frame.
+    /// A CPU in the vector table has saved nothing: from the kernel the walk goes on from x29's
+    /// record (here zeros: the outermost frame) and says what it could not see; from user space
+    /// it is the kernel's outermost frame.
     #[test]
-    fn a_cpu_taking_an_exception_is_walked_no_further() {
-        let mem = Runs(Vec::new());
+    fn a_cpu_taking_an_exception_is_walked_from_its_frame_record() {
+        let mem = Runs(vec![(REGS + 0x130, vec![0; 16])]);
         let images = ImageSet::default();
         let at = |offset: u64, exact: bool| {
             let frame = Frame {
@@ -357,18 +382,21 @@ mod tests {
                 exact,
                 trampoline: false,
                 exception: None,
+                gap: None,
             };
             let mut registers = Registers::new(Machine::Aarch64);
             registers.set(X29, Some(REGS + 0x130));
             records(&mem, &images).caller(&frame, &registers)
         };
-        let Step::Lost(why) = at(0x280, true) else {
-            panic!("lost in an IRQ's entry from the kernel");
+        let Step::Outermost { why, exception } = at(0x280, true) else {
+            panic!("the record's outermost frame");
         };
         assert!(
-            why.contains("taking an IRQ from the kernel (EL1h)"),
+            why.contains("taking an IRQ from the kernel (EL1h)")
+                && why.ends_with("the frame record is zeros: the task's outermost frame"),
             "{why}"
         );
+        assert_eq!(exception, None, "no struct pt_regs");
         let Step::Outermost { why, exception } = at(0x404, true) else {
             panic!("the outermost frame in a system call's entry");
         };
@@ -377,13 +405,14 @@ mod tests {
             "{why}"
         );
         assert_eq!(exception, None);
-        // A return address is never in the vectors' entries: they branch, never call.
-        assert!(!matches!(at(0x280, false), Step::Outermost { .. }));
-        // Past the table is the rest of the entry text.
-        let Step::Lost(why) = at(0x800, true) else {
-            panic!("no record at x29");
-        };
-        assert!(!why.contains("vectors"), "{why}");
+        // A return address is never in the vectors' entries (they branch, never call), and past
+        // the table is the rest of the entry text: x29 is read as an entry's record there.
+        for (offset, exact) in [(0x280, false), (0x800, true)] {
+            let Step::Lost(why) = at(offset, exact) else {
+                panic!("no struct pt_regs below the record");
+            };
+            assert!(why.contains("the interrupted PSTATE"), "{why}");
+        }
     }
 
     #[test]

@@ -141,6 +141,7 @@ impl Cfi<'_> {
             // A handler may run on its own stack (sigaltstack).
             new_stack: rule.signal_frame,
             exception: None,
+            gap: None,
         })))
     }
 

@@ -53,6 +53,7 @@ impl Unwinder for FramePointer<'_> {
             trampoline: false,
             new_stack: false,
             exception: None,
+            gap: None,
         }))
     }
 }

@@ -181,6 +181,9 @@ pub struct Frame {
     /// The frame was entered by an exception or interrupt whose `struct pt_regs` (Linux) is at
     /// this address: the interrupted context's registers.
     pub exception: Option<u64>,
+    /// Frames between this one and its caller could not be found, and why: the walk went on
+    /// past them.
+    pub gap: Option<String>,
 }
 
 impl Frame {
@@ -214,6 +217,8 @@ pub struct Caller {
     pub new_stack: bool,
     /// Where the interrupted registers were read from (Linux's `struct pt_regs`).
     pub exception: Option<u64>,
+    /// Frames between this frame and the caller are unknown: why (see [`Frame::gap`]).
+    pub gap: Option<String>,
 }
 
 /// What one step from a frame found.
@@ -256,6 +261,7 @@ pub fn walk(registers: Registers, exact: bool, unwinders: &[&dyn Unwinder]) -> S
         exact,
         trampoline: false,
         exception: None,
+        gap: None,
     };
     let mut frames = Vec::new();
     let mut registers = registers;
@@ -292,6 +298,7 @@ pub fn walk(registers: Registers, exact: bool, unwinders: &[&dyn Unwinder]) -> S
         };
         frame.exception = caller.exception;
         frame.trampoline = caller.trampoline;
+        frame.gap = caller.gap;
         let (Some(pc), Some(sp)) = (caller.registers.pc(), caller.registers.sp()) else {
             return end(
                 frames,
@@ -321,6 +328,7 @@ pub fn walk(registers: Registers, exact: bool, unwinders: &[&dyn Unwinder]) -> S
             exact: caller.interrupted,
             trampoline: false,
             exception: None,
+            gap: None,
         };
         registers = caller.registers;
     }

@@ -413,6 +413,7 @@ impl<'a> Orc<'a> {
             trampoline: false,
             new_stack: new_stack || exception.is_some(),
             exception,
+            gap: None,
         })))
     }
 }
