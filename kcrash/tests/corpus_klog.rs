@@ -331,16 +331,31 @@ fn check_digests(what: &str, files: &[&str], expected: &Expected) {
             )
         })
         .collect();
-    // Streamed: a 4 Mi-record dump prints 2.4 GB of JSON.
+    #[derive(serde::Deserialize)]
+    struct Slim<'a> {
+        ring: u64,
+        seq: u64,
+        /// `"0x…"` strings, borrowed from the line: millions of records are read here.
+        #[serde(borrow)]
+        words: [&'a str; 8],
+    }
+    // Streamed, each line parsed whole as JSON: a 4 Mi-record dump prints 2.4 GB of it.
     let lines = BufReader::new(child.stdout.take().expect("kcrash's stdout")).lines();
     for line in lines {
         let line = line.unwrap_or_else(|e| panic!("{what}: reading kcrash's output: {e}"));
-        let (id, seq, words) =
-            digest_keys(&line).unwrap_or_else(|| panic!("{what}: not a record line: {line}"));
+        let r: Slim = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what}: {e}: {line}"));
+        let id = r.ring;
         let Some(ring) = rings.get_mut(&id) else {
             continue;
         };
-        ring.pending.insert(seq, words);
+        let mut words = [0u64; 8];
+        for (w, text) in words.iter_mut().zip(r.words) {
+            *w = text
+                .strip_prefix("0x")
+                .and_then(|digits| u64::from_str_radix(digits, 16).ok())
+                .unwrap_or_else(|| panic!("{what}: word {text:?}: {line}"));
+        }
+        ring.pending.insert(r.seq, words);
         while let Some(words) = ring.pending.remove(&ring.next) {
             ring.fnv.words(&words);
             ring.count += 1;
@@ -385,33 +400,6 @@ fn check_digests(what: &str, files: &[&str], expected: &Expected) {
             r.ring_name
         );
     }
-}
-
-/// The ring, sequence number and raw words of one of `klog --json`'s record lines, read by their
-/// text: millions of lines are read here, and a JSON parser built in this test's debug profile
-/// spent most of the test's time on their messages. The small dumps' lines are checked whole
-/// as JSON; here a line must still be one object, `ring` and `seq` its first keys of those
-/// names, and `words` its last array (a key in a string would have its quotes escaped).
-fn digest_keys(line: &str) -> Option<(u64, u64, [u64; 8])> {
-    if !(line.starts_with("{\"kcrash_json\":1,") && line.ends_with("]}")) {
-        return None;
-    }
-    let number = |key: &str| {
-        let rest = &line[line.find(key)? + key.len()..];
-        rest[..rest.find(|c: char| !c.is_ascii_digit())?]
-            .parse()
-            .ok()
-    };
-    let (ring, seq) = (number("\"ring\":")?, number("\"seq\":")?);
-    let list = &line[line.rfind("\"words\":[")? + "\"words\":[".len()..line.len() - 2];
-    let mut words = [0u64; 8];
-    let mut count = 0;
-    for text in list.split(',') {
-        let digits = text.strip_prefix("\"0x")?.strip_suffix('"')?;
-        *words.get_mut(count)? = u64::from_str_radix(digits, 16).ok()?;
-        count += 1;
-    }
-    (count == words.len()).then_some((ring, seq, words))
 }
 
 /// A scribbled KLogs entry: reported on stderr naming the field, its ring not read, and its
