@@ -164,22 +164,23 @@ impl FrameRecords<'_> {
                 frame.sp
             ));
         }
+        let read = |at: u64, what: &str| saved(self.mem, what, at);
+        let record = match (
+            read(fp, "the saved x29"),
+            read(fp.wrapping_add(8), "the return address"),
+        ) {
+            (Ok(f), Ok(lr)) => (f, lr),
+            (Err(why), _) | (_, Err(why)) => return Step::Lost(why),
+        };
         if let Some(entries) = self.exceptions.filter(|_| entries) {
             let (start, end) = entries.text;
             if (start..end).contains(&frame.lookup_pc()) {
                 return self
-                    .interrupted(frame, fp, fp.wrapping_sub(entries.record))
+                    .interrupted(frame, fp, record, fp.wrapping_sub(entries.record))
                     .unwrap_or_else(Step::Lost);
             }
         }
-        let read = |at: u64, what: &str| saved(self.mem, what, at);
-        let (caller_fp, lr) = match (
-            read(fp, "the saved x29"),
-            read(fp.wrapping_add(8), "the return address"),
-        ) {
-            (Ok(f), Ok(lr)) => (f, strip_authentication(lr, self.va_bits)),
-            (Err(why), _) | (_, Err(why)) => return Step::Lost(why),
-        };
+        let (caller_fp, lr) = (record.0, strip_authentication(record.1, self.va_bits));
         if lr == 0 && caller_fp == 0 {
             return Step::Outermost {
                 why: "the frame record is zeros: the task's outermost frame".into(),
@@ -240,18 +241,20 @@ impl FrameRecords<'_> {
     /// kernel code, its pc exact; or, when it came from user space, the kernel's outermost frame.
     /// x29 is the record inside it only once the entry has made the record, and until it
     /// restores the interrupted x29 on the way out: a record that is not the one the entry makes
-    /// (the interrupted x29 and pc, or zeros) means the CPU stopped in between.
-    fn interrupted(&self, frame: &Frame, fp: u64, regs: u64) -> Result<Step, String> {
-        let read = |at: u64, what: &str| saved(self.mem, what, at);
-        let field = |offset: u64, what: &str| read(regs.wrapping_add(offset), what);
+    /// (the interrupted x29 and pc, or zeros) means the CPU stopped in between. `record` is the
+    /// pair read at `fp`.
+    fn interrupted(
+        &self,
+        frame: &Frame,
+        fp: u64,
+        record: (u64, u64),
+        regs: u64,
+    ) -> Result<Step, String> {
+        let field = |offset: u64, what: &str| saved(self.mem, what, regs.wrapping_add(offset));
         let pstate = field(pt_regs::PSTATE, "the interrupted PSTATE")?;
         let sp = field(pt_regs::SP, "the interrupted sp")?;
         let pc = field(pt_regs::PC, "the interrupted pc (ELR)")?;
         let x29 = field(pt_regs::X29, "the interrupted x29")?;
-        let record = (
-            read(fp, "the saved x29")?,
-            read(fp.wrapping_add(8), "the return address")?,
-        );
         if record != (x29, pc) && record != (0, 0) {
             return Err(format!(
                 "x29 {fp:#x} is no exception's frame record: it holds {:#x} {:#x}, not the \
