@@ -275,14 +275,15 @@ where
 }
 
 /// A time given on the command line (`--since`, `--until`) in ticks: seconds times the clock rate
-/// when it is known, else ticks as given.
+/// when it is known, else ticks as given. Rounded, not truncated: a time copied from a line
+/// (`12.345678901`) is not exact in binary, and truncating it would drop that line's own event.
 pub fn ticks_at(t: f64, hz: Option<u64>) -> Result<u64> {
     if !(t.is_finite() && t >= 0.0) {
         bail!("time {t} is not a non-negative number");
     }
     Ok(match hz {
-        Some(hz) => (t * hz as f64) as u64,
-        None => t as u64,
+        Some(hz) => (t * hz as f64).round() as u64,
+        None => t.round() as u64,
     })
 }
 
@@ -348,5 +349,24 @@ impl Filter {
         !(self.cpu.is_some_and(|c| event.processor != Some(c))
             || self.since.is_some_and(|t| time < t)
             || self.until.is_some_and(|t| time > t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ticks_at;
+
+    #[test]
+    fn a_time_copied_from_a_line_is_that_lines_tick() {
+        // 1.000000007 s is 1000000006.9999999 ns in binary: truncated, --until would drop the
+        // event printed at that time.
+        assert_eq!(
+            ticks_at(1.000000007, Some(1_000_000_000)).unwrap(),
+            1_000_000_007
+        );
+        assert_eq!(ticks_at(2.5, Some(2_000)).unwrap(), 5_000);
+        assert_eq!(ticks_at(41.6, None).unwrap(), 42);
+        assert!(ticks_at(-1.0, None).is_err());
+        assert!(ticks_at(f64::NAN, Some(1)).is_err());
     }
 }

@@ -181,10 +181,13 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         Order::OldestFirst
     };
     let mem: &(dyn Memory + Sync) = session;
-    let nanos = |s: Option<f64>| s.map(|s| (s * 1e9) as u64);
+    let nanos = |s: Option<f64>| {
+        s.map(|s| timeline::ticks_at(s, Some(1_000_000_000)))
+            .transpose()
+    };
     let choice = Choice {
-        since: nanos(args.since).unwrap_or(0),
-        until: nanos(args.until).unwrap_or(u64::MAX),
+        since: nanos(args.since)?.unwrap_or(0),
+        until: nanos(args.until)?.unwrap_or(u64::MAX),
         grep: timeline::grep(args.grep.as_deref())?,
     };
     let unreadable = AtomicU64::new(0);
