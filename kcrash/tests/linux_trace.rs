@@ -392,7 +392,13 @@ fn trace_options_select_what_they_say() {
             .unwrap();
         secs.parse::<i64>().unwrap() * 1_000_000_000 + frac.parse::<i64>().unwrap()
     };
-    let window = (since * 1e9).round() as i64..=(until * 1e9).round() as i64;
+    // The same window moved onto the common timeline, so it holds the same events as the text's
+    // (a fixed window in JSON's times would hold however few the offset leaves in it).
+    let (since_ns, until_ns) = (
+        (since * 1e9).round() as i64 + offset,
+        (until * 1e9).round() as i64 + offset,
+    );
+    let window = since_ns..=until_ns;
     let want_times: Vec<String> = lines
         .iter()
         .filter(|l| l.contains(" [001] ") && l.contains("sched_"))
@@ -404,6 +410,13 @@ fn trace_options_select_what_they_say() {
         want_times.len() > 5,
         "{} events in the window",
         want_times.len()
+    );
+    let select = format!(
+        "--cpu 1 -g sched_ --since {}.{:09} --until {}.{:09}",
+        since_ns / 1_000_000_000,
+        since_ns % 1_000_000_000,
+        until_ns / 1_000_000_000,
+        until_ns % 1_000_000_000
     );
     let json = run(&format!("trace --json {select}"));
     let times: Vec<String> = json
