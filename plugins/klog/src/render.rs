@@ -11,7 +11,7 @@ use klog_runtime::{split_proc_dom, Desc};
 
 use super::layout::ArrayAt;
 use super::ring::Record;
-use kcrash_plugin::escape::{escape_into, is_plain};
+use kcrash_plugin::escape::{escape_into, is_plain, plain_without};
 use kcrash_plugin::memory::{Memory, Unreadable};
 use kcrash_plugin::JSON_VERSION;
 
@@ -360,6 +360,11 @@ impl Strings for DumpStrings<'_> {
 
 /// `v` in decimal, padded on the left to `width` with `pad`.
 pub fn push_dec_padded(out: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
+    // Most of a JSON line's numbers (processor, domain, counts) are one digit.
+    if v < 10 && width <= 1 {
+        out.push(b'0' + v as u8);
+        return;
+    }
     let mut buf = itoa::Buffer::new();
     let digits = buf.format(v).as_bytes();
     if digits.len() < width {
@@ -411,6 +416,15 @@ fn push_f64(out: &mut Vec<u8>, t: f64) {
     }
     let mut buf = zmij::Buffer::new();
     let shown = buf.format_finite(t).as_bytes();
+    // A clock's seconds nearly always: already Display's form, digits around a point.
+    // (One pass over the bytes: `contains` calls memchr, dearer than the look for so few.)
+    let (point, exponent) = shown.iter().fold((false, false), |(p, e), &c| {
+        (p | (c == b'.'), e | (c == b'e'))
+    });
+    if point && !exponent {
+        out.extend_from_slice(shown);
+        return;
+    }
     let (negative, shown) = match shown.strip_prefix(b"-") {
         Some(rest) => (true, rest),
         None => (false, shown),
@@ -568,6 +582,8 @@ pub struct Printer<'a> {
     message: Vec<u8>,
     /// For escaping one JSON string at a time.
     scratch: Vec<u8>,
+    /// JSON parts by call site, at [`SiteKey::slot`].
+    sites: Vec<Option<SiteJson>>,
 }
 
 impl<'a> Printer<'a> {
@@ -578,6 +594,7 @@ impl<'a> Printer<'a> {
             clock,
             message: Vec::with_capacity(256),
             scratch: Vec::with_capacity(256),
+            sites: std::iter::repeat_with(|| None).take(SITES).collect(),
         }
     }
 
@@ -639,17 +656,29 @@ impl<'a> Printer<'a> {
     }
 
     /// One JSON object (one line) for `rec`, with every raw word. Written byte by byte like the
-    /// text lines; the fields are documented in kcrash/README.md.
+    /// text lines; the fields are documented in kcrash/README.md. What follows from the call
+    /// site alone comes from its [`SiteJson`], rendered once.
     pub fn json(&mut self, b: &mut Vec<u8>, rec: &Record, ring_name: &str) {
         let readable = !rec.damage.no_message();
         self.message.clear();
         let outcome = readable.then(|| self.decoder.message_into(rec, &mut self.message));
         let (processor, domain) = split_proc_dom(rec.proc_dom());
-        let sub = subsystem_name_of(&self.names, rec);
-        let mut scratch = std::mem::take(&mut self.scratch);
-        // Each word in hex once: header, id, desc and the arguments show twice.
-        let words: [HexDigits; 8] = std::array::from_fn(|i| hex_digits(rec.words[i]));
-        // Each key with its punctuation a constant: copied without a call.
+        let key = SiteKey {
+            ring: rec.ring,
+            subsystem: rec.subsystem,
+            header: rec.words[0],
+            id: rec.words[1],
+            desc: rec.words[4],
+            desc_kind: rec.desc_kind,
+            readable,
+        };
+        let entry = &mut self.sites[key.slot()];
+        if entry.as_ref().is_some_and(|site| site.key != key) {
+            *entry = None;
+        }
+        let site = entry
+            .get_or_insert_with(|| SiteJson::new(key, rec, ring_name, &self.decoder, &self.names));
+        let args: [HexDigits; 3] = std::array::from_fn(|i| hex_digits(rec.words[5 + i]));
         b.extend_from_slice(b"{\"kcrash_json\":");
         push_dec_padded(b, u64::from(JSON_VERSION), 0, b' ');
         b.extend_from_slice(b",\"ring\":");
@@ -658,47 +687,20 @@ impl<'a> Printer<'a> {
         push_dec_padded(b, rec.slot, 0, b' ');
         b.extend_from_slice(b",\"seq\":");
         push_dec_padded(b, rec.seq, 0, b' ');
-        b.extend_from_slice(b",\"ring_name\":");
-        json_quoted(b, ring_name.as_bytes());
-        b.extend_from_slice(b",\"subsystem\":");
-        match rec.subsystem {
-            Some(s) => push_dec_padded(b, s as u64, 0, b' '),
-            None => b.extend_from_slice(b"null"),
-        }
-        b.extend_from_slice(b",\"subsystem_name\":");
-        json_quoted(b, sub.as_bytes());
-        b.extend_from_slice(b",\"header\":");
-        push_hex_str(b, &words[0]);
-        b.extend_from_slice(b",\"id\":");
-        push_hex_str(b, &words[1]);
-        b.extend_from_slice(b",\"processor\":");
+        b.extend_from_slice(site.part(SitePart::Names));
         push_dec_padded(b, processor as u64, 0, b' ');
         b.extend_from_slice(b",\"domain\":");
         push_dec_padded(b, domain as u64, 0, b' ');
-        b.extend_from_slice(b",\"clock\":");
-        b.push(b'"');
+        b.extend_from_slice(b",\"clock\":\"");
         push_dec_padded(b, rec.clock(), 0, b' ');
         b.push(b'"');
-        b.extend_from_slice(b",\"desc\":");
-        push_hex_str(b, &words[4]);
-        b.extend_from_slice(b",\"desc_kind\":");
-        b.extend_from_slice(match rec.desc_kind {
-            Desc::Pointer => b"\"pointer\"",
-            Desc::Inline => b"\"inline\"",
-            Desc::Event => b"\"event\"",
-        });
-        b.extend_from_slice(b",\"time_s\":");
+        b.extend_from_slice(site.part(SitePart::Desc));
         match self.clock.seconds(rec.clock()) {
             Some(t) if t.is_finite() => push_f64(b, t),
             _ => b.extend_from_slice(b"null"),
         }
-        b.extend_from_slice(b",\"format\":");
-        match readable.then(|| self.decoder.format(rec)).flatten() {
-            Some(f) => json_str(b, &f, &mut scratch),
-            None => b.extend_from_slice(b"null"),
-        }
-        b.extend_from_slice(b",\"args\":");
-        push_hex_array(b, &words[5..]);
+        b.extend_from_slice(site.part(SitePart::Format));
+        push_hex_array(b, &args);
         b.extend_from_slice(b",\"args_used\":");
         match outcome {
             Some(o) => push_dec_padded(b, o.printf.args_used as u64, 0, b' '),
@@ -706,7 +708,7 @@ impl<'a> Printer<'a> {
         }
         b.extend_from_slice(b",\"message\":");
         if readable {
-            json_str(b, &self.message, &mut scratch);
+            json_str(b, &self.message, &mut self.scratch);
         } else {
             b.extend_from_slice(b"null");
         }
@@ -723,20 +725,149 @@ impl<'a> Printer<'a> {
         push_names(b, outcome.iter().flat_map(Decoded::names));
         b.extend_from_slice(b",\"note\":");
         match damage_note(rec, &self.names) {
-            Some(n) => json_str(b, n.as_bytes(), &mut scratch),
+            Some(n) => json_str(b, n.as_bytes(), &mut self.scratch),
             None => b.extend_from_slice(b"null"),
         }
-        b.extend_from_slice(b",\"words\":");
-        push_hex_array(b, &words);
-        b.extend_from_slice(b"}\n");
-        drop(sub);
-        self.scratch = scratch;
+        b.extend_from_slice(site.part(SitePart::Words));
+        push_hex_str(b, &hex_digits(rec.words[2]));
+        b.push(b',');
+        push_hex_str(b, &hex_digits(rec.words[3]));
+        b.extend_from_slice(site.part(SitePart::WordsDesc));
+        for a in &args {
+            b.push(b',');
+            push_hex_str(b, a);
+        }
+        b.extend_from_slice(b"]}\n");
+    }
+}
+
+/// How many call sites' JSON parts a printer keeps: more than a kernel's rings usually hold at
+/// once. A site whose slot another took is rendered again, never mixed up with it.
+const SITES: usize = 256;
+
+/// What the parts of a record's JSON in [`SiteJson`] follow from: its ring and subsystem, the
+/// words that name its call site, and whether its message could be read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct SiteKey {
+    ring: usize,
+    subsystem: Option<u16>,
+    header: u64,
+    id: u64,
+    desc: u64,
+    desc_kind: Desc,
+    readable: bool,
+}
+
+impl SiteKey {
+    /// The key's place among [`SITES`], by one multiplication of the words that differ most.
+    fn slot(&self) -> usize {
+        let mix = (self.desc ^ self.id.rotate_left(29) ^ self.ring as u64)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (mix >> 56) as usize % SITES
+    }
+}
+
+/// The parts of one call site's JSON lines, in the line's order.
+#[derive(Clone, Copy)]
+enum SitePart {
+    /// `,"ring_name":…,"subsystem":…,"subsystem_name":…,"header":…,"id":…,"processor":`
+    Names,
+    /// `,"desc":…,"desc_kind":…,"time_s":`
+    Desc,
+    /// `,"format":…,"args":`
+    Format,
+    /// `,"words":[header,id,`
+    Words,
+    /// `,desc`
+    WordsDesc,
+}
+
+/// What a record's JSON line has in common with every line of its call site: the names, the
+/// header, id and desc words in hex, the format quoted. Rendered once per site instead of once
+/// per line, where they were a third of the line's work.
+struct SiteJson {
+    key: SiteKey,
+    bytes: Vec<u8>,
+    /// Where each [`SitePart`] ends in `bytes`.
+    ends: [usize; 5],
+}
+
+impl SiteJson {
+    fn new(
+        key: SiteKey,
+        rec: &Record,
+        ring_name: &str,
+        decoder: &Decoder<'_>,
+        names: &[String],
+    ) -> SiteJson {
+        let mut b = Vec::with_capacity(256);
+        let mut scratch = Vec::new();
+        let mut ends = [0; 5];
+        b.extend_from_slice(b",\"ring_name\":");
+        json_quoted(&mut b, ring_name.as_bytes());
+        b.extend_from_slice(b",\"subsystem\":");
+        match key.subsystem {
+            Some(s) => push_dec_padded(&mut b, s as u64, 0, b' '),
+            None => b.extend_from_slice(b"null"),
+        }
+        b.extend_from_slice(b",\"subsystem_name\":");
+        json_quoted(&mut b, subsystem_name_of(names, rec).as_bytes());
+        b.extend_from_slice(b",\"header\":");
+        push_hex_str(&mut b, &hex_digits(key.header));
+        b.extend_from_slice(b",\"id\":");
+        push_hex_str(&mut b, &hex_digits(key.id));
+        b.extend_from_slice(b",\"processor\":");
+        ends[SitePart::Names as usize] = b.len();
+        b.extend_from_slice(b",\"desc\":");
+        push_hex_str(&mut b, &hex_digits(key.desc));
+        b.extend_from_slice(b",\"desc_kind\":");
+        b.extend_from_slice(match key.desc_kind {
+            Desc::Pointer => b"\"pointer\"",
+            Desc::Inline => b"\"inline\"",
+            Desc::Event => b"\"event\"",
+        });
+        b.extend_from_slice(b",\"time_s\":");
+        ends[SitePart::Desc as usize] = b.len();
+        b.extend_from_slice(b",\"format\":");
+        match key.readable.then(|| decoder.format(rec)).flatten() {
+            Some(f) => json_str(&mut b, &f, &mut scratch),
+            None => b.extend_from_slice(b"null"),
+        }
+        b.extend_from_slice(b",\"args\":");
+        ends[SitePart::Format as usize] = b.len();
+        b.extend_from_slice(b",\"words\":[");
+        push_hex_str(&mut b, &hex_digits(key.header));
+        b.push(b',');
+        push_hex_str(&mut b, &hex_digits(key.id));
+        b.push(b',');
+        ends[SitePart::Words as usize] = b.len();
+        b.push(b',');
+        push_hex_str(&mut b, &hex_digits(key.desc));
+        ends[SitePart::WordsDesc as usize] = b.len();
+        SiteJson {
+            key,
+            bytes: b,
+            ends,
+        }
+    }
+
+    fn part(&self, part: SitePart) -> &[u8] {
+        let i = part as usize;
+        let start = i.checked_sub(1).map_or(0, |prev| self.ends[prev]);
+        self.bytes.get(start..self.ends[i]).unwrap_or_default()
     }
 }
 
 /// A JSON string of `raw` as kcrash shows text: escaped for a terminal first (so JSON and text
 /// agree), then quoted for JSON.
 fn json_str(out: &mut Vec<u8>, raw: &[u8], scratch: &mut Vec<u8>) {
+    // Nearly always printable ASCII that neither escape changes: one look, one copy.
+    if plain_without(raw, b'\\', b'"') {
+        out.push(b'"');
+        out.extend_from_slice(raw);
+        out.push(b'"');
+        return;
+    }
     scratch.clear();
     escape_into(raw, scratch);
     json_quoted(out, scratch);
@@ -860,6 +991,43 @@ mod tests {
         let event = record(Desc::Event, 0, 7);
         assert_eq!(message(&mut decoder, &event).0, "idle 7");
         assert_eq!(decoder.format(&event).as_deref(), Some(&b"idle %u"[..]));
+    }
+
+    /// A line built from a call site's kept parts is the line a printer that never saw the site
+    /// writes, however many sites share a slot and in whatever order they come.
+    #[test]
+    fn lines_from_kept_site_parts_are_the_lines_of_a_fresh_printer() {
+        let mem = memory();
+        let names = vec!["NONE".to_string(), "SCHED".to_string()];
+        let clock = Clock { hz: Some(1000) };
+        let records: Vec<Record> = (0..3 * SITES as u64)
+            .map(|i| {
+                let text = format!("s{i} %x");
+                let mut rec = record(Desc::Inline, klog_runtime::inline_desc(text.as_bytes()), i);
+                rec.ring = (i % 2) as usize;
+                rec.subsystem = Some((i % 2) as u16);
+                rec.words[0] = 0x4b4c_4f47_0008_0000 | (i % 2);
+                rec.words[1] = 0xffff_ffff_8000_0000 + i / 2;
+                rec.words[3] = i * 7;
+                rec.seq = i;
+                rec
+            })
+            .collect();
+        let mut kept = Printer::new(&mem, names.clone(), clock);
+        for round in 0..2 {
+            for (i, rec) in records.iter().enumerate().rev().skip(round) {
+                let mut line = Vec::new();
+                kept.json(&mut line, rec, &names[rec.ring]);
+                let mut want = Vec::new();
+                Printer::new(&mem, names.clone(), clock).json(&mut want, rec, &names[rec.ring]);
+                assert_eq!(
+                    String::from_utf8_lossy(&line),
+                    String::from_utf8_lossy(&want)
+                );
+                let format = format!("\"format\":\"s{i} %x\"");
+                assert!(String::from_utf8_lossy(&line).contains(&format), "{format}");
+            }
+        }
     }
 
     #[test]
