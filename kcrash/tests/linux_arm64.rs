@@ -8,8 +8,8 @@
 mod common;
 
 use common::linux::{
-    assert_console_in_log, console_kernel_lines, first_console_line, mod_rows, proc_modules,
-    split_level,
+    assert_console_in_log, console_kernel_lines, first_console_line, mod_rows, panicking_cpu,
+    proc_modules, split_level,
 };
 use std::process::Command;
 
@@ -82,8 +82,33 @@ fn log_and_sys_read_arm64_dumps_without_an_image() {
         assert_eq!(sys["release"], release, "{name}");
         let panic = sys["panic"].as_str().expect("a panic fact");
         assert!(panic.contains("sysrq triggered crash"), "{name}: {panic}");
+        // Only the vmlinux says which CPU panicked (`panic_cpu`): without it, none is named.
+        assert!(!panic.contains("; CPU "), "{name}: {panic}");
+        let with_image = stdout(
+            &common::kcrash()
+                .session(&["sys --json"])
+                .arg(dump)
+                .arg(dir.join("vmlinux"))
+                .output()
+                .unwrap(),
+            &name,
+        );
+        let with_image: Value = serde_json::from_str(&with_image).expect("sys --json is JSON");
+        let cpu = panicking_cpu(&console);
+        assert!(
+            with_image["panic"]
+                .as_str()
+                .is_some_and(|p| p.contains(&format!("; CPU {cpu} stopped at "))),
+            "{name}: CPU {cpu}: {}",
+            with_image["panic"]
+        );
         let stops = sys["stops"].as_array().expect("stops");
         assert_eq!(stops.len() as u64, sys["cpus"].as_u64().unwrap(), "{name}");
+        // Numbered as the kernel and bt number CPUs, from 0: not by the notes' pid (QEMU's
+        // CPU number plus one, or the task that ran there).
+        let ids: Vec<_> = stops.iter().map(|s| s["id"].as_u64()).collect();
+        let want: Vec<_> = (0..stops.len() as u64).map(Some).collect();
+        assert_eq!(ids, want, "{name}");
         for stop in stops {
             // Kernel addresses: the top bits set (the CPUs were in the kernel at the panic).
             let pc = u64::from_str_radix(stop["pc"].as_str().unwrap().trim_start_matches("0x"), 16);

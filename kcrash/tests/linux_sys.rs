@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::linux::{console_kernel_lines, crash, crash_reads, guest, kcrash};
+use common::linux::{console_kernel_lines, crash, crash_reads, guest, kcrash, panicking_cpu};
 use kcrash_harness::run::stdout;
 
 /// `sys`'s `KEY: value` lines.
@@ -55,6 +55,12 @@ fn sys_says_what_the_console_and_crash_say() {
         assert!(
             fact(&facts, "PANIC").starts_with(&format!("\"Kernel panic - not syncing: {panic}\"")),
             "{dump}"
+        );
+        // The CPU that panicked, not merely the first.
+        let cpu = panicking_cpu(&console);
+        assert!(
+            fact(&facts, "PANIC").contains(&format!("; CPU {cpu} stopped at ")),
+            "{dump}: CPU {cpu}"
         );
     }
     if !crash_reads("sys_vs_crash", &dir) {

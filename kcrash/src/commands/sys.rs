@@ -40,7 +40,7 @@ const NT_SIGINFO: u32 = 0x5349_4749;
 /// One CPU or thread where the dump stopped it. In JSON its registers go by their architecture's
 /// names: `rip`, `rip_symbol`, `rsp` and `cr2` on x86_64; `pc`, `pc_symbol` and `sp` on arm64.
 struct Stop {
-    /// vCPU index, or the thread id.
+    /// The CPU (its note's place among the CPUs', as bt counts them), or the thread id.
     id: i64,
     machine: Machine,
     pc: Hex,
@@ -89,6 +89,7 @@ impl Stop {
     /// From QEMU's CPU notes when there are any (they have CR2), else from NT_PRSTATUS.
     fn all(
         machine: Machine,
+        process: bool,
         qemu: &[QemuCpuState],
         prstatus: &[PrStatus],
         image: Option<&Image>,
@@ -102,9 +103,15 @@ impl Stop {
             cr2: cr2.map(Hex),
         };
         if qemu.is_empty() {
+            // A kernel dump's notes come one per CPU in CPU order, as bt numbers them; their
+            // pid is the task that ran there (the kernel's notes) or QEMU's CPU number plus one.
             prstatus
                 .iter()
-                .map(|p| stop(p.pid.into(), p.regs.pc(), p.regs.sp(), None))
+                .enumerate()
+                .map(|(i, p)| {
+                    let id = if process { p.pid.into() } else { i as i64 };
+                    stop(id, p.regs.pc(), p.regs.sp(), None)
+                })
                 .collect()
         } else {
             qemu.iter()
@@ -222,7 +229,13 @@ impl Report {
             facts.push(("machine", json!(escaped(h.machine.as_bytes()))));
             facts.push(("dump_level", json!(h.dump_level)));
         }
-        let stops = Stop::all(dump.machine(), &qemu, &prstatus, session.image.as_deref());
+        let stops = Stop::all(
+            dump.machine(),
+            process,
+            &qemu,
+            &prstatus,
+            session.image.as_deref(),
+        );
         let cpus = match dump.kdump_header() {
             Some(h) if h.nr_cpus > 0 => h.nr_cpus as usize,
             _ => stops.len(),
@@ -272,7 +285,19 @@ impl Report {
             }
         };
         if !process {
-            facts.push(("panic", json!(kernel_panic(&stops, linux, panic))));
+            // Linux names the CPU that panicked; a test kernel has one CPU.
+            let panicked = if linux {
+                match facts::panic_cpu(session.kernel()) {
+                    Ok(cpu) => cpu.and_then(|c| stops.get(c)),
+                    Err(e) => {
+                        warnings.push(format!("the CPU that panicked: {e}"));
+                        None
+                    }
+                }
+            } else {
+                stops.first()
+            };
+            facts.push(("panic", json!(kernel_panic(panicked, linux, panic))));
         } else if !facts.iter().any(|(k, _)| *k == "panic") {
             facts.push((
                 "panic",
@@ -518,9 +543,9 @@ fn linux_facts(
 }
 
 /// What a kernel dump says about the panic: for Linux, the message its log holds. A kernel
-/// without VMCOREINFO (the test kernels) keeps no console log in memory. Either way the CPUs'
-/// last state follows.
-fn kernel_panic(stops: &[Stop], linux: bool, message: Option<String>) -> String {
+/// without VMCOREINFO (the test kernels) keeps no console log in memory. Then where the CPU
+/// that panicked stopped, when it is known.
+fn kernel_panic(panicked: Option<&Stop>, linux: bool, message: Option<String>) -> String {
     let mut text = match (linux, message) {
         (_, Some(m)) => format!("{m:?}"),
         (true, None) => "no panic, Oops or BUG message in the kernel's log".to_owned(),
@@ -528,7 +553,7 @@ fn kernel_panic(stops: &[Stop], linux: bool, message: Option<String>) -> String 
             "no panic message in the dump (the console log is not kept in memory)".to_owned()
         }
     };
-    if let Some(s) = stops.first() {
+    if let Some(s) = panicked {
         text.push_str(&format!("; CPU {} stopped at {:#x}", s.id, s.pc.0));
         if let Some(name) = &s.pc_symbol {
             text.push_str(&format!(" ({name})"));

@@ -97,6 +97,14 @@ pub fn cpus(kernel: Kernel<'_>) -> Result<(i64, i64)> {
     ))
 }
 
+/// The CPU that panicked (`panic_cpu`, which panic sets before it stops the others), or None
+/// when no CPU had (-1, PANIC_CPU_INVALID).
+pub fn panic_cpu(kernel: Kernel<'_>) -> Result<Option<usize>> {
+    consult(kernel, &["panic"]);
+    let cpu = int(kernel, "panic_cpu.counter")?;
+    Ok(usize::try_from(cpu).ok())
+}
+
 /// Bytes of RAM: every online node's `node_present_pages`, as crash counts it.
 pub fn memory(kernel: Kernel<'_>, page_size: u64) -> Result<u64> {
     consult(kernel, &["numa_set_node"]);

@@ -166,6 +166,24 @@ pub fn console_kernel_lines(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The CPU that panicked, by the console: the `CPU: N PID: …` line of the stack the panic
+/// printed.
+pub fn panicking_cpu(console: &[String]) -> u64 {
+    let panic_at = console
+        .iter()
+        .position(|l| l.contains("] Kernel panic - not syncing: "))
+        .expect("the console's panic line");
+    console[panic_at..]
+        .iter()
+        .find_map(|l| {
+            // "CPU: 1 PID: 1 Comm: …", or since 6.12 "CPU: 1 UID: 0 PID: 1 Comm: …".
+            let (_, rest) = l.split_once("] CPU: ")?;
+            let (cpu, rest) = rest.split_once(' ')?;
+            rest.contains("PID: ").then(|| cpu.parse().ok())?
+        })
+        .expect("the panic's CPU: line")
+}
+
 /// The contract's two dumps, then the other formats the guest pipeline writes when they are
 /// there: QEMU's flattened kdump, makedumpfile's zlib and lzo kdumps at -d 31 and -d 0 (whose
 /// excluded pages read as not in the dump) and its -E ELF.
