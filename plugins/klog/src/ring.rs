@@ -11,10 +11,14 @@ use kcrash_plugin::memory::{Memory, Unreadable};
 const REC_BYTES: u64 = REC_WORDS * 8;
 /// Records read from memory at a time by a cursor.
 const CHUNK: u64 = 512;
-/// How far apart in a ring two records may be and still be out of clock order: writers on
-/// several processors reserve a slot, then read the clock. A cursor reorders within this window,
-/// and a record older than the ring's oldest WINDOW records is a stale one.
+/// A record older than the ring's oldest WINDOW records is a stale one (of an earlier lap).
 const WINDOW: usize = 64;
+/// How far apart in a ring two records may be and still come out in clock order: writers on
+/// several processors reserve a slot, then read the clock, and one preempted between the two
+/// (as a user-space writer on a busy machine is) reads it after hundreds of others have
+/// written. A cursor reorders within this many records: a whole ring of the usual sizes, a
+/// few hundred KiB of records read ahead for the largest.
+const REORDER: usize = 4096;
 /// Longest subsystem name read.
 const NAME_MAX: usize = 64;
 
@@ -510,7 +514,7 @@ impl<'a> Cursor<'a> {
             } else {
                 None
             },
-            window: std::collections::VecDeque::with_capacity(WINDOW + 1),
+            window: std::collections::VecDeque::new(),
         }
     }
 
@@ -607,9 +611,9 @@ impl<'a> Cursor<'a> {
         None
     }
 
-    /// Fills the window: WINDOW records beyond the next, or as many as the ring has left.
+    /// Fills the window: REORDER records beyond the next, or as many as the ring has left.
     fn read_ahead(&mut self) {
-        while self.window.len() <= WINDOW {
+        while self.window.len() <= REORDER {
             match self.next_in_ring() {
                 Some(rec) => self.insert(rec),
                 None => break,
@@ -722,7 +726,7 @@ fn classify(
 impl Iterator for Cursor<'_> {
     type Item = Record;
 
-    /// Records in clock order: read ahead by WINDOW and reordered, so that neighbours written
+    /// Records in clock order: read ahead by REORDER and reordered, so that neighbours written
     /// out of order by several processors come out most recent (or oldest) first all the same.
     fn next(&mut self) -> Option<Record> {
         self.read_ahead();
@@ -761,6 +765,40 @@ mod tests {
             problems: Vec::new(),
             unreadable: None,
             committed: None,
+        }
+    }
+
+    /// A writer preempted between reserving its slot and reading the clock logs a clock later
+    /// than hundreds of records after it: both walks still yield the ring in clock order.
+    #[test]
+    fn a_record_whose_writer_was_preempted_still_comes_out_in_clock_order() {
+        const RECORDS: u64 = 1024;
+        let mut r = ring(1, 0x10000, RECORDS);
+        r.next_write = RECORDS * REC_WORDS;
+        let late = 100;
+        let clock = |seq: u64| {
+            if seq == late {
+                10 * (late + 700) + 5
+            } else {
+                10 * seq
+            }
+        };
+        let bytes: Vec<u8> = (0..RECORDS)
+            .flat_map(|seq| [r.header, 0xfeed, 0, clock(seq), 0x2000, seq, 0, 0])
+            .flat_map(u64::to_le_bytes)
+            .collect();
+        let mem = kcrash_plugin::memory::Runs(vec![(0x10000, bytes)]);
+        for order in [Order::NewestFirst, Order::OldestFirst] {
+            let clocks: Vec<u64> = Cursor::new(&mem, &r, order, None)
+                .map(|rec| rec.clock())
+                .collect();
+            assert_eq!(clocks.len() as u64, RECORDS);
+            let mut sorted = clocks.clone();
+            sorted.sort_unstable();
+            if order == Order::NewestFirst {
+                sorted.reverse();
+            }
+            assert_eq!(clocks, sorted, "{order:?}");
         }
     }
 
