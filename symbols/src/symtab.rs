@@ -96,7 +96,7 @@ pub(crate) struct SymbolTable {
 pub(crate) struct ObjectFile {
     /// The `STT_FILE` symbol's name: the source file's, without its directories.
     pub(crate) file: Box<str>,
-    /// The link-time address of one of its local functions, if it has one: where its code
+    /// A link-time address inside one of its local functions, if it has one: where its code
     /// is, which `.debug_aranges` maps to its compilation unit.
     pub(crate) code: Option<u64>,
 }
@@ -149,7 +149,11 @@ impl SymbolTable {
                     symbol.kind(),
                     symbol.is_definition(),
                 ) {
-                    o.code.get_or_insert(symbol.address());
+                    // Its middle, not its start: the symbol may take in bytes its unit's ranges
+                    // do not (arm64's GCC 10 starts ftrace's patchable NOPs at the symbol and
+                    // the unit's range after them).
+                    o.code
+                        .get_or_insert(symbol.address().wrapping_add(symbol.size() / 2));
                 }
                 Some((symbol, object))
             })
