@@ -812,14 +812,16 @@ impl SiteJson {
         }
         b.extend_from_slice(b",\"subsystem_name\":");
         json_quoted(&mut b, subsystem_name_of(names, rec).as_bytes());
-        b.extend_from_slice(b",\"header\":");
-        push_hex_str(&mut b, &hex_digits(key.header));
-        b.extend_from_slice(b",\"id\":");
-        push_hex_str(&mut b, &hex_digits(key.id));
+        // Each word's hex once: header, id and desc show again in `words`.
+        let [header, id, desc] = [key.header, key.id, key.desc].map(hex_digits);
+        for (name, hex) in [(&b",\"header\":"[..], &header), (b",\"id\":", &id)] {
+            b.extend_from_slice(name);
+            push_hex_str(&mut b, hex);
+        }
         b.extend_from_slice(b",\"processor\":");
         ends[SitePart::Names as usize] = b.len();
         b.extend_from_slice(b",\"desc\":");
-        push_hex_str(&mut b, &hex_digits(key.desc));
+        push_hex_str(&mut b, &desc);
         b.extend_from_slice(b",\"desc_kind\":");
         b.extend_from_slice(match key.desc_kind {
             Desc::Pointer => b"\"pointer\"",
@@ -836,13 +838,13 @@ impl SiteJson {
         b.extend_from_slice(b",\"args\":");
         ends[SitePart::Format as usize] = b.len();
         b.extend_from_slice(b",\"words\":[");
-        push_hex_str(&mut b, &hex_digits(key.header));
-        b.push(b',');
-        push_hex_str(&mut b, &hex_digits(key.id));
-        b.push(b',');
+        for hex in [&header, &id] {
+            push_hex_str(&mut b, hex);
+            b.push(b',');
+        }
         ends[SitePart::Words as usize] = b.len();
         b.push(b',');
-        push_hex_str(&mut b, &hex_digits(key.desc));
+        push_hex_str(&mut b, &desc);
         ends[SitePart::WordsDesc as usize] = b.len();
         SiteJson {
             key,
