@@ -545,11 +545,12 @@ fn exception_entries(session: &Session<'_>, images: &ImageSet) -> Option<Excepti
     })
 }
 
-/// The CPU that panicked, by Linux's `panic_cpu` (-1 when none did).
+/// The CPU that panicked, by Linux's `panic_cpu`, when it can be read and one did.
 fn panic_cpu(session: &Session<'_>) -> Option<usize> {
     session.linux.as_ref()?;
-    let cpu = crate::linux::facts::int(session.kernel(), "panic_cpu.counter").ok()?;
-    usize::try_from(cpu).ok()
+    crate::linux::facts::panic_cpu(session.kernel())
+        .ok()
+        .flatten()
 }
 
 /// A process core's command name (NT_PRPSINFO), escaped.
