@@ -11,6 +11,7 @@ use common::linux::{
     assert_console_in_log, console_kernel_lines, first_console_line, mod_rows, panicking_cpu,
     proc_modules, split_level,
 };
+use std::path::Path;
 use std::process::Command;
 
 use common::drgn_stack::{contexts, drgn_pt_regs, drgn_walks, frames_of, ours, taking_exception};
@@ -36,28 +37,25 @@ fn log_and_sys_read_arm64_dumps_without_an_image() {
         .expect("the console's Linux version line");
     for dump in &dumps {
         let name = dump.display().to_string();
-        let log = stdout(
-            &common::kcrash()
-                .session(&["log"])
+        // One command's output on this dump, without the vmlinux or with it.
+        let run = |command: &str, files: &[&Path]| {
+            let out = common::kcrash()
+                .session(&[command])
                 .arg(dump)
+                .args(files)
                 .output()
-                .unwrap(),
-            &name,
-        );
+                .unwrap();
+            stdout(&out, &name)
+        };
+        let vmlinux = dir.join("vmlinux");
+        let image: &[&Path] = &[&vmlinux];
+        let log = run("log", &[]);
         let log: Vec<&str> = log.lines().collect();
         let shown = first_console_line(&name, &log, &console);
         if shown > 0 {
             // Lines the console did not print must be debug messages: their levels are in the
             // vmlinux's DWARF.
-            let marked = stdout(
-                &common::kcrash()
-                    .session(&["log -m"])
-                    .arg(dump)
-                    .arg(dir.join("vmlinux"))
-                    .output()
-                    .unwrap(),
-                &name,
-            );
+            let marked = run("log -m", image);
             let marked: Vec<(u8, String)> = marked.lines().take(shown).map(split_level).collect();
             for (i, (level, line)) in marked.iter().enumerate() {
                 assert_eq!(
@@ -69,31 +67,17 @@ fn log_and_sys_read_arm64_dumps_without_an_image() {
         }
         assert_console_in_log(&name, &log[shown..], &console);
 
-        let sys = stdout(
-            &common::kcrash()
-                .session(&["sys --json"])
-                .arg(dump)
-                .output()
-                .unwrap(),
-            &name,
-        );
-        let sys: Value = serde_json::from_str(&sys).expect("sys --json is JSON");
+        let sys_json = |files: &[&Path]| -> Value {
+            serde_json::from_str(&run("sys --json", files)).expect("sys --json is JSON")
+        };
+        let sys = sys_json(&[]);
         assert_eq!(sys["machine"], "aarch64", "{name}");
         assert_eq!(sys["release"], release, "{name}");
         let panic = sys["panic"].as_str().expect("a panic fact");
         assert!(panic.contains("sysrq triggered crash"), "{name}: {panic}");
         // Only the vmlinux says which CPU panicked (`panic_cpu`): without it, none is named.
         assert!(!panic.contains("; CPU "), "{name}: {panic}");
-        let with_image = stdout(
-            &common::kcrash()
-                .session(&["sys --json"])
-                .arg(dump)
-                .arg(dir.join("vmlinux"))
-                .output()
-                .unwrap(),
-            &name,
-        );
-        let with_image: Value = serde_json::from_str(&with_image).expect("sys --json is JSON");
+        let with_image = sys_json(image);
         let cpu = panicking_cpu(&console);
         assert!(
             with_image["panic"]
