@@ -1,7 +1,8 @@
 //! A first session on a kernel build — no name index cached — reads only the units of the
-//! vmlinux its commands need, on the x86_64 guest and the arm64 one: the module's KLog printed three ways leaves the index cache empty
-//! (the full index, which is written there, was never built), and answers exactly as a session
-//! with the full index does. Setup: tests/common/linux.rs.
+//! vmlinux its commands need, on the x86_64 guest and the arm64 one: the module's KLog printed
+//! three ways leaves the index cache empty (the full index, which is written there, was never
+//! built), and answers exactly as a session with the full index does. Setup:
+//! tests/common/linux.rs.
 
 use std::path::Path;
 use std::process::Output;
