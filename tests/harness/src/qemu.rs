@@ -1,7 +1,7 @@
 //! Boots a kernel under QEMU (TCG, headless), waits for its panic, and dumps it.
 
 use crate::arch::Arch;
-use crate::dump::DumpFormat;
+use crate::dump::{self, DumpFormat};
 use crate::makedumpfile;
 use crate::oracle::PANIC_PREFIX;
 use crate::qmp::Qmp;
@@ -223,6 +223,7 @@ fn drive(
             Some((command, arguments)) => {
                 qmp.execute(command, arguments, Duration::from_secs(600))
                     .with_context(|| format!("dumping {}", format.name()))?;
+                dump::release_zero_blocks(&path)?;
             }
             None => {
                 let flat = out.join(DumpFormat::KdumpZlibFlat.file_name());

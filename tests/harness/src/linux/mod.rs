@@ -12,7 +12,7 @@ pub mod guest;
 pub mod live;
 
 use crate::arch::Arch;
-use crate::dump::Magic;
+use crate::dump::{self, Magic};
 use crate::expected::Expected;
 use crate::{makedumpfile, oracle, tools};
 use anyhow::{anyhow, bail, Context, Result};
@@ -282,6 +282,7 @@ fn record(
     let path = out.join(file);
     let magic =
         Magic::of_file(&path)?.with_context(|| format!("{} has no dump magic", path.display()))?;
+    dump::release_zero_blocks(&path)?;
     Ok(DumpRecord {
         file: file.into(),
         boot: boot.into(),
