@@ -422,7 +422,14 @@ pub fn boot_to_panic(boot: &Boot) -> Result<Stopped> {
     let ours = format!("{PANIC_START}{PANIC_MESSAGE}");
     let mut attempt = 1;
     loop {
-        let stopped = boot_once(boot)?;
+        let stopped = match boot_once(boot) {
+            Err(err) if attempt < BOOTS && err.downcast_ref::<Hung>().is_some() => {
+                eprintln!("linux: {err:#}; boot {attempt} of at most {BOOTS}, booting again");
+                attempt += 1;
+                continue;
+            }
+            other => other?,
+        };
         let console = std::fs::read_to_string(boot.console)?;
         if console.contains(&ours) || attempt == BOOTS {
             return Ok(stopped);
@@ -441,10 +448,56 @@ pub fn boot_to_panic(boot: &Boot) -> Result<Stopped> {
     }
 }
 
-/// Boots at most this many times while the guest's kernel dies on its own before its /init
-/// panics it: a distribution kernel under QEMU now and then oopses while it boots (6.12 took an
-/// int3 in handle_softirqs while patching its own code, in CI), which says nothing of kcrash.
+/// Boots at most this many times while the guest's kernel dies or hangs on its own before its
+/// /init panics it: a distribution kernel under QEMU now and then oopses while it boots (6.12
+/// took an int3 in handle_softirqs while patching its own code, in CI) or stops (6.1's live
+/// guest went silent for good while loading its modules with every trace event on, in CI),
+/// which says nothing of kcrash.
 const BOOTS: u32 = 3;
+
+/// A console silent this long is a hung guest's: a running one is never quiet for more than
+/// seconds (the longest stretch is the live guest's kcrash runs, whose output waits in files).
+const SILENCE: Duration = Duration::from_secs(180);
+
+/// The guest's console stayed silent for [`SILENCE`]: the guest is booted again.
+#[derive(Debug)]
+struct Hung(Duration);
+
+impl std::fmt::Display for Hung {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the guest's console printed nothing for {:?}", self.0)
+    }
+}
+
+impl std::error::Error for Hung {}
+
+/// When a console last grew.
+struct Quiet {
+    limit: Duration,
+    len: usize,
+    since: Instant,
+}
+
+impl Quiet {
+    fn new(limit: Duration) -> Quiet {
+        Quiet {
+            limit,
+            len: 0,
+            since: Instant::now(),
+        }
+    }
+
+    /// Notes the console's text now; [`Hung`] once it has not grown for the limit.
+    fn check(&mut self, console: &str) -> Result<()> {
+        if console.len() != self.len {
+            self.len = console.len();
+            self.since = Instant::now();
+        } else if self.since.elapsed() > self.limit {
+            return Err(Hung(self.limit).into());
+        }
+        Ok(())
+    }
+}
 
 /// One boot of [`boot_to_panic`]'s, whatever panicked the kernel.
 fn boot_once(boot: &Boot) -> Result<Stopped> {
@@ -475,6 +528,7 @@ fn boot_once(boot: &Boot) -> Result<Stopped> {
     let result = (|| -> Result<Qmp> {
         let mut qmp = Qmp::connect(&socket, Duration::from_secs(10))?;
         let pvpanic = arch.pvpanic().is_some();
+        let mut quiet = Quiet::new(SILENCE);
         let deadline = if pvpanic {
             // pvpanic reports the panic; a kernel that dies before its driver is up does not,
             // and only its console says so.
@@ -482,8 +536,12 @@ fn boot_once(boot: &Boot) -> Result<Stopped> {
             while qmp
                 .poll_event("GUEST_PANICKED", Duration::from_millis(500))?
                 .is_none()
-                && !std::fs::read_to_string(boot.console)?.contains(PANIC_END)
             {
+                let console = std::fs::read_to_string(boot.console)?;
+                if console.contains(PANIC_END) {
+                    break;
+                }
+                quiet.check(&console)?;
                 if let Some(status) = qemu.0.try_wait()? {
                     bail!("qemu exited ({status}) before the guest panicked");
                 }
@@ -495,7 +553,12 @@ fn boot_once(boot: &Boot) -> Result<Stopped> {
         } else {
             at + boot.timeout
         };
-        while !std::fs::read_to_string(boot.console)?.contains(PANIC_END) {
+        loop {
+            let console = std::fs::read_to_string(boot.console)?;
+            if console.contains(PANIC_END) {
+                break;
+            }
+            quiet.check(&console)?;
             if let Some(status) = qemu.0.try_wait()? {
                 bail!("qemu exited ({status}) before the guest's console printed {PANIC_END:?}");
             }
@@ -530,6 +593,19 @@ fn boot_once(boot: &Boot) -> Result<Stopped> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_console_that_stops_growing_is_a_hung_guest() {
+        let mut quiet = Quiet::new(Duration::ZERO);
+        quiet.check("booting").unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        let err = quiet.check("booting").unwrap_err();
+        assert!(err.downcast_ref::<Hung>().is_some(), "{err}");
+        quiet.check("booting, more").unwrap();
+        let mut patient = Quiet::new(Duration::from_secs(3600));
+        patient.check("booting").unwrap();
+        patient.check("booting").unwrap();
+    }
 
     #[test]
     fn console_lines_lose_time_stamps_only() {
