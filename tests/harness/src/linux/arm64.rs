@@ -17,7 +17,7 @@ use crate::{oracle, tools};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const ARCH: Arch = Arch::Aarch64;
 
@@ -296,9 +296,7 @@ fn write_guest(
             "qemu dump-guest-memory format=kdump-zlib paging=false",
         ),
     ] {
-        let started = Instant::now();
-        stopped.dump(&out.join(file), format)?;
-        let seconds = started.elapsed().as_secs_f64();
+        let seconds = stopped.dump(&out.join(file), format)?.as_secs_f64();
         dumps.push(record(
             out,
             file,

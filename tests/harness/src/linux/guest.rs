@@ -4,9 +4,9 @@
 use super::debian::{Kernel, BUSYBOX};
 use super::{cmdline, CPUS, MEMORY_MIB, PANIC_END, PANIC_MESSAGE, PANIC_START};
 use crate::initramfs::{newc_cpio, CpioEntry};
-use crate::oracle;
 use crate::qemu::{Machine, QemuProcess, Started};
 use crate::qmp::Qmp;
+use crate::{dump, oracle};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -388,9 +388,11 @@ pub struct Stopped {
 }
 
 impl Stopped {
-    /// `dump-guest-memory` with `arguments` (the file is replaced).
-    pub fn dump(&mut self, path: &Path, format: Option<&str>) -> Result<()> {
+    /// `dump-guest-memory` into `path` (replaced), in QEMU's ELF or `format`; returns the time
+    /// QEMU took. Its blocks of zeros are then given back, outside that time.
+    pub fn dump(&mut self, path: &Path, format: Option<&str>) -> Result<Duration> {
         let _ = std::fs::remove_file(path);
+        let started = Instant::now();
         let mut arguments =
             json!({ "paging": false, "protocol": format!("file:{}", path.display()) });
         if let Some(format) = format {
@@ -399,7 +401,9 @@ impl Stopped {
         self.qmp
             .execute("dump-guest-memory", arguments, Duration::from_secs(600))
             .with_context(|| format!("dumping {}", path.display()))?;
-        Ok(())
+        let took = started.elapsed();
+        dump::release_zero_blocks(path)?;
+        Ok(took)
     }
 
     /// Quits QEMU and waits for it.

@@ -12,7 +12,7 @@ pub mod guest;
 pub mod live;
 
 use crate::arch::Arch;
-use crate::dump::{self, Magic};
+use crate::dump::Magic;
 use crate::expected::Expected;
 use crate::{makedumpfile, oracle, tools};
 use anyhow::{anyhow, bail, Context, Result};
@@ -282,7 +282,6 @@ fn record(
     let path = out.join(file);
     let magic =
         Magic::of_file(&path)?.with_context(|| format!("{} has no dump magic", path.display()))?;
-    dump::release_zero_blocks(&path)?;
     Ok(DumpRecord {
         file: file.into(),
         boot: boot.into(),
@@ -350,7 +349,7 @@ fn boot_and_dump(
         f()?;
         Ok(started.elapsed().as_secs_f64())
     };
-    let seconds = timed(&mut || stopped.dump(&out.join(&elf), None))?;
+    let seconds = stopped.dump(&out.join(&elf), None)?.as_secs_f64();
     dumps.push(record(
         out,
         &elf,
@@ -360,8 +359,9 @@ fn boot_and_dump(
         seconds,
     )?);
     if vmcoreinfo {
-        let seconds =
-            timed(&mut || stopped.dump(&out.join("vmcore.kdump-flat"), Some("kdump-zlib")))?;
+        let seconds = stopped
+            .dump(&out.join("vmcore.kdump-flat"), Some("kdump-zlib"))?
+            .as_secs_f64();
         dumps.push(record(
             out,
             "vmcore.kdump-flat",
