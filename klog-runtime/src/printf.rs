@@ -85,6 +85,29 @@ pub fn format<S: Sink, T: Strings>(
 #[derive(Clone, Copy, Debug)]
 pub struct Piece(Part);
 
+impl Piece {
+    /// The bytes of the format this piece prints as they are, when it is literal text.
+    pub fn literal(self) -> Option<core::ops::Range<usize>> {
+        match self.0 {
+            Part::Literal { start, end } => Some(start..end),
+            Part::Conversion { .. } => None,
+        }
+    }
+
+    /// Whether this is a bare `%d %i %u %x %X`, which prints only ASCII digits, hex letters and
+    /// a minus sign (or `<missing arg>`): whoever must escape a message need not look at its
+    /// output.
+    pub fn is_bare_number(self) -> bool {
+        matches!(
+            self.0,
+            Part::Conversion {
+                spec: Parsed { bare: Some(_), .. },
+                ..
+            }
+        )
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Part {
     /// `fmt[start..end]`, printed as it is.
@@ -821,6 +844,40 @@ mod tests {
 
     fn s(f: &str, args: &[u64]) -> String {
         fmt(f, args).0
+    }
+
+    /// A piece said to be a bare number prints nothing but digits, hex letters and a minus sign
+    /// (or `<missing arg>`), whatever the word; every other conversion is not one, and literal
+    /// pieces give back their own bytes.
+    #[test]
+    fn bare_number_pieces_print_only_digits() {
+        let bare = ["%d", "%i", "%u", "%x", "%X", "%hhd", "%lu", "%llx", "%zX"];
+        let not = [
+            "%5d", "%-d", "%+d", "%.3u", "%#x", "%s", "%c", "%p", "%%", "%*d", "%o",
+        ];
+        for f in bare.iter().chain(&not) {
+            let kept: Vec<Piece> = pieces(f.as_bytes()).collect();
+            assert_eq!(kept.len(), 1, "{f}");
+            assert_eq!(kept[0].is_bare_number(), bare.contains(f), "{f}");
+            assert_eq!(kept[0].literal(), None, "{f}");
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for f in bare {
+            for _ in 0..2000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let out = s(f, &[x >> (x % 64)]);
+                assert!(
+                    out.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'),
+                    "{f}: {out:?}"
+                );
+            }
+            assert_eq!(s(f, &[]), "<missing arg>");
+        }
+        let f = b"a %d b";
+        let literals: Vec<_> = pieces(f).filter_map(Piece::literal).collect();
+        assert_eq!(literals, [0..2, 4..6]);
     }
 
     /// Pieces found once serve every record: `*` fields come from each record's own words.

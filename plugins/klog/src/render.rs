@@ -54,23 +54,62 @@ impl Clock {
 
     /// [`Clock::show`] appended to `out`.
     pub fn write(&self, out: &mut Vec<u8>, ticks: u64) {
-        match self.hz.filter(|&hz| hz > 0) {
-            Some(hz) => {
-                let rem = ticks % hz;
-                // rem < hz, so rem * 10^9 fits in 64 bits for any clock below 18 GHz.
-                let nanos = match rem.checked_mul(1_000_000_000) {
-                    Some(scaled) => scaled / hz,
-                    None => (rem as u128 * 1_000_000_000 / hz as u128) as u64,
-                };
-                push_dec_padded(out, ticks / hz, 5, b' ');
+        match self.split(ticks) {
+            Some((secs, nanos)) => {
+                push_seconds(out, secs);
                 out.push(b'.');
                 push_nine_digits(out, nanos);
             }
-            None => {
-                out.extend_from_slice(b"t=");
-                push_dec_padded(out, ticks, 0, b' ');
-            }
+            None => push_ticks(out, ticks),
         }
+    }
+
+    /// Whole seconds and nanoseconds of `ticks`, with a known frequency.
+    fn split(&self, ticks: u64) -> Option<(u64, u64)> {
+        let hz = self.hz.filter(|&hz| hz > 0)?;
+        let rem = ticks % hz;
+        // rem < hz, so rem * 10^9 fits in 64 bits for any clock below 18 GHz.
+        let nanos = match rem.checked_mul(1_000_000_000) {
+            Some(scaled) => scaled / hz,
+            None => (rem as u128 * 1_000_000_000 / hz as u128) as u64,
+        };
+        Some((ticks / hz, nanos))
+    }
+}
+
+/// `   12`: a clock's whole seconds as lines show them.
+fn push_seconds(out: &mut Vec<u8>, secs: u64) {
+    push_dec_padded(out, secs, 5, b' ');
+}
+
+/// `t=123456`: a clock without a known frequency.
+fn push_ticks(out: &mut Vec<u8>, ticks: u64) {
+    out.extend_from_slice(b"t=");
+    push_dec_padded(out, ticks, 0, b' ');
+}
+
+/// The text of the whole second a printer last wrote, which the next record nearly always
+/// shares.
+#[derive(Default)]
+struct LastSecond {
+    secs: Option<u64>,
+    text: Vec<u8>,
+}
+
+impl LastSecond {
+    /// [`Clock::write`], the whole seconds copied when they are the last record's.
+    fn write(&mut self, clock: Clock, out: &mut Vec<u8>, ticks: u64) {
+        let Some((secs, nanos)) = clock.split(ticks) else {
+            return push_ticks(out, ticks);
+        };
+        if self.secs != Some(secs) {
+            self.text.clear();
+            push_seconds(&mut self.text, secs);
+            self.secs = Some(secs);
+        }
+        out.extend_from_slice(&self.text);
+        out.push(b'.');
+        push_nine_digits(out, nanos);
     }
 }
 
@@ -81,6 +120,40 @@ struct Format {
     pieces: Box<[printf::Piece]>,
     /// No NUL within [`STRING_MAX`] bytes: `bytes` is its first STRING_MAX.
     cut: bool,
+    /// What every message of this format is known to be.
+    plain: KnownPlain,
+}
+
+/// Whether a message is known to need no escaping before anyone looks at it: so when every
+/// literal of its format is plain and every conversion a bare number, whose digits always are
+/// (and so is the mark a cut format adds). Unknown (`false`) is always safe: the text is looked at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KnownPlain {
+    /// Printable ASCII without `\\`: [`is_plain`].
+    pub text: bool,
+    /// That, and without `"`: a JSON string as it is.
+    pub json: bool,
+}
+
+impl KnownPlain {
+    fn of(fmt: &[u8], pieces: &[printf::Piece]) -> KnownPlain {
+        if !pieces
+            .iter()
+            .all(|p| p.literal().is_some() || p.is_bare_number())
+        {
+            return KnownPlain::default();
+        }
+        let literals = || {
+            pieces
+                .iter()
+                .filter_map(|p| p.literal())
+                .map(|r| fmt.get(r).unwrap_or_default())
+        };
+        KnownPlain {
+            text: literals().all(is_plain),
+            json: literals().all(|l| plain_without(l, b'\\', b'"')),
+        }
+    }
 }
 
 /// What became of a record's format string.
@@ -103,6 +176,7 @@ pub enum DescState {
 pub struct Decoded {
     pub printf: Outcome,
     pub desc: DescState,
+    pub plain: KnownPlain,
 }
 
 impl Decoded {
@@ -192,6 +266,7 @@ impl<'a> Decoder<'a> {
                 return Decoded {
                     printf,
                     desc: DescState::Read,
+                    plain: KnownPlain::default(),
                 };
             }
             Desc::Event => match self.event_format(rec.desc()) {
@@ -202,6 +277,7 @@ impl<'a> Decoder<'a> {
                     return Decoded {
                         printf: Outcome::default(),
                         desc: DescState::UnknownEvent,
+                        plain: KnownPlain::default(),
                     };
                 }
             },
@@ -212,6 +288,7 @@ impl<'a> Decoder<'a> {
             return Decoded {
                 printf: Outcome::default(),
                 desc: DescState::Null,
+                plain: KnownPlain::default(),
             };
         }
         if (self.descs.len() >= DESC_CACHE_MAX || self.desc_bytes >= DESC_CACHE_BYTES)
@@ -227,8 +304,10 @@ impl<'a> Decoder<'a> {
             mem.read_cstring(desc, STRING_MAX + 1, &mut s).map(|()| {
                 let cut = s.len() > STRING_MAX;
                 s.truncate(STRING_MAX);
+                let pieces: Box<[printf::Piece]> = printf::pieces(&s).collect();
                 let format = Format {
-                    pieces: printf::pieces(&s).collect(),
+                    plain: KnownPlain::of(&s, &pieces),
+                    pieces,
                     bytes: s.into_boxed_slice(),
                     cut,
                 };
@@ -252,7 +331,11 @@ impl<'a> Decoder<'a> {
                 } else {
                     DescState::Read
                 };
-                Decoded { printf, desc }
+                Decoded {
+                    printf,
+                    desc,
+                    plain: f.plain,
+                }
             }
             Err(e) => {
                 text.extend_from_slice(format!("<unreadable desc {e}; args").as_bytes());
@@ -260,6 +343,7 @@ impl<'a> Decoder<'a> {
                 Decoded {
                     printf: Outcome::default(),
                     desc: DescState::Unreadable,
+                    plain: KnownPlain::default(),
                 }
             }
         }
@@ -514,6 +598,9 @@ fn push_nine_digits(out: &mut Vec<u8>, v: u64) {
 /// What a damaged record says instead of (or after) its message.
 fn damage_note(rec: &Record, names: &[String]) -> Option<String> {
     let d = &rec.damage;
+    if !d.any() {
+        return None;
+    }
     if d.unreadable {
         let why = rec
             .unreadable
@@ -584,6 +671,7 @@ pub struct Printer<'a> {
     scratch: Vec<u8>,
     /// JSON parts by call site, at [`SiteKey::slot`].
     sites: Vec<Option<SiteJson>>,
+    last_second: LastSecond,
 }
 
 impl<'a> Printer<'a> {
@@ -595,6 +683,7 @@ impl<'a> Printer<'a> {
             message: Vec::with_capacity(256),
             scratch: Vec::with_capacity(256),
             sites: std::iter::repeat_with(|| None).take(SITES).collect(),
+            last_second: LastSecond::default(),
         }
     }
 
@@ -617,7 +706,7 @@ impl<'a> Printer<'a> {
         if style == Style::Full {
             let (proc_, dom) = split_proc_dom(rec.proc_dom());
             line.push(b'[');
-            self.clock.write(line, rec.clock());
+            self.last_second.write(self.clock, line, rec.clock());
             line.extend_from_slice(b"] [");
             push_hex(line, rec.id());
             line.extend_from_slice(b"][");
@@ -638,8 +727,8 @@ impl<'a> Printer<'a> {
         if readable {
             // Formatted in place; escaped through the scratch buffer only when it must be.
             let start = line.len();
-            self.decoder.message_into(rec, line);
-            if !is_plain(&line[start..]) {
+            let decoded = self.decoder.message_into(rec, line);
+            if !decoded.plain.text && !is_plain(&line[start..]) {
                 self.message.clear();
                 self.message.extend_from_slice(&line[start..]);
                 line.truncate(start);
@@ -707,7 +796,9 @@ impl<'a> Printer<'a> {
             None => b.extend_from_slice(b"null"),
         }
         b.extend_from_slice(b",\"message\":");
-        if readable {
+        if outcome.is_some_and(|o| o.plain.json) {
+            json_plain(b, &self.message);
+        } else if readable {
             json_str(b, &self.message, &mut self.scratch);
         } else {
             b.extend_from_slice(b"null");
@@ -865,14 +956,19 @@ impl SiteJson {
 fn json_str(out: &mut Vec<u8>, raw: &[u8], scratch: &mut Vec<u8>) {
     // Nearly always printable ASCII that neither escape changes: one look, one copy.
     if plain_without(raw, b'\\', b'"') {
-        out.push(b'"');
-        out.extend_from_slice(raw);
-        out.push(b'"');
+        json_plain(out, raw);
         return;
     }
     scratch.clear();
     escape_into(raw, scratch);
     json_quoted(out, scratch);
+}
+
+/// A JSON string of `plain` text, which neither escape would change.
+fn json_plain(out: &mut Vec<u8>, plain: &[u8]) {
+    out.push(b'"');
+    out.extend_from_slice(plain);
+    out.push(b'"');
 }
 
 /// A JSON string of text already escaped for a terminal (subsystem names are, when read).
@@ -976,6 +1072,71 @@ mod tests {
         let mut text = Vec::new();
         let d = decoder.message_into(rec, &mut text);
         (String::from_utf8(text).unwrap(), d.names().collect())
+    }
+
+    /// The kept second prints what the clock prints, through second changes either way and
+    /// without a frequency.
+    #[test]
+    fn the_last_second_kept_prints_as_the_clock_does() {
+        for hz in [None, Some(0), Some(1_000_000_000), Some(2_445_000_123), Some(u64::MAX)] {
+            let clock = Clock { hz };
+            let mut last = LastSecond::default();
+            let mut t = 0u64;
+            for step in [0, 1, 999_999_999, 2, 3_000_000_000, 5, u64::MAX / 3, 7] {
+                for ticks in [t.wrapping_add(step), t] {
+                    let (mut kept, mut fresh) = (Vec::new(), Vec::new());
+                    last.write(clock, &mut kept, ticks);
+                    clock.write(&mut fresh, ticks);
+                    assert_eq!(kept, fresh, "{hz:?} {ticks}");
+                }
+                t = t.wrapping_add(step);
+            }
+        }
+    }
+
+    /// A message is said to be plain only when its format makes it so whatever the words, and
+    /// what is said holds for the text printed.
+    #[test]
+    fn messages_known_plain_are_plain() {
+        let known = |f: &[u8]| KnownPlain::of(f, &printf::pieces(f).collect::<Vec<_>>());
+        let both = KnownPlain {
+            text: true,
+            json: true,
+        };
+        assert_eq!(known(b"bench %u chore %x, %d %lX"), both);
+        assert_eq!(known(b""), both);
+        assert_eq!(
+            known(b"said \"%u\""),
+            KnownPlain {
+                text: true,
+                json: false
+            }
+        );
+        for not in [
+            &b"ring %s"[..],
+            b"%c",
+            b"%5d",
+            b"%p",
+            b"back\\slash %d",
+            b"tab\t%d",
+            b"\x7f",
+            b"\xc3\xa9 %u",
+        ] {
+            assert_eq!(known(not), KnownPlain::default(), "{not:?}");
+        }
+        let mem = Runs(vec![(0x2000, {
+            let mut page = b"bench %u chore %x, %d %lX\0".to_vec();
+            page.resize(0x1000, 0);
+            page
+        })]);
+        let mut decoder = Decoder::new(&mem);
+        for data in [0, 1, u64::MAX, 1 << 63, 0x7f, 0x22] {
+            let rec = record(Desc::Pointer, 0x2000, data);
+            let mut text = Vec::new();
+            let d = decoder.message_into(&rec, &mut text);
+            assert_eq!(d.plain, both);
+            assert!(plain_without(&text, b'\\', b'"'), "{text:?}");
+        }
     }
 
     #[test]

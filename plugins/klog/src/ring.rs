@@ -384,13 +384,9 @@ pub struct Damage {
 }
 
 impl Damage {
+    /// Whether any mark is set: one comparison of the whole, asked of every record.
     pub fn any(&self) -> bool {
-        self.torn
-            || self.bad_header
-            || self.foreign_header
-            || self.clock_backwards
-            || self.unreadable
-            || self.never_written
+        *self != Damage::default()
     }
 
     /// Whether the slot holds no record to print: only the mark is shown.
