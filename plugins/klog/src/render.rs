@@ -1078,7 +1078,13 @@ mod tests {
     /// without a frequency.
     #[test]
     fn the_last_second_kept_prints_as_the_clock_does() {
-        for hz in [None, Some(0), Some(1_000_000_000), Some(2_445_000_123), Some(u64::MAX)] {
+        for hz in [
+            None,
+            Some(0),
+            Some(1_000_000_000),
+            Some(2_445_000_123),
+            Some(u64::MAX),
+        ] {
             let clock = Clock { hz };
             let mut last = LastSecond::default();
             let mut t = 0u64;

@@ -21,6 +21,8 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
+use kcrash_plugin::escape::escaped;
+
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -316,8 +318,8 @@ fn table<T>(
             format!("a {what} field says which: {what} = \"NAME\""),
         )
     })?;
-    tables
-        .get(n.get_ref())
-        .cloned()
-        .ok_or_else(|| (n.span(), format!("no [{what}.{}] table", n.get_ref())))
+    tables.get(n.get_ref()).cloned().ok_or_else(|| {
+        let name = escaped(n.get_ref().as_bytes());
+        (n.span(), format!("no [{what}.{name}] table"))
+    })
 }

@@ -15,6 +15,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use kcrash_plugin::escape::escaped;
+
 pub use apply::{Applied, Resolve};
 pub use display::Display;
 
@@ -363,7 +365,9 @@ impl Schemata {
                     column: 1,
                     what: format!(
                         "{} {} is claimed here and at {}",
-                        e.log, e.identity, other.origin
+                        escaped(e.log.as_bytes()),
+                        e.identity,
+                        other.origin
                     ),
                 });
             }

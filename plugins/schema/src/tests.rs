@@ -207,6 +207,24 @@ fn two_schemata_for_one_event_are_an_error_naming_both() {
         e.to_string(),
         "u.toml:1:1: KLog format \"lseek fd %d off %ld whence %c\" is claimed here and at t.toml:2"
     );
+    // A log's name from the file is escaped: the error stays one line.
+    let twice = "[[event]]\nlog = \"K\\nL\"\nevent = \"E\"\nname = \"x\"\n";
+    let mut fresh = Schemata::default();
+    fresh
+        .add(
+            Arc::from("w.toml"),
+            "kcrash",
+            named_file("w.toml", twice).unwrap(),
+        )
+        .unwrap();
+    let e = fresh
+        .add(
+            Arc::from("w.toml"),
+            "kcrash",
+            named_file("w.toml", twice).unwrap(),
+        )
+        .unwrap_err();
+    assert!(e.to_string().starts_with("w.toml:1:1: K\\nL event"), "{e}");
     // By symbol and by format at once: the event says so, and neither is chosen.
     let by_symbol = "[[event]]\nlog = \"KLog\"\nsymbol = \"fmt_lseek\"\nname = \"y\"\n";
     s.add(Arc::from("v.toml"), "kcrash", file(by_symbol).unwrap())
@@ -232,6 +250,11 @@ fn syntax_errors_name_the_line_and_column() {
         (
             "[[event]]\nlog = \"K\"\nevent = \"E\"\nname = \"x\"\nfields = [{ name = \"a\", from = \"d0\", type = \"enum\", enum = \"nope\" }]\n",
             "t.toml:5:60: no [enum.nope] table",
+        ),
+        // A name from the file is escaped: the error stays one line.
+        (
+            "[[event]]\nlog = \"K\"\nevent = \"E\"\nname = \"x\"\nfields = [{ name = \"a\", from = \"d0\", type = \"enum\", enum = \"wh\\nce\" }]\n",
+            "t.toml:5:60: no [enum.wh\\nce] table",
         ),
         ("[enum.e]\nx = \"A\"\n", "t.toml:2:5: \"x\" is not a number"),
         ("[flags.f]\n64 = \"A\"\n", "t.toml:2:6: \"64\" is not a number"),
