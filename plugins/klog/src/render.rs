@@ -265,8 +265,7 @@ impl<'a> Decoder<'a> {
                     printf::format(&mut sink, format, &args, &mut self.strings).unwrap_or_default();
                 return Decoded {
                     printf,
-                    desc: DescState::Read,
-                    plain: KnownPlain::default(),
+                    ..Decoded::default()
                 };
             }
             Desc::Event => match self.event_format(rec.desc()) {
@@ -275,9 +274,8 @@ impl<'a> Decoder<'a> {
                     text.extend_from_slice(format!("<{why}; args").as_bytes());
                     push_raw_args(text, &args);
                     return Decoded {
-                        printf: Outcome::default(),
                         desc: DescState::UnknownEvent,
-                        plain: KnownPlain::default(),
+                        ..Decoded::default()
                     };
                 }
             },
@@ -286,9 +284,8 @@ impl<'a> Decoder<'a> {
             text.extend_from_slice(b"<no format string: desc is 0; args");
             push_raw_args(text, &args);
             return Decoded {
-                printf: Outcome::default(),
                 desc: DescState::Null,
-                plain: KnownPlain::default(),
+                ..Decoded::default()
             };
         }
         if (self.descs.len() >= DESC_CACHE_MAX || self.desc_bytes >= DESC_CACHE_BYTES)
@@ -341,9 +338,8 @@ impl<'a> Decoder<'a> {
                 text.extend_from_slice(format!("<unreadable desc {e}; args").as_bytes());
                 push_raw_args(text, &args);
                 Decoded {
-                    printf: Outcome::default(),
                     desc: DescState::Unreadable,
-                    plain: KnownPlain::default(),
+                    ..Decoded::default()
                 }
             }
         }
