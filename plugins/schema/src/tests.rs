@@ -209,20 +209,13 @@ fn two_schemata_for_one_event_are_an_error_naming_both() {
     );
     // A log's name from the file is escaped: the error stays one line.
     let twice = "[[event]]\nlog = \"K\\nL\"\nevent = \"E\"\nname = \"x\"\n";
+    let parsed = named_file("w.toml", twice).unwrap();
     let mut fresh = Schemata::default();
     fresh
-        .add(
-            Arc::from("w.toml"),
-            "kcrash",
-            named_file("w.toml", twice).unwrap(),
-        )
+        .add(Arc::from("w.toml"), "kcrash", parsed.clone())
         .unwrap();
     let e = fresh
-        .add(
-            Arc::from("w.toml"),
-            "kcrash",
-            named_file("w.toml", twice).unwrap(),
-        )
+        .add(Arc::from("w.toml"), "kcrash", parsed)
         .unwrap_err();
     assert!(e.to_string().starts_with("w.toml:1:1: K\\nL event"), "{e}");
     // By symbol and by format at once: the event says so, and neither is chosen.
