@@ -66,7 +66,10 @@ pub fn kotest() -> Option<&'static Path> {
         if !tools::runs("kotest", "make") || !tools::runs("kotest", "gcc") {
             return None;
         }
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kotest");
+        // A directory per kernel: CI runs the tests of several series at once.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("kotest")
+            .join(headers.file_name().unwrap_or_default());
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::copy(super::data("kotest.c"), dir.join("kotest.c")).unwrap();
         std::fs::write(dir.join("Kbuild"), "obj-m += kotest.o\n").unwrap();
