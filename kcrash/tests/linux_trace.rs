@@ -329,6 +329,12 @@ fn trace_printk_sits_between_its_workers_klog_events_on_the_timeline() {
     assert!(checked >= 10, "{checked} trace_printk records placed");
 }
 
+/// A trace line's time as printed: `        <idle>-0     [001]   123.456789: …` gives `123.456789`.
+fn seconds_text(line: &str) -> &str {
+    let (_, rest) = line.split_once("] ").unwrap();
+    rest.trim_start().split_once(':').unwrap().0
+}
+
 /// `--cpu`, `-g`, `--since`/`--until`, `-r` and `-n` choose from the whole trace (which the first
 /// test holds to the kernel's) exactly the lines they say, in text and in JSON alike.
 #[test]
@@ -339,15 +345,7 @@ fn trace_options_select_what_they_say() {
     let run = |cmd: &str| stdout(&kcrash_on(&dir, &FILES, &[cmd]), cmd);
     let all = run("trace -t");
     let lines: Vec<&str> = all.lines().collect();
-    let seconds = |l: &str| -> f64 {
-        let (_, rest) = l.split_once("] ").unwrap();
-        rest.trim_start()
-            .split_once(':')
-            .unwrap()
-            .0
-            .parse()
-            .unwrap()
-    };
+    let seconds = |l: &str| -> f64 { seconds_text(l).parse().unwrap() };
     // A window in the middle of the trace: the times of the lines a third and two thirds in.
     let (since, until) = (
         seconds(lines[lines.len() / 3]),
@@ -372,6 +370,50 @@ fn trace_options_select_what_they_say() {
         "trace -t -r -n 3 {select}"
     );
 
+    // Text without -t prints each time rounded to the microsecond: a time given as printed there
+    // holds every event printed with it. The window's edges are events whose printed time is
+    // past theirs (the first) and short of it (the last), which the exact times would drop.
+    let nanos = |l: &str| -> u64 {
+        let (secs, frac) = seconds_text(l).split_once('.').unwrap();
+        secs.parse::<u64>().unwrap() * 1_000_000_000 + frac.parse::<u64>().unwrap()
+    };
+    let printed_us = |l: &str| (nanos(l) + 500) / 1000;
+    let chosen = |l: &&str| l.contains(" [001] ") && l.contains("sched_");
+    let edge = |from: usize, rounds_up: bool| {
+        lines[from..]
+            .iter()
+            .copied()
+            .filter(chosen)
+            .find(|l| match nanos(l) % 1000 {
+                0 => false,
+                ns => (ns >= 500) == rounds_up,
+            })
+            .unwrap()
+    };
+    let (first, last) = (
+        printed_us(edge(lines.len() / 3, true)),
+        printed_us(edge(2 * lines.len() / 3, false)),
+    );
+    let in_us = run("trace");
+    let lines_us: Vec<&str> = in_us.lines().collect();
+    assert_eq!(lines_us.len(), lines.len(), "trace and trace -t");
+    let want: Vec<&str> = lines
+        .iter()
+        .zip(&lines_us)
+        .filter(|(l, _)| chosen(l) && (first..=last).contains(&printed_us(l)))
+        .map(|(_, l)| *l)
+        .collect();
+    assert!(want.len() > 5, "{} lines in the window", want.len());
+    let select = format!(
+        "--cpu 1 -g sched_ --since {}.{:06} --until {}.{:06}",
+        first / 1_000_000,
+        first % 1_000_000,
+        last / 1_000_000,
+        last % 1_000_000
+    );
+    let got = run(&format!("trace {select}"));
+    assert_eq!(got.lines().collect::<Vec<_>>(), want, "trace {select}");
+
     // JSON's times are the common timeline's: the trace clock's, but for `local` (sched_clock),
     // moved by __sched_clock_offset onto local_clock (as `trace -s` says). Its window is on them.
     let summary = run("trace -s");
@@ -381,17 +423,6 @@ fn trace_options_select_what_they_say() {
         .map_or(0, |(_, n)| {
             n.split_whitespace().next().unwrap().parse().unwrap()
         });
-    let nanos = |l: &str| -> i64 {
-        let (_, rest) = l.split_once("] ").unwrap();
-        let (secs, frac) = rest
-            .trim_start()
-            .split_once(':')
-            .unwrap()
-            .0
-            .split_once('.')
-            .unwrap();
-        secs.parse::<i64>().unwrap() * 1_000_000_000 + frac.parse::<i64>().unwrap()
-    };
     // The same window moved onto the common timeline, so it holds the same events as the text's
     // (a fixed window in JSON's times would hold however few the offset leaves in it).
     let (since_ns, until_ns) = (
@@ -402,7 +433,7 @@ fn trace_options_select_what_they_say() {
     let want_times: Vec<String> = lines
         .iter()
         .filter(|l| l.contains(" [001] ") && l.contains("sched_"))
-        .map(|l| nanos(l) + offset)
+        .map(|l| nanos(l) as i64 + offset)
         .filter(|t| window.contains(t))
         .map(|t| t.to_string())
         .collect();

@@ -54,7 +54,8 @@ pub struct Args {
     reverse: bool,
     /// Only events at or after this time, in seconds of the times printed (the trace clock's
     /// in text; with --json, the common timeline's, which is the same but for the `local`
-    /// clock, moved by __sched_clock_offset).
+    /// clock, moved by __sched_clock_offset). A time printed to the microsecond, as text prints
+    /// without -t, takes in every event printed with it.
     #[arg(long, value_name = "SECONDS")]
     since: Option<f64>,
     /// Only events at or before this time (as --since).
@@ -181,13 +182,10 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         Order::OldestFirst
     };
     let mem: &(dyn Memory + Sync) = session;
-    let nanos = |s: Option<f64>| {
-        s.map(|s| timeline::ticks_at(s, Some(1_000_000_000)))
-            .transpose()
-    };
+    let (since, until) = window(&args)?;
     let choice = Choice {
-        since: nanos(args.since)?.unwrap_or(0),
-        until: nanos(args.until)?.unwrap_or(u64::MAX),
+        since,
+        until,
         grep: timeline::grep(args.grep.as_deref())?,
     };
     let unreadable = AtomicU64::new(0);
@@ -217,6 +215,25 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         .collect();
     lanes::merge(streams, args.limit.unwrap_or(u64::MAX), cx.out)?;
     unreadable_pages(unreadable.into_inner())
+}
+
+/// `--since` and `--until` in nanoseconds of the trace clock. Text without `-t` prints times
+/// rounded to the microsecond, so there a time given holds every event printed with it: from
+/// half a microsecond before it to just under half a microsecond after.
+fn window(args: &Args) -> Result<(u64, u64)> {
+    let at = |t: Option<f64>, hz| t.map(|t| timeline::ticks_at(t, Some(hz))).transpose();
+    Ok(if args.nanoseconds {
+        (
+            at(args.since, 1_000_000_000)?.unwrap_or(0),
+            at(args.until, 1_000_000_000)?.unwrap_or(u64::MAX),
+        )
+    } else {
+        (
+            at(args.since, 1_000_000)?.map_or(0, |us| us.saturating_mul(1000).saturating_sub(500)),
+            at(args.until, 1_000_000)?
+                .map_or(u64::MAX, |us| us.saturating_mul(1000).saturating_add(499)),
+        )
+    })
 }
 
 /// Which events `trace` shows besides their CPU and instance.
