@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use kcrash_plugin::{Clock, Event, Log, Memory, Order};
 use regex::bytes::Regex;
 
@@ -37,10 +37,10 @@ pub struct Select {
     pub cpu: Option<u32>,
     /// Only events at or after this time: seconds when the clock rate is known, else ticks.
     #[arg(long, value_name = "TIME")]
-    pub since: Option<f64>,
+    pub since: Option<Time>,
     /// Only events at or before this time (as --since).
     #[arg(long, value_name = "TIME")]
-    pub until: Option<f64>,
+    pub until: Option<Time>,
     /// Only events whose line (name, fields, message, damage) matches this regular expression.
     #[arg(short = 'g', long, value_name = "REGEX")]
     pub grep: Option<String>,
@@ -274,17 +274,79 @@ where
     lanes::merge(producers, plan.limit, out)
 }
 
-/// A time given on the command line (`--since`, `--until`) in ticks: seconds times the clock rate
-/// when it is known, else ticks as given. Rounded, not truncated: a time copied from a line
-/// (`12.345678901`) is not exact in binary, and truncating it would drop that line's own event.
-pub fn ticks_at(t: f64, hz: Option<u64>) -> Result<u64> {
-    if !(t.is_finite() && t >= 0.0) {
-        bail!("time {t} is not a non-negative number");
+/// A time given on the command line (`--since`, `--until`): seconds, or ticks for a clock of
+/// unknown rate, with decimals kept exact to the nanosecond, as lines print them. (A float
+/// holds nanoseconds exactly only up to about 104 days.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Time {
+    nanos: u128,
+}
+
+impl std::str::FromStr for Time {
+    type Err = String;
+
+    /// `12`, `12.5`, `12.345678901`; decimals past the ninth round to the nearest nanosecond.
+    fn from_str(s: &str) -> std::result::Result<Time, String> {
+        let bad = || format!("{s:?} is not a time: digits, then a point and decimals if any");
+        let (whole, fraction) = s.split_once('.').unwrap_or((s, ""));
+        let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+        if whole.is_empty() && fraction.is_empty() || !digits(whole) || !digits(fraction) {
+            return Err(bad());
+        }
+        // Past 10^20 seconds no clock has a tick to name; the digits must still fit.
+        let whole: u128 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse::<u64>().map_err(|_| bad())?.into()
+        };
+        let mut nanos = 0u128;
+        for (i, b) in fraction
+            .bytes()
+            .chain(std::iter::repeat(b'0'))
+            .take(10)
+            .enumerate()
+        {
+            let d = u128::from(b - b'0');
+            if i < 9 {
+                nanos = nanos * 10 + d;
+            } else if d >= 5 {
+                nanos += 1;
+            }
+        }
+        Ok(Time {
+            nanos: whole * 1_000_000_000 + nanos,
+        })
     }
-    Ok(match hz {
-        Some(hz) => (t * hz as f64).round() as u64,
-        None => t.round() as u64,
-    })
+}
+
+/// Which end of a time window a time given on the command line is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edge {
+    /// `--since`: the window's first tick.
+    Since,
+    /// `--until`: its last.
+    Until,
+}
+
+/// A time given on the command line in ticks. With a known clock rate it is seconds as lines
+/// print them, truncated to the nanosecond: at a printed time the window starts at the first
+/// tick printed with it and ends at the last, so it takes in every event printed there however
+/// many ticks a nanosecond holds. Without a rate it is ticks, rounded.
+pub fn ticks_at(t: Time, hz: Option<u64>, edge: Edge) -> u64 {
+    let Some(hz) = hz.filter(|&hz| hz > 0) else {
+        return u64::try_from((t.nanos + 500_000_000) / 1_000_000_000).unwrap_or(u64::MAX);
+    };
+    // The first tick whose time, truncated to the nanosecond, is `nanos` or later.
+    let first_tick = |nanos: u128| {
+        nanos
+            .checked_mul(u128::from(hz))
+            .map_or(u128::MAX, |n| n.div_ceil(1_000_000_000))
+    };
+    let tick = match edge {
+        Edge::Since => first_tick(t.nanos),
+        Edge::Until => first_tick(t.nanos + 1).saturating_sub(1),
+    };
+    u64::try_from(tick).unwrap_or(u64::MAX)
 }
 
 /// `-g REGEX`, compiled.
@@ -309,11 +371,10 @@ impl Filter {
             Some(log) => log.clock().hz(),
             None => Some(1_000_000_000),
         };
-        let time = |t| ticks_at(t, hz);
         Ok(Filter {
             cpu: select.cpu,
-            since: select.since.map(time).transpose()?,
-            until: select.until.map(time).transpose()?,
+            since: select.since.map(|t| ticks_at(t, hz, Edge::Since)),
+            until: select.until.map(|t| ticks_at(t, hz, Edge::Until)),
             grep: grep(select.grep.as_deref())?,
         })
     }
@@ -354,19 +415,78 @@ impl Filter {
 
 #[cfg(test)]
 mod tests {
-    use super::ticks_at;
+    use super::{ticks_at, Edge, Time};
+    use kcrash_klog::render::Clock;
+
+    fn time(s: &str) -> Time {
+        s.parse().unwrap()
+    }
 
     #[test]
-    fn a_time_copied_from_a_line_is_that_lines_tick() {
-        // 1.000000007 s is 1000000006.9999999 ns in binary: truncated, --until would drop the
-        // event printed at that time.
-        assert_eq!(
-            ticks_at(1.000000007, Some(1_000_000_000)).unwrap(),
-            1_000_000_007
-        );
-        assert_eq!(ticks_at(2.5, Some(2_000)).unwrap(), 5_000);
-        assert_eq!(ticks_at(41.6, None).unwrap(), 42);
-        assert!(ticks_at(-1.0, None).is_err());
-        assert!(ticks_at(f64::NAN, Some(1)).is_err());
+    fn times_are_read_exactly_to_the_nanosecond() {
+        for edge in [Edge::Since, Edge::Until] {
+            // 1.000000007 s is 1000000006.9999999 ns in binary: no float comes between.
+            assert_eq!(
+                ticks_at(time("1.000000007"), Some(1_000_000_000), edge),
+                1_000_000_007
+            );
+            // Past 104 days a float no longer holds the nanoseconds.
+            assert_eq!(
+                ticks_at(time("9999999.123456789"), Some(1_000_000_000), edge),
+                9_999_999_123_456_789
+            );
+            assert_eq!(ticks_at(time("41.6"), None, edge), 42);
+            assert_eq!(ticks_at(time("7"), None, edge), 7);
+            assert_eq!(ticks_at(time(".5"), Some(2), edge), 1);
+            assert_eq!(
+                ticks_at(time("18446744073709551615"), Some(3), edge),
+                u64::MAX
+            );
+        }
+        assert_eq!(time("0.1234567894"), time("0.123456789"));
+        assert_eq!(time("0.1234567895"), time("0.12345679"));
+        assert_eq!(time("2."), time("2"));
+        for bad in [
+            "",
+            ".",
+            "-1",
+            "+1",
+            "1e3",
+            "nan",
+            "1.2.3",
+            " 1",
+            "18446744073709551616",
+        ] {
+            assert!(bad.parse::<Time>().is_err(), "{bad:?}");
+        }
+    }
+
+    /// With a clock faster than a nanosecond a tick (2.3 GHz, the bare kernel's) several ticks
+    /// print as one time: the window at that printed time holds each of them and no other.
+    #[test]
+    fn the_window_at_a_printed_time_holds_every_tick_printed_with_it() {
+        for hz in [2_299_971_083, 3_000_000_000, 999_999_937, 1_000] {
+            let clock = Clock { hz: Some(hz) };
+            for base in [0u64, 981_234_567, 1 << 40, u64::MAX - 40] {
+                for tick in base..base + 40 {
+                    let printed = clock.show(tick);
+                    let t = time(printed.trim());
+                    let since = ticks_at(t, Some(hz), Edge::Since);
+                    let until = ticks_at(t, Some(hz), Edge::Until);
+                    assert!(
+                        (since..=until).contains(&tick),
+                        "{hz} Hz, {tick}: {printed}"
+                    );
+                    assert_eq!(clock.show(since), printed, "{hz} Hz: first of {printed}");
+                    assert_eq!(clock.show(until), printed, "{hz} Hz: last of {printed}");
+                    if since > 0 {
+                        assert_ne!(clock.show(since - 1), printed, "{hz} Hz, before {printed}");
+                    }
+                    if until < u64::MAX {
+                        assert_ne!(clock.show(until + 1), printed, "{hz} Hz, after {printed}");
+                    }
+                }
+            }
+        }
     }
 }

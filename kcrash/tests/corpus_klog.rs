@@ -623,6 +623,45 @@ fn grep_keeps_exactly_the_matching_messages() {
     assert_eq!(out.lines().count(), 3);
 }
 
+/// `--since T --until T` at a time a line printed keeps exactly the records printed with that
+/// time. The bare kernel's clock runs at 2.3 GHz, so a printed nanosecond spans two or three
+/// ticks: a window taken from the time rounded to a tick missed most of them.
+#[test]
+fn a_window_at_a_printed_time_keeps_the_records_printed_with_it() {
+    let dir = corpus();
+    let files = [
+        dir.join("bare/rings/vmcore.kdump"),
+        dir.join("bare/vmlinux"),
+    ];
+    let files: Vec<&str> = files.iter().map(|p| p.to_str().unwrap()).collect();
+    let all = stdout(&run("klog 0 full", &files), "klog");
+    // `[    0.446512427] [ffffffff8010dc58][3,805306815,NONE] ...`
+    let time = |line: &str| line[1..].split(']').next().unwrap().trim().to_owned();
+    let mut times: Vec<String> = all.lines().map(time).collect();
+    times.dedup();
+    assert!(times.len() > 100, "{} times", times.len());
+    // One session, one window per time: the output is every line, once, in order.
+    let mut args = vec!["-s".to_owned()];
+    for t in &times {
+        args.extend([
+            "-c".to_owned(),
+            format!("klog 0 full --since {t} --until {t}"),
+        ]);
+    }
+    args.extend(files.iter().map(|f| f.to_string()));
+    let windows = stdout(&kcrash().run(&args), "klog windows");
+    let (got, want): (Vec<&str>, Vec<&str>) = (windows.lines().collect(), all.lines().collect());
+    if let Some(i) = (0..want.len()).find(|&i| got.get(i) != Some(&want[i])) {
+        panic!(
+            "line {i}: {:?} where {:?} was printed at {}",
+            got.get(i),
+            want[i],
+            time(want[i])
+        );
+    }
+    assert_eq!(got.len(), want.len());
+}
+
 /// `--chore` takes the id as a FULL line prints it (16 hex digits, no 0x), as with 0x, and keeps
 /// exactly the oracle's records of that chore.
 #[test]

@@ -26,7 +26,7 @@ use crate::paint::Paint;
 use crate::report::{self, Dec, Hex, Report};
 use crate::schemata::Reader;
 use crate::session::Session;
-use crate::timeline::{grep, ticks_at, Select};
+use crate::timeline::{grep, ticks_at, Edge, Select, Time};
 use kcrash_plugin::pipeline::render_stream;
 
 /// Print the kernel event log (KLog rings) as it was at the crash.
@@ -60,10 +60,10 @@ pub struct Args {
     chore: Option<u64>,
     /// Only records at or after this time: seconds when the dump knows the clock rate, else ticks.
     #[arg(long, value_name = "TIME")]
-    since: Option<f64>,
+    since: Option<Time>,
     /// Only records at or before this time (as --since).
     #[arg(long, value_name = "TIME")]
-    until: Option<f64>,
+    until: Option<Time>,
     /// Only records whose message matches this regular expression.
     #[arg(short = 'g', long, value_name = "REGEX")]
     grep: Option<String>,
@@ -133,12 +133,11 @@ struct Filter {
 
 impl Filter {
     fn new(args: &Args, clock: Clock) -> Result<Filter> {
-        let ticks = |t| ticks_at(t, clock.hz);
         Ok(Filter {
             cpu: args.cpu,
             chore: args.chore,
-            since: args.since.map(ticks).transpose()?,
-            until: args.until.map(ticks).transpose()?,
+            since: args.since.map(|t| ticks_at(t, clock.hz, Edge::Since)),
+            until: args.until.map(|t| ticks_at(t, clock.hz, Edge::Until)),
             grep: grep(args.grep.as_deref())?,
         })
     }

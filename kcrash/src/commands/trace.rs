@@ -17,7 +17,7 @@ use crate::export::{self, Exports};
 use crate::lanes::{self, Batch, Batches};
 use crate::report;
 use crate::session::Session;
-use crate::timeline::{self, Select};
+use crate::timeline::{self, Edge, Select, Time};
 
 /// Print the kernel's ftrace ring buffers as they were at the crash, every CPU merged by time,
 /// oldest first, as `trace-cmd report` prints a recording: task and PID, CPU, the latency
@@ -57,10 +57,10 @@ pub struct Args {
     /// clock, moved by __sched_clock_offset). A time printed to the microsecond, as text prints
     /// without -t, takes in every event printed with it.
     #[arg(long, value_name = "SECONDS")]
-    since: Option<f64>,
+    since: Option<Time>,
     /// Only events at or before this time (as --since).
     #[arg(long, value_name = "SECONDS")]
-    until: Option<f64>,
+    until: Option<Time>,
     /// Only events whose line from the event's name on (name, message, damage) matches this
     /// regular expression.
     #[arg(short = 'g', long, value_name = "REGEX")]
@@ -182,7 +182,7 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         Order::OldestFirst
     };
     let mem: &(dyn Memory + Sync) = session;
-    let (since, until) = window(&args)?;
+    let (since, until) = window(&args);
     let choice = Choice {
         since,
         until,
@@ -220,20 +220,21 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
 /// `--since` and `--until` in nanoseconds of the trace clock. Text without `-t` prints times
 /// rounded to the microsecond, so there a time given holds every event printed with it: from
 /// half a microsecond before it to just under half a microsecond after.
-fn window(args: &Args) -> Result<(u64, u64)> {
-    let at = |t: Option<f64>, hz| t.map(|t| timeline::ticks_at(t, Some(hz))).transpose();
-    Ok(if args.nanoseconds {
-        (
-            at(args.since, 1_000_000_000)?.unwrap_or(0),
-            at(args.until, 1_000_000_000)?.unwrap_or(u64::MAX),
-        )
-    } else {
-        (
-            at(args.since, 1_000_000)?.map_or(0, |us| us.saturating_mul(1000).saturating_sub(500)),
-            at(args.until, 1_000_000)?
-                .map_or(u64::MAX, |us| us.saturating_mul(1000).saturating_add(499)),
-        )
-    })
+fn window(args: &Args) -> (u64, u64) {
+    let nanos = |t: Option<Time>, edge| t.map(|t| timeline::ticks_at(t, Some(1_000_000_000), edge));
+    let (since, until) = (
+        nanos(args.since, Edge::Since),
+        nanos(args.until, Edge::Until),
+    );
+    if args.nanoseconds {
+        return (since.unwrap_or(0), until.unwrap_or(u64::MAX));
+    }
+    // The time given, rounded to the microsecond as lines are.
+    let micros = |ns: u64| ns.saturating_add(500) / 1000 * 1000;
+    (
+        since.map_or(0, |ns| micros(ns).saturating_sub(500)),
+        until.map_or(u64::MAX, |ns| micros(ns).saturating_add(499)),
+    )
 }
 
 /// Which events `trace` shows besides their CPU and instance.
