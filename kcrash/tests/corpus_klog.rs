@@ -623,17 +623,18 @@ fn grep_keeps_exactly_the_matching_messages() {
     assert_eq!(out.lines().count(), 3);
 }
 
+/// The bare kernel's `rings` kdump and its image, as arguments.
+fn bare_rings() -> [String; 2] {
+    ["bare/rings/vmcore.kdump", "bare/vmlinux"].map(|f| corpus().join(f).display().to_string())
+}
+
 /// `--since T --until T` at a time a line printed keeps exactly the records printed with that
 /// time. The bare kernel's clock runs at 2.3 GHz, so a printed nanosecond spans two or three
 /// ticks: a window taken from the time rounded to a tick missed most of them.
 #[test]
 fn a_window_at_a_printed_time_keeps_the_records_printed_with_it() {
-    let dir = corpus();
-    let files = [
-        dir.join("bare/rings/vmcore.kdump"),
-        dir.join("bare/vmlinux"),
-    ];
-    let files: Vec<&str> = files.iter().map(|p| p.to_str().unwrap()).collect();
+    let bare = bare_rings();
+    let files: Vec<&str> = bare.iter().map(String::as_str).collect();
     let all = stdout(&run("klog 0 full", &files), "klog");
     // `[    0.446512427] [ffffffff8010dc58][3,805306815,NONE] ...`
     let time = |line: &str| line[1..].split(']').next().unwrap().trim().to_owned();
@@ -666,14 +667,10 @@ fn a_window_at_a_printed_time_keeps_the_records_printed_with_it() {
 /// exactly the oracle's records of that chore.
 #[test]
 fn chore_filter_takes_the_id_as_full_prints_it() {
-    let dir = corpus();
-    let files = [
-        dir.join("bare/rings/vmcore.kdump"),
-        dir.join("bare/vmlinux"),
-    ];
-    let files: Vec<&str> = files.iter().map(|p| p.to_str().unwrap()).collect();
+    let bare = bare_rings();
+    let files: Vec<&str> = bare.iter().map(String::as_str).collect();
     let expected: Expected = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("bare/rings/expected.json")).unwrap(),
+        &std::fs::read_to_string(corpus().join("bare/rings/expected.json")).unwrap(),
     )
     .unwrap();
     let first = stdout(&run("klog 0 full -n 1", &files), "klog");
