@@ -293,25 +293,18 @@ impl std::str::FromStr for Time {
         if whole.is_empty() && fraction.is_empty() || !digits(whole) || !digits(fraction) {
             return Err(bad());
         }
-        // Past 10^20 seconds no clock has a tick to name; the digits must still fit.
-        let whole: u128 = if whole.is_empty() {
-            0
-        } else {
-            whole.parse::<u64>().map_err(|_| bad())?.into()
+        // Whole seconds past u64's range name no clock's tick.
+        let whole: u128 = match whole {
+            "" => 0,
+            w => w.parse::<u64>().map_err(|_| bad())?.into(),
         };
-        let mut nanos = 0u128;
-        for (i, b) in fraction
-            .bytes()
-            .chain(std::iter::repeat(b'0'))
-            .take(10)
-            .enumerate()
-        {
-            let d = u128::from(b - b'0');
-            if i < 9 {
-                nanos = nanos * 10 + d;
-            } else if d >= 5 {
-                nanos += 1;
-            }
+        let (nine, rest) = fraction.split_at(fraction.len().min(9));
+        let mut nanos = match nine {
+            "" => 0,
+            n => n.parse::<u128>().map_err(|_| bad())? * 10u128.pow(9 - n.len() as u32),
+        };
+        if rest.as_bytes().first().is_some_and(|&d| d >= b'5') {
+            nanos += 1;
         }
         Ok(Time {
             nanos: whole * 1_000_000_000 + nanos,
