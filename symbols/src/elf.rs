@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -38,8 +39,11 @@ pub(crate) struct ElfFile {
     /// ET_DYN: a PIE program or shared library, loaded at a bias.
     pub(crate) position_independent: bool,
     pub(crate) load_segments: Vec<LoadSegment>,
-    /// Allocated sections at their link-time addresses (unused once placed).
+    /// Allocated sections at their link-time addresses (unused once placed), but those
+    /// [`zero_based`].
     allocated: Vec<LoadedSection>,
+    /// Link-time ranges of the [`zero_based`] sections, which the load bias does not move.
+    zero_based: Vec<Range<u64>>,
     /// A relocatable file's sections at their run-time addresses, once placed.
     pub(crate) placement: Option<Placement>,
     /// `.eh_frame` and what its pointers are relative to (absent in a separate debug file,
@@ -167,6 +171,14 @@ pub(crate) fn open_regular(path: &Path, flags: i32) -> std::io::Result<File> {
     }
 }
 
+/// Whether `section`, allocated, is linked at 0 in an executable or shared object: per-CPU
+/// data (x86_64's `.data..percpu`). The kernel copies it once for each processor and knows each
+/// variable by its offset in it, which KASLR leaves as linked; nothing is loaded at page 0, so
+/// its addresses name no memory. (A relocatable file has every section at 0 until placed.)
+pub(crate) fn zero_based(file: &object::File<'_>, section: &object::Section<'_, '_>) -> bool {
+    file.kind() != object::ObjectKind::Relocatable && section.address() == 0 && section.size() > 0
+}
+
 /// The GNU build-id of the 64-bit little-endian ELF file whose first bytes are `head`, found
 /// through its program headers (PT_NOTE), as the loader sees it: a process core holds a
 /// program's first page, not its section headers. `None` when `head` does not reach it.
@@ -225,7 +237,7 @@ impl ElfFile {
                 .or_insert((section.index(), range));
         }
         let unwind = unwind_sections(&file, &data);
-        let allocated = file
+        let (zero_based, allocated): (Vec<_>, Vec<_>) = file
             .sections()
             .filter(|section| match section.flags() {
                 object::SectionFlags::Elf { sh_flags } => {
@@ -234,6 +246,10 @@ impl ElfFile {
                 }
                 _ => false,
             })
+            .partition(|section| zero_based(&file, section));
+        let zero_based = zero_based.iter().map(|section| 0..section.size()).collect();
+        let allocated = allocated
+            .iter()
             .map(|section| LoadedSection {
                 address: section.address(),
                 size: section.size(),
@@ -270,6 +286,7 @@ impl ElfFile {
             position_independent,
             load_segments,
             allocated,
+            zero_based,
             placement: None,
             unwind,
         })
@@ -290,7 +307,18 @@ impl ElfFile {
         Ok(())
     }
 
-    /// The allocated sections, where they are (link-time, or run-time once placed).
+    /// Run-time `link` for an image loaded at `bias`: moved by the bias unless it is in a
+    /// [`zero_based`] section.
+    pub(crate) fn relocated(&self, link: u64, bias: u64) -> u64 {
+        if self.zero_based.iter().any(|range| range.contains(&link)) {
+            link
+        } else {
+            link.wrapping_add(bias)
+        }
+    }
+
+    /// The allocated sections, where they are (link-time, or run-time once placed), but the
+    /// [`zero_based`] ones, which are at no run-time address.
     pub(crate) fn allocated(&self) -> &[LoadedSection] {
         match &self.placement {
             Some(placement) => placement.loaded(),

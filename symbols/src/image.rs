@@ -339,7 +339,7 @@ impl Image {
         Ok(raw.map(|raw| Variable {
             name: raw.name,
             linkage_name: raw.linkage_name,
-            address: raw.address.map(|a| a.wrapping_add(self.bias)),
+            address: raw.address.map(|a| self.file.relocated(a, self.bias)),
             ty: raw.ty,
         }))
     }

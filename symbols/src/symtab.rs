@@ -19,12 +19,14 @@ pub enum SymbolKind {
     Other,
 }
 
-/// An ELF symbol, with its address already moved by the image's load bias.
+/// An ELF symbol, with its address already moved by the image's load bias (but a per-CPU
+/// variable's offset, which the bias does not move).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Symbol {
     /// The name as stored in the symbol table (mangled for Rust and C++).
     pub name: String,
-    /// Run-time address: the symbol's value plus the load bias.
+    /// Run-time address: the symbol's value plus the load bias; the value alone in a
+    /// zero-based per-CPU section, where it is an offset.
     pub address: u64,
     /// Size in bytes; 0 when the producer did not say (common for assembly symbols).
     pub size: u64,
@@ -84,6 +86,9 @@ pub(crate) struct SymbolTable {
     /// The labels in code by address, the best of each address first.
     labels_by_address: Vec<Entry>,
     section_names: Vec<String>,
+    /// The [`zero_based`](crate::elf::zero_based) sections by index: their symbols are offsets
+    /// the load bias does not move, and no address is in them.
+    zero_based: Vec<u32>,
     /// Symbols of sections that are not loaded, with their offset in the section as address.
     not_loaded: Vec<Entry>,
     /// Each object file the symbol table names (each `STT_FILE` symbol, which the linker puts
@@ -109,9 +114,15 @@ impl SymbolTable {
 
         // By ELF section index; the iterator leaves out the null section 0.
         let mut section_names = vec![String::new()];
+        let mut zero_based = Vec::new();
         for section in file.sections() {
             if section_names.len() == section.index().0 {
                 section_names.push(section.name().unwrap_or("").to_owned());
+            }
+            let allocated = matches!(section.flags(), object::SectionFlags::Elf { sh_flags }
+                if sh_flags & u64::from(object::elf::SHF_ALLOC) != 0);
+            if allocated && crate::elf::zero_based(file, &section) {
+                zero_based.extend(u32::try_from(section.index().0).ok());
             }
         }
         let table = file.symbol_table().or_else(|| file.dynamic_symbol_table());
@@ -234,6 +245,7 @@ impl SymbolTable {
             labels,
             labels_by_address,
             section_names,
+            zero_based,
             not_loaded,
             objects,
         }
@@ -376,6 +388,9 @@ impl SymbolTable {
             self.by_address.get(group_start)
         });
         if let Some(best) = symbol {
+            if self.is_zero_based(best) {
+                return None;
+            }
             let offset = address - best.address;
             if best.size == 0 || offset < best.size {
                 return Some((self.public(best, bias), offset));
@@ -396,7 +411,12 @@ impl SymbolTable {
         Some((self.public(label, bias), address - label.address))
     }
 
+    fn is_zero_based(&self, entry: &Entry) -> bool {
+        entry.section.is_some_and(|i| self.zero_based.contains(&i))
+    }
+
     fn public(&self, entry: &Entry, bias: u64) -> Symbol {
+        let bias = if self.is_zero_based(entry) { 0 } else { bias };
         Symbol {
             name: entry.name.to_string(),
             address: entry.address.wrapping_add(bias),

@@ -66,17 +66,15 @@ impl PerCpu {
     }
 }
 
-/// The address per-CPU variable `name` is known by, to which a CPU's offset is added. x86_64
-/// links its per-CPU variables from 0 (`.data..percpu` is at 0) and KASLR leaves them there, so
-/// a link address in the lower half (no kernel address) is that offset itself; elsewhere the
-/// variable moved with the kernel.
+/// The address per-CPU variable `name` is known by, to which a CPU's offset is added: its
+/// symbol's (x86_64 links per-CPU variables from 0, and their symbols stay there under KASLR).
 pub fn variable(kernel: Kernel<'_>, name: &str) -> Result<u64> {
-    let image = vmlinux(kernel)?;
-    let sym = image.symbol(name).ok_or_else(|| Error::NoSymbol {
-        name: name.to_owned(),
-    })?;
-    let link = sym.address.wrapping_sub(image.load_bias());
-    Ok(if link >> 63 == 0 { link } else { sym.address })
+    let sym = vmlinux(kernel)?
+        .symbol(name)
+        .ok_or_else(|| Error::NoSymbol {
+            name: name.to_owned(),
+        })?;
+    Ok(sym.address)
 }
 
 fn vmlinux<'a>(kernel: Kernel<'a>) -> Result<&'a Image> {
