@@ -115,6 +115,8 @@ const LINUX: &[Check] = &[
     ("ptype --json struct module", "ptype", Shape::Lines),
     ("struct --json list_head", "ptype", Shape::Lines),
     ("struct --json list_head &modules", "print", Shape::Lines),
+    ("p --json runqueues", "print", Shape::Lines),
+    ("p --json irq_stat:a", "print", Shape::Lines),
     ("log -m -T --json", "log", Shape::Lines),
     ("timeline --json -n 500", "event", Shape::Lines),
 ];

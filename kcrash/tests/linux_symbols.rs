@@ -96,3 +96,61 @@ fn a_print_agrees_with_crash() {
         "crash said:\n{theirs}"
     );
 }
+
+/// A per-CPU variable as crash prints it: `p NAME` its type and each CPU's address, `p NAME:a`
+/// each CPU's copy, and its symbol at the offset KASLR leaves as linked.
+#[test]
+fn per_cpu_variables_print_as_crash_prints_them() {
+    let Some(dir) = guest("per_cpu_vs_crash", &["vmcore.elf", "vmlinux"]) else {
+        return;
+    };
+    if !crash_reads("per_cpu_vs_crash", &dir) {
+        return;
+    }
+    let theirs = crash(
+        &dir,
+        "vmcore.elf",
+        "p irq_stat\np irq_stat:a\nsym runqueues",
+    );
+    let ours = stdout(
+        &kcrash(
+            &dir,
+            "vmcore.elf",
+            &["p irq_stat", "p --pretty irq_stat:a", "sym runqueues"],
+        ),
+        "kcrash",
+    );
+    // crash numbers each value (`per_cpu(irq_stat, 0) = $1 = {`); kcrash, like gdb's scripts,
+    // does not. Its warnings about the dump are not output.
+    let theirs: Vec<String> = theirs
+        .lines()
+        .filter(|l| !l.starts_with("WARNING") && !l.trim().is_empty())
+        .map(|l| match l.split_once(" = $") {
+            Some((head, rest)) => {
+                format!("{head} = {}", rest.split_once(" = ").map_or("", |r| r.1))
+            }
+            None => l.to_owned(),
+        })
+        .collect();
+    let ours: Vec<&str> = ours.lines().collect();
+    assert!(ours.len() > 8, "{ours:?}");
+    let (sym, values) = ours.split_last().expect("lines");
+    assert_eq!(
+        theirs[..theirs.len() - 1],
+        *values,
+        "crash said:\n{}",
+        theirs.join("\n")
+    );
+    // crash: `31c40 (D) runqueues`, kcrash the same address zero-padded.
+    let address = |l: &str| {
+        l.split_whitespace()
+            .next()
+            .map(|a| u64::from_str_radix(a, 16))
+    };
+    assert_eq!(
+        address(sym).and_then(Result::ok),
+        theirs.last().and_then(|l| address(l)).and_then(Result::ok),
+        "crash said:\n{}",
+        theirs.join("\n")
+    );
+}

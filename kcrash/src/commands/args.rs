@@ -17,6 +17,41 @@ pub fn number(s: &str) -> Result<u64, String> {
     r.map_err(|e| format!("{s:?} is not a number: {e}"))
 }
 
+/// The CPUs crash's cpuspec names among `count`, in the order given: `a` or `all` every one,
+/// else a list of numbers and ranges (`1,3,5-7`).
+pub fn cpu_list(spec: &str, count: usize) -> Result<Vec<usize>> {
+    if spec == "a" || spec == "all" {
+        return Ok((0..count).collect());
+    }
+    let cpu = |s: &str| -> Result<usize> {
+        let n: usize = s
+            .trim()
+            .parse()
+            .map_err(|_| anyhow!("{s:?} is not a CPU number (a CPU list is 1,3,5-7; all is a)"))?;
+        if n >= count {
+            bail!(
+                "no CPU {n}: the dump's CPUs are 0-{}",
+                count.saturating_sub(1)
+            );
+        }
+        Ok(n)
+    };
+    let mut cpus = Vec::new();
+    for part in spec.split(',') {
+        match part.split_once('-') {
+            Some((first, last)) => {
+                let (first, last) = (cpu(first)?, cpu(last)?);
+                if first > last {
+                    bail!("{part:?}: the range runs backwards");
+                }
+                cpus.extend(first..=last);
+            }
+            None => cpus.push(cpu(part)?),
+        }
+    }
+    Ok(cpus)
+}
+
 /// A PID (decimal, up to ten digits) or a task's address (hex, with or without 0x), as crash's
 /// `bt`, `set` and `task` take them.
 pub fn pid_or_task(s: &str) -> Result<u64, String> {
@@ -143,6 +178,25 @@ pub fn address(session: &Session<'_>, text: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_read_as_crash_reads_them() {
+        assert_eq!(cpu_list("a", 3).unwrap(), [0, 1, 2]);
+        assert_eq!(cpu_list("all", 2).unwrap(), [0, 1]);
+        assert_eq!(cpu_list("2,0-1", 4).unwrap(), [2, 0, 1]);
+        assert_eq!(cpu_list(" 3 ", 4).unwrap(), [3]);
+        for (spec, why) in [
+            ("4", "no CPU 4: the dump's CPUs are 0-3"),
+            ("2-1", "\"2-1\": the range runs backwards"),
+            ("x", "\"x\" is not a CPU number"),
+            ("", "\"\" is not a CPU number"),
+            ("1,,2", "\"\" is not a CPU number"),
+            ("-1", "\"\" is not a CPU number"),
+        ] {
+            let e = cpu_list(spec, 4).unwrap_err().to_string();
+            assert!(e.starts_with(why), "{spec:?}: {e}");
+        }
+    }
 
     #[test]
     fn numbers_and_hex() {

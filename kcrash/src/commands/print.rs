@@ -4,12 +4,18 @@
 
 use anyhow::{anyhow, bail, Result};
 
+use serde_json::json;
+
+use super::args::{cpu_list, thread_or_task};
 use super::{Context, Flow};
+use crate::expr::decl::declaration;
 use crate::expr::json::to_json;
 use crate::expr::text::Writer;
 use crate::expr::value::{Options, Reader, FORMATS};
-use crate::expr::{evaluate, parse_expr, Expr, Ty};
-use crate::report;
+use crate::expr::{evaluate, parse_expr, Evaluator, Expr, Place, Ty, Value};
+use crate::linux::{facts, percpu};
+use crate::report::{self, Hex};
+use crate::session::Session;
 
 pub const HELP: &str = "\
 p[/FMT] [--json] [--pretty] EXPR — print an expression as gdb does
@@ -20,6 +26,9 @@ EXPR is C: globals (KLogs, hosted::KLogs), integers (0x10, 42, 'a'), `.` `->` `[
 FMT is one of gdb's letters: x (hex), d (signed), u (unsigned), o (octal), t (binary),
 c (character), a (address with symbol), z (zero-padded hex), s (strings: the default).
 `EXPR@N` is gdb's artificial array: N objects from where EXPR is (`p *KLogs[1].buffer@8`).
+A Linux per-CPU variable (`DEFINE_PER_CPU`) is printed as crash prints it: `p NAME` gives its
+type and each CPU's address, `p NAME:CPUS` each of those CPUs' copy, CPUS being `a` (all), a
+list such as `0,2-3`, or nothing for the current context's CPU.
 
 Examples:
   p KLogs[3].next_write
@@ -27,11 +36,14 @@ Examples:
   p &KLogBuffer
   p/x KLogs[2]
   p ((KLog *)0xffffffff80101040)->buffer
-  p --json DebugFlags[1]";
+  p --json DebugFlags[1]
+  p runqueues:1
+  p/x irq_stat:a";
 
 /// Runs `p` from the command word (`p`, `print`, `p/x`) and the rest of the line as typed.
 pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
     let (session, name, line, out) = (cx.session, cx.word, cx.raw, &mut *cx.out);
+    let context = cx.settings.context;
     let mut format = name.split_once('/').map(|(_, f)| f.to_owned());
     let hex = cx.settings.hex;
     let mut opts = Options::default();
@@ -77,6 +89,22 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
     if images.set.images().is_empty() {
         bail!("no image: give the image with DWARF to print expressions");
     }
+    if let Some((name, cpus)) = per_cpu_name(session, &text)? {
+        let (ev, value) = evaluate(images.set.images(), session, &Expr::Name(name.into()))?;
+        let copies = Copies {
+            ev: &ev,
+            name,
+            value,
+            areas: percpu::PerCpu::read(session.kernel())?,
+            json,
+            opts,
+        };
+        return match cpus {
+            None => copies.addresses(out),
+            Some("") => copies.values(&[context_cpu(session, context)?], out),
+            Some(spec) => copies.values(&cpu_list(spec, copies.areas.count())?, out),
+        };
+    }
     let expr = parse_expr(&text).map_err(|e| anyhow!("{}", e.show(&text)))?;
     let (ev, value) = evaluate(images.set.images(), session, &expr)?;
     if let (Ty::NoDebug, Expr::Name(name)) = (&value.ty, &expr) {
@@ -89,4 +117,161 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         writeln!(out, "{}", Writer { ev: &ev, opts }.top(&node)?)?;
     }
     Ok(Flow::Continue)
+}
+
+/// crash's per-CPU forms: `NAME` or `NAME:CPUS` where NAME is a per-CPU variable of the
+/// kernel, with the CPUS as typed. `None` for any other expression; an error for `NAME:CPUS`
+/// when NAME is a plain variable.
+fn per_cpu_name<'t>(
+    session: &Session<'_>,
+    text: &'t str,
+) -> Result<Option<(&'t str, Option<&'t str>)>> {
+    let (name, cpus) = match text.split_once(':') {
+        // `hosted::KLogs` and `a ? b : c` are expressions.
+        Some((name, cpus)) if !cpus.contains(':') => (name.trim(), Some(cpus.trim())),
+        Some(_) => return Ok(None),
+        None => (text, None),
+    };
+    let identifier = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !identifier {
+        return Ok(None);
+    }
+    let kernel = session.kernel();
+    let per_cpu = session.linux.is_some()
+        && kernel
+            .image
+            .and_then(|image| image.symbol(name))
+            .is_some_and(|sym| percpu::is_per_cpu(&sym));
+    match (per_cpu, cpus) {
+        (true, _) => Ok(Some((name, cpus))),
+        (false, Some(_)) => {
+            bail!("{name} is not a per-CPU variable of a Linux kernel: NAME:CPUS needs one")
+        }
+        (false, None) => Ok(None),
+    }
+}
+
+/// The CPU of the current context: the task `set` chose, else the CPU that panicked.
+fn context_cpu(session: &Session<'_>, context: Option<u64>) -> Result<usize> {
+    let cpu = match context {
+        Some(id) => {
+            let task = thread_or_task(session, id)?.task;
+            let cpu = task
+                .map(|t| t.cpu)
+                .ok_or_else(|| anyhow!("the context is no task"))?;
+            cpu.map_err(|e| anyhow!("the context's CPU: {e}"))? as usize
+        }
+        None => facts::panic_cpu(session.kernel())?.ok_or_else(|| {
+            anyhow!("no CPU panicked and set chose no task: name the CPUs (NAME:0, NAME:a)")
+        })?,
+    };
+    Ok(cpu)
+}
+
+/// A per-CPU variable's copies, printed as crash prints them.
+struct Copies<'e, 'n> {
+    ev: &'e Evaluator<'e>,
+    name: &'n str,
+    /// The variable as its symbol places it: the offset every CPU's copy is at from its area.
+    value: Value,
+    areas: percpu::PerCpu,
+    json: bool,
+    opts: Options,
+}
+
+impl Copies<'_, '_> {
+    fn base(&self) -> Result<u64> {
+        match self.value.place {
+            Place::Memory(address) => Ok(address),
+            _ => bail!("{} is not in memory", self.name),
+        }
+    }
+
+    /// `p NAME`: the type, then each CPU's address.
+    fn addresses(&self, out: &mut dyn std::io::Write) -> Result<Flow> {
+        let base = self.base()?;
+        let areas = &self.areas;
+        let ty = self.ev.type_name(&self.value.ty)?;
+        let copies = (0..areas.count()).filter_map(|cpu| Some((cpu, areas.copy(base, cpu)?)));
+        if self.json {
+            let per_cpu: Vec<_> = copies
+                .map(|(cpu, address)| json!({"cpu": cpu, "address": Hex(address)}))
+                .collect();
+            let body =
+                json!({"type": ty, "address": Hex(base), "name": self.name, "per_cpu": per_cpu});
+            report::json_line(&body, out)?;
+        } else {
+            writeln!(
+                out,
+                "PER-CPU DATA TYPE:\n  {};",
+                declaration(&ty, self.name)
+            )?;
+            writeln!(out, "PER-CPU ADDRESSES:")?;
+            for (cpu, address) in copies {
+                writeln!(out, "  [{cpu}]: {address:x}")?;
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// `p NAME:CPUS`: each CPU's copy, as `per_cpu(NAME, CPU) = VALUE`. A copy that cannot be
+    /// read says why, and the others still print.
+    fn values(&self, cpus: &[usize], out: &mut dyn std::io::Write) -> Result<Flow> {
+        let base = self.base()?;
+        let areas = &self.areas;
+        let mut unread = 0;
+        for &cpu in cpus {
+            let Some(address) = areas.copy(base, cpu) else {
+                bail!(
+                    "no CPU {cpu}: the dump's CPUs are 0-{}",
+                    areas.count().saturating_sub(1)
+                );
+            };
+            let copy = Value {
+                ty: self.value.ty.clone(),
+                place: Place::Memory(address),
+            };
+            match Reader::new(self.ev, self.opts).read(&copy) {
+                Ok(node) if self.json => {
+                    let mut body = to_json(self.ev, &node);
+                    if let Some(object) = body.as_object_mut() {
+                        object.insert("name".into(), json!(self.name));
+                        object.insert("cpu".into(), json!(cpu));
+                    }
+                    report::json_line(&body, out)?;
+                }
+                Ok(node) => {
+                    let text = Writer {
+                        ev: self.ev,
+                        opts: self.opts,
+                    }
+                    .top(&node)?;
+                    writeln!(out, "per_cpu({}, {cpu}) = {text}", self.name)?;
+                }
+                Err(e) => {
+                    unread += 1;
+                    if self.json {
+                        let ty = self.ev.type_name(&copy.ty)?;
+                        let body = json!({"type": ty, "address": Hex(address), "name": self.name,
+                            "cpu": cpu, "error": e.to_string()});
+                        report::json_line(&body, out)?;
+                    } else {
+                        writeln!(out, "per_cpu({}, {cpu}) = <{e}>", self.name)?;
+                    }
+                }
+            }
+        }
+        if unread > 0 {
+            bail!(
+                "{unread} of {} CPUs' copies of {} could not be read",
+                cpus.len(),
+                self.name
+            );
+        }
+        Ok(Flow::Continue)
+    }
 }

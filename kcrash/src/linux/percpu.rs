@@ -1,7 +1,7 @@
 //! Per-CPU variables (`DEFINE_PER_CPU`): CPU n's copy of one is at the variable's address plus
 //! `__per_cpu_offset[n]`, for each possible CPU below `nr_cpu_ids`.
 
-use symbols::Image;
+use symbols::{Image, Symbol};
 
 use crate::error::{Context, Error, Result};
 use crate::linux::facts::{consult, int};
@@ -60,6 +60,16 @@ impl PerCpu {
         Ok(PerCpu { offsets })
     }
 
+    /// How many CPUs have an area: the possible ones below `nr_cpu_ids`.
+    pub fn count(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Where CPU `cpu`'s copy of the per-CPU variable at `base` is; `None` past [`PerCpu::count`].
+    pub fn copy(&self, base: u64, cpu: usize) -> Option<u64> {
+        Some(base.wrapping_add(*self.offsets.get(cpu)?))
+    }
+
     /// Where each CPU's copy of the per-CPU variable at `base` ([`variable`]) is, CPU 0 first.
     pub fn copies(&self, base: u64) -> impl Iterator<Item = u64> + '_ {
         self.offsets.iter().map(move |off| base.wrapping_add(*off))
@@ -75,6 +85,12 @@ pub fn variable(kernel: Kernel<'_>, name: &str) -> Result<u64> {
             name: name.to_owned(),
         })?;
     Ok(sym.address)
+}
+
+/// Whether `sym` is a per-CPU variable: one in `.data..percpu`, the template every CPU's copy
+/// is made from (linked at 0 on x86_64, at a kernel address elsewhere).
+pub fn is_per_cpu(sym: &Symbol) -> bool {
+    sym.section.as_deref() == Some(".data..percpu")
 }
 
 fn vmlinux<'a>(kernel: Kernel<'a>) -> Result<&'a Image> {
