@@ -267,7 +267,7 @@ impl Copies<'_, '_> {
         }
         if unread > 0 {
             bail!(
-                "{unread} of {} CPUs' copies of {} could not be read",
+                "{unread} of {} CPUs' copies of {} could not be read (marked above)",
                 cpus.len(),
                 self.name
             );
