@@ -33,8 +33,8 @@ fn arm64_log_symbols_tasks_and_the_modules_klog_agree_with_drgn() {
 }
 
 /// kcrash and drgn on `dir`'s vmcore.elf, vmlinux and klogtest.ko: the log's last 50 lines, two
-/// symbols, a KLog field and its name, and the task list (drgn's `for_each_task`, which leaves
-/// out the idle tasks `ps` lists, one per CPU).
+/// symbols, a KLog field and its name, the task list (drgn's `for_each_task`, which leaves
+/// out the idle tasks `ps` lists, one per CPU), and every CPU's copy of a per-CPU variable.
 fn agree_with_drgn(dir: &Path) {
     let script = r#"
 from drgn.helpers.linux.printk import get_dmesg
@@ -48,6 +48,11 @@ print("name %s" % prog["KLogs"][2].name.string_().decode())
 from drgn.helpers.linux.pid import for_each_task
 for t in for_each_task(prog):
     print("task %d %s" % (t.pid, t.comm.string_().decode()))
+from drgn.helpers.linux.cpumask import for_each_possible_cpu
+from drgn.helpers.linux.percpu import per_cpu
+for cpu in for_each_possible_cpu(prog):
+    rq = per_cpu(prog["runqueues"], cpu)
+    print("per_cpu %d %x %d" % (cpu, rq.address_, rq.cpu.value_()))
 "#;
     let out = Command::new("drgn")
         .current_dir(dir)
@@ -158,4 +163,50 @@ for t in for_each_task(prog):
     kcrash_tasks.sort();
     assert!(drgn_tasks.len() > 20, "drgn listed {drgn_tasks:?}");
     assert_eq!(kcrash_tasks, drgn_tasks, "the task list");
+    per_cpu_agrees(dir, &theirs);
+}
+
+/// Each CPU's copy of `runqueues` where drgn's `per_cpu` finds it, holding the CPU's own number
+/// in its `cpu`, from `p --json runqueues` and `p --json runqueues:a`.
+fn per_cpu_agrees(dir: &Path, drgn: &[&str]) {
+    let drgn: Vec<(u64, String, u64)> = drgn
+        .iter()
+        .filter_map(|l| {
+            let mut words = l.strip_prefix("per_cpu ")?.split(' ');
+            let cpu = words.next()?.parse().ok()?;
+            let address = format!("0x{}", words.next()?);
+            Some((cpu, address, words.next()?.parse().ok()?))
+        })
+        .collect();
+    assert!(drgn.len() >= 2, "drgn's per-CPU lines: {drgn:?}");
+    let ours = stdout(
+        &kcrash_on(
+            dir,
+            &["vmcore.elf", "vmlinux", "klogtest.ko"],
+            &["p --json runqueues", "p --json runqueues:a"],
+        ),
+        "kcrash p",
+    );
+    let ours: Vec<serde_json::Value> = ours
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("p --json"))
+        .collect();
+    let addresses = ours[0]["per_cpu"].as_array().expect("per_cpu");
+    assert_eq!(addresses.len(), drgn.len(), "{}", ours[0]);
+    assert_eq!(ours.len(), 1 + drgn.len(), "one value a CPU");
+    for ((cpu, address, number), (ours_at, copy)) in
+        drgn.iter().zip(addresses.iter().zip(&ours[1..]))
+    {
+        assert_eq!(ours_at["cpu"], *cpu, "{ours_at}");
+        assert_eq!(ours_at["address"], *address, "runqueues of CPU {cpu}");
+        assert_eq!(
+            (&copy["cpu"], &copy["address"]),
+            (&ours_at["cpu"], &ours_at["address"])
+        );
+        let field = copy["fields"]
+            .as_array()
+            .and_then(|f| f.iter().find(|f| f["name"] == "cpu"))
+            .expect("struct rq's cpu");
+        assert_eq!((&field["value"], number), (&serde_json::json!(cpu), cpu));
+    }
 }
