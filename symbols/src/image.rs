@@ -261,7 +261,7 @@ impl Image {
     }
 
     /// The run-time address ranges of the image's allocated sections (for a relocatable image,
-    /// those that are loaded).
+    /// those that are loaded), but a kernel's per-CPU section linked at 0, which is at none.
     pub fn address_ranges(&self) -> impl Iterator<Item = Range<u64>> + '_ {
         self.file.allocated().iter().map(|section| {
             let start = section.address.wrapping_add(self.bias);

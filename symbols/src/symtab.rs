@@ -119,9 +119,7 @@ impl SymbolTable {
             if section_names.len() == section.index().0 {
                 section_names.push(section.name().unwrap_or("").to_owned());
             }
-            let allocated = matches!(section.flags(), object::SectionFlags::Elf { sh_flags }
-                if sh_flags & u64::from(object::elf::SHF_ALLOC) != 0);
-            if allocated && crate::elf::zero_based(file, &section) {
+            if crate::elf::zero_based(file, &section) {
                 zero_based.extend(u32::try_from(section.index().0).ok());
             }
         }
