@@ -17,39 +17,43 @@ pub fn number(s: &str) -> Result<u64, String> {
     r.map_err(|e| format!("{s:?} is not a number: {e}"))
 }
 
-/// The CPUs crash's cpuspec names among `count`, in the order given: `a` or `all` every one,
-/// else a list of numbers and ranges (`1,3,5-7`).
+/// The CPUs crash's cpuspec names among `count`, each once and in ascending order, as crash
+/// reads it into a CPU mask: `a` or `all` every one, else a list of numbers and ranges
+/// (`1,3,5-7`).
 pub fn cpu_list(spec: &str, count: usize) -> Result<Vec<usize>> {
     if spec == "a" || spec == "all" {
         return Ok((0..count).collect());
     }
-    let cpu = |s: &str| -> Result<usize> {
-        let n: usize = s
-            .trim()
-            .parse()
-            .map_err(|_| anyhow!("{s:?} is not a CPU number (a CPU list is 1,3,5-7; all is a)"))?;
-        if n >= count {
-            bail!(
-                "no CPU {n}: the dump's CPUs are 0-{}",
-                count.saturating_sub(1)
-            );
-        }
-        Ok(n)
-    };
-    let mut cpus = Vec::new();
+    let mut named = vec![false; count];
     for part in spec.split(',') {
-        match part.split_once('-') {
-            Some((first, last)) => {
-                let (first, last) = (cpu(first)?, cpu(last)?);
-                if first > last {
-                    bail!("{part:?}: the range runs backwards");
-                }
-                cpus.extend(first..=last);
-            }
-            None => cpus.push(cpu(part)?),
+        let (first, last) = part.split_once('-').unwrap_or((part, part));
+        let (first, last) = (cpu(first, count)?, cpu(last, count)?);
+        if first > last {
+            bail!("{part:?}: the range runs backwards");
         }
+        named[first..=last].fill(true);
     }
-    Ok(cpus)
+    Ok((0..count).filter(|&c| named[c]).collect())
+}
+
+/// CPU number `text` among `count`.
+fn cpu(text: &str, count: usize) -> Result<usize> {
+    let n: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("{text:?} is not a CPU number (a CPU list is 1,3,5-7; all is a)"))?;
+    cpu_among(n, count)
+}
+
+/// CPU `n`, if it is among `count`.
+pub fn cpu_among(n: usize, count: usize) -> Result<usize> {
+    if n >= count {
+        bail!(
+            "no CPU {n}: the dump's CPUs are 0-{}",
+            count.saturating_sub(1)
+        );
+    }
+    Ok(n)
 }
 
 /// A PID (decimal, up to ten digits) or a task's address (hex, with or without 0x), as crash's
@@ -183,7 +187,8 @@ mod tests {
     fn cpu_lists_read_as_crash_reads_them() {
         assert_eq!(cpu_list("a", 3).unwrap(), [0, 1, 2]);
         assert_eq!(cpu_list("all", 2).unwrap(), [0, 1]);
-        assert_eq!(cpu_list("2,0-1", 4).unwrap(), [2, 0, 1]);
+        assert_eq!(cpu_list("2,0-1", 4).unwrap(), [0, 1, 2]);
+        assert_eq!(cpu_list("1,1,0-1,1", 4).unwrap(), [0, 1]);
         assert_eq!(cpu_list(" 3 ", 4).unwrap(), [3]);
         for (spec, why) in [
             ("4", "no CPU 4: the dump's CPUs are 0-3"),

@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Result};
 
 use serde_json::json;
 
-use super::args::{cpu_list, thread_or_task};
+use super::args::{cpu_among, cpu_list, thread_or_task};
 use super::{Context, Flow};
 use crate::expr::decl::declaration;
 use crate::expr::json::to_json;
@@ -89,8 +89,16 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
     if images.set.images().is_empty() {
         bail!("no image: give the image with DWARF to print expressions");
     }
-    if let Some((name, cpus)) = per_cpu_name(session, &text)? {
+    if let Some((name, symbol, cpus)) = per_cpu_name(session, &text)? {
         let (ev, value) = evaluate(images.set.images(), session, &Expr::Name(name.into()))?;
+        if matches!(value.ty, Ty::NoDebug) {
+            bail!("'{name}' is a per-CPU symbol without debug information: its type is unknown");
+        }
+        // The DWARF variable must be the symbol: a static of the same name elsewhere is not
+        // this per-CPU variable.
+        if value.place != Place::Memory(symbol) {
+            bail!("{name}: the variable the debug information names is not the per-CPU symbol at {symbol:#x}");
+        }
         let copies = Copies {
             ev: &ev,
             name,
@@ -101,7 +109,10 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         };
         return match cpus {
             None => copies.addresses(out),
-            Some("") => copies.values(&[context_cpu(session, context)?], out),
+            Some("") => {
+                let current = cpu_among(context_cpu(session, context)?, copies.areas.count())?;
+                copies.values(&[current], out)
+            }
             Some(spec) => copies.values(&cpu_list(spec, copies.areas.count())?, out),
         };
     }
@@ -120,12 +131,12 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
 }
 
 /// crash's per-CPU forms: `NAME` or `NAME:CPUS` where NAME is a per-CPU variable of the
-/// kernel, with the CPUS as typed. `None` for any other expression; an error for `NAME:CPUS`
-/// when NAME is a plain variable.
+/// kernel, with its symbol's address and the CPUS as typed. `None` for any other expression;
+/// an error for `NAME:CPUS` when NAME is a plain variable.
 fn per_cpu_name<'t>(
     session: &Session<'_>,
     text: &'t str,
-) -> Result<Option<(&'t str, Option<&'t str>)>> {
+) -> Result<Option<(&'t str, u64, Option<&'t str>)>> {
     let (name, cpus) = match text.split_once(':') {
         // `hosted::KLogs` and `a ? b : c` are expressions.
         Some((name, cpus)) if !cpus.contains(':') => (name.trim(), Some(cpus.trim())),
@@ -140,18 +151,18 @@ fn per_cpu_name<'t>(
     if !identifier {
         return Ok(None);
     }
-    let kernel = session.kernel();
-    let per_cpu = session.linux.is_some()
-        && kernel
-            .image
-            .and_then(|image| image.symbol(name))
-            .is_some_and(|sym| percpu::is_per_cpu(&sym));
-    match (per_cpu, cpus) {
-        (true, _) => Ok(Some((name, cpus))),
-        (false, Some(_)) => {
+    let symbol = session
+        .kernel()
+        .image
+        .filter(|_| session.linux.is_some())
+        .and_then(|image| image.symbol(name))
+        .filter(percpu::is_per_cpu);
+    match (symbol, cpus) {
+        (Some(symbol), _) => Ok(Some((name, symbol.address, cpus))),
+        (None, Some(_)) => {
             bail!("{name} is not a per-CPU variable of a Linux kernel: NAME:CPUS needs one")
         }
-        (false, None) => Ok(None),
+        (None, None) => Ok(None),
     }
 }
 
@@ -194,9 +205,8 @@ impl Copies<'_, '_> {
     /// `p NAME`: the type, then each CPU's address.
     fn addresses(&self, out: &mut dyn std::io::Write) -> Result<Flow> {
         let base = self.base()?;
-        let areas = &self.areas;
         let ty = self.ev.type_name(&self.value.ty)?;
-        let copies = (0..areas.count()).filter_map(|cpu| Some((cpu, areas.copy(base, cpu)?)));
+        let copies = self.areas.copies(base).enumerate();
         if self.json {
             let per_cpu: Vec<_> = copies
                 .map(|(cpu, address)| json!({"cpu": cpu, "address": Hex(address)}))
@@ -222,15 +232,13 @@ impl Copies<'_, '_> {
     /// read says why, and the others still print.
     fn values(&self, cpus: &[usize], out: &mut dyn std::io::Write) -> Result<Flow> {
         let base = self.base()?;
-        let areas = &self.areas;
+        let ty = self.ev.type_name(&self.value.ty)?;
         let mut unread = 0;
-        for &cpu in cpus {
-            let Some(address) = areas.copy(base, cpu) else {
-                bail!(
-                    "no CPU {cpu}: the dump's CPUs are 0-{}",
-                    areas.count().saturating_sub(1)
-                );
-            };
+        // The CPUs come from `cpu_list` or `cpu_among`, below the areas' count.
+        for (cpu, address) in cpus
+            .iter()
+            .filter_map(|&cpu| Some((cpu, self.areas.copy(base, cpu)?)))
+        {
             let copy = Value {
                 ty: self.value.ty.clone(),
                 place: Place::Memory(address),
@@ -255,7 +263,6 @@ impl Copies<'_, '_> {
                 Err(e) => {
                     unread += 1;
                     if self.json {
-                        let ty = self.ev.type_name(&copy.ty)?;
                         let body = json!({"type": ty, "address": Hex(address), "name": self.name,
                             "cpu": cpu, "error": e.to_string()});
                         report::json_line(&body, out)?;
