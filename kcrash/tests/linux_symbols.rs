@@ -116,7 +116,12 @@ fn per_cpu_variables_print_as_crash_prints_them() {
         &kcrash(
             &dir,
             "vmcore.elf",
-            &["p irq_stat", "p --pretty irq_stat:a", "sym runqueues"],
+            &[
+                "p irq_stat",
+                "p --pretty irq_stat:a",
+                "sym runqueues+8",
+                "sym runqueues",
+            ],
         ),
         "kcrash",
     );
@@ -135,6 +140,7 @@ fn per_cpu_variables_print_as_crash_prints_them() {
     let ours: Vec<&str> = ours.lines().collect();
     assert!(ours.len() > 8, "{ours:?}");
     let (sym, values) = ours.split_last().expect("lines");
+    let (inside, values) = values.split_last().expect("lines");
     assert_eq!(
         theirs[..theirs.len() - 1],
         *values,
@@ -152,5 +158,11 @@ fn per_cpu_variables_print_as_crash_prints_them() {
         theirs.last().and_then(|l| address(l)).and_then(Result::ok),
         "crash said:\n{}",
         theirs.join("\n")
+    );
+    // A name and an offset: in the variable, though no run-time address is.
+    let at = address(sym).and_then(Result::ok).unwrap_or_default() + 8;
+    assert!(
+        inside.starts_with(&format!("{at:016x} (D) runqueues+0x8 ")),
+        "{inside}"
     );
 }

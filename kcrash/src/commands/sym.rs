@@ -96,9 +96,16 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         // A loaded module's sections hold their addresses; the kernel has the rest.
         let image = images.set.image_at(addr).unwrap_or(image);
         // A name asked for is shown as asked, though another name shares its address
-        // (jiffies and jiffies_64).
-        let named = lookup(image, what).filter(|s| s.address == addr);
-        let Some((sym, off)) = named.map(|s| (s, 0)).or_else(|| image.symbolize(addr)) else {
+        // (jiffies and jiffies_64), and so is one whose address is no run-time address (a
+        // per-CPU variable's offset, `runqueues+8`).
+        let name = what
+            .split_once('+')
+            .map_or(what.as_str(), |(name, _)| name.trim());
+        let named = lookup(image, name)
+            .map(|s| (addr.wrapping_sub(s.address), s))
+            .filter(|(off, s)| *off < s.size.max(1))
+            .map(|(off, s)| (s, off));
+        let Some((sym, off)) = named.or_else(|| image.symbolize(addr)) else {
             bail!("{addr:#x}: in no symbol");
         };
         let shown = display_name(&sym.name);
