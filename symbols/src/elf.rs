@@ -12,7 +12,7 @@ use object::{CompressedFileRange, Object, ObjectSection, SectionIndex};
 
 use crate::bytes::{Buffer, Bytes};
 use crate::error::{Error, Result};
-use crate::placement::{LoadedSection, Placement, SectionAddresses};
+use crate::placement::{zero_based, LoadedSection, Placement, SectionAddresses};
 use crate::relocate::Relocations;
 use crate::symtab::SymbolTable;
 
@@ -169,18 +169,6 @@ pub(crate) fn open_regular(path: &Path, flags: i32) -> std::io::Result<File> {
             "not a regular file (a FIFO, device, socket or directory)",
         ))
     }
-}
-
-/// Whether `section` is x86_64 Linux's per-CPU data, linked at 0 in the kernel: `.data..percpu`
-/// at address 0 in an executable. The kernel copies it once for each processor and knows each
-/// variable by its offset in it, which KASLR leaves as linked; its addresses name no memory.
-/// (A relocatable file has every section at 0 until placed; arm64 links the section at a kernel
-/// address, which moves with the rest.)
-pub(crate) fn zero_based(file: &object::File<'_>, section: &object::Section<'_, '_>) -> bool {
-    file.kind() != object::ObjectKind::Relocatable
-        && section.address() == 0
-        && section.size() > 0
-        && section.name() == Ok(".data..percpu")
 }
 
 /// The GNU build-id of the 64-bit little-endian ELF file whose first bytes are `head`, found

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use object::elf::{FileHeader64, SHF_ALLOC, SHF_TLS};
 use object::read::elf::{FileHeader, SectionHeader};
-use object::LittleEndian;
+use object::{LittleEndian, Object, ObjectSection};
 
 use crate::error::{Error, Result};
 
@@ -156,4 +156,16 @@ impl Placement {
     pub(crate) fn loaded(&self) -> &[LoadedSection] {
         &self.loaded
     }
+}
+
+/// Whether `section` is x86_64 Linux's per-CPU data, linked at 0 in the kernel: `.data..percpu`
+/// at address 0 in an executable. The kernel copies it once for each processor and knows each
+/// variable by its offset in it, which KASLR leaves as linked; its addresses name no memory.
+/// (A relocatable file has every section at 0 until placed; arm64 links the section at a kernel
+/// address, which moves with the rest.)
+pub(crate) fn zero_based(file: &object::File<'_>, section: &object::Section<'_, '_>) -> bool {
+    file.kind() != object::ObjectKind::Relocatable
+        && section.address() == 0
+        && section.size() > 0
+        && section.name() == Ok(".data..percpu")
 }

@@ -86,7 +86,7 @@ pub(crate) struct SymbolTable {
     /// The labels in code by address, the best of each address first.
     labels_by_address: Vec<Entry>,
     section_names: Vec<String>,
-    /// The [`zero_based`](crate::elf::zero_based) sections by index: their symbols are offsets
+    /// The [`zero_based`](crate::placement::zero_based) sections by index: their symbols are offsets
     /// the load bias does not move, and no address is in them.
     zero_based: Vec<u32>,
     /// Symbols of sections that are not loaded, with their offset in the section as address.
@@ -119,7 +119,7 @@ impl SymbolTable {
             if section_names.len() == section.index().0 {
                 section_names.push(section.name().unwrap_or("").to_owned());
             }
-            if crate::elf::zero_based(file, &section) {
+            if crate::placement::zero_based(file, &section) {
                 zero_based.extend(u32::try_from(section.index().0).ok());
             }
         }
