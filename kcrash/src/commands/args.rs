@@ -1,7 +1,7 @@
 //! The argument forms every command reads alike: numbers, addresses and symbols.
 
 use anyhow::{anyhow, bail, Result};
-use symbols::Image;
+use symbols::{Image, Symbol};
 
 use crate::linux::tasks::{tasks, Task};
 use crate::session::Session;
@@ -149,8 +149,14 @@ pub fn image<'s>(session: &'s Session<'_>) -> Result<&'s Image> {
 /// An address given as hex, a symbol (of the image or a loaded module), or SYMBOL+OFFSET
 /// (offset hex with 0x, or decimal). A word that is both a symbol and hex (`add`) is the symbol.
 pub fn address(session: &Session<'_>, text: &str) -> Result<u64> {
+    Ok(named_address(session, text)?.0)
+}
+
+/// [`address`], with the symbol that named it when a symbol did.
+pub fn named_address(session: &Session<'_>, text: &str) -> Result<(u64, Option<Symbol>)> {
     if text.starts_with("0x") || text.starts_with("0X") {
-        return hex(text).ok_or_else(|| anyhow!("{text}: not a hex address"));
+        let addr = hex(text).ok_or_else(|| anyhow!("{text}: not a hex address"))?;
+        return Ok((addr, None));
     }
     let (name, offset) = match text.rsplit_once('+') {
         Some((name, off)) => (
@@ -166,11 +172,11 @@ pub fn address(session: &Session<'_>, text: &str) -> Result<u64> {
         .iter()
         .find_map(|i| lookup(i, name))
     {
-        return Ok(sym.address.wrapping_add(offset));
+        return Ok((sym.address.wrapping_add(offset), Some(sym)));
     }
     if offset == 0 {
         if let Some(addr) = hex(text) {
-            return Ok(addr);
+            return Ok((addr, None));
         }
     }
     match &session.image {

@@ -8,14 +8,14 @@ use regex::Regex;
 use serde::Serialize;
 use symbols::{Image, Symbol, SymbolKind};
 
-use super::args::{address, hex, image};
+use super::args::{hex, image, named_address};
 use super::{Context, Flow};
 use crate::error::one_line;
 use crate::interrupt;
 use crate::linux::live::{Kallsym, Kallsyms};
 use crate::paint::Paint;
 use crate::report::{self, Hex, Report};
-use crate::symbolize::{display_name, lookup};
+use crate::symbolize::display_name;
 
 /// Translate a symbol to its address or an address to its symbol, or list symbols.
 ///
@@ -92,16 +92,13 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
     }
     let images = cx.session.images();
     for what in &args.what {
-        let addr = address(cx.session, what)?;
+        let (addr, name) = named_address(cx.session, what)?;
         // A loaded module's sections hold their addresses; the kernel has the rest.
         let image = images.set.image_at(addr).unwrap_or(image);
         // A name asked for is shown as asked, though another name shares its address
         // (jiffies and jiffies_64), and so is one whose address is no run-time address (a
         // per-CPU variable's offset, `runqueues+8`).
-        let name = what
-            .split_once('+')
-            .map_or(what.as_str(), |(name, _)| name.trim());
-        let named = lookup(image, name)
+        let named = name
             .map(|s| (addr.wrapping_sub(s.address), s))
             .filter(|(off, s)| *off < s.size.max(1))
             .map(|(off, s)| (s, off));
