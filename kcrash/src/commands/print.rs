@@ -102,7 +102,8 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         let copies = Copies {
             ev: &ev,
             name,
-            value,
+            base: symbol,
+            ty: value.ty,
             areas: percpu::PerCpu::read(session.kernel())?,
             json,
             opts,
@@ -143,12 +144,8 @@ fn per_cpu_name<'t>(
         Some(_) => return Ok(None),
         None => (text, None),
     };
-    let identifier = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !identifier {
+    // A name as the expression parser reads one.
+    if !matches!(parse_expr(name), Ok(Expr::Name(n)) if n == name) {
         return Ok(None);
     }
     let symbol = session
@@ -187,32 +184,24 @@ fn context_cpu(session: &Session<'_>, context: Option<u64>) -> Result<usize> {
 struct Copies<'e, 'n> {
     ev: &'e Evaluator<'e>,
     name: &'n str,
-    /// The variable as its symbol places it: the offset every CPU's copy is at from its area.
-    value: Value,
+    /// Where the symbol places the variable: the offset every CPU's copy is at from its area.
+    base: u64,
+    ty: Ty,
     areas: percpu::PerCpu,
     json: bool,
     opts: Options,
 }
 
 impl Copies<'_, '_> {
-    fn base(&self) -> Result<u64> {
-        match self.value.place {
-            Place::Memory(address) => Ok(address),
-            _ => bail!("{} is not in memory", self.name),
-        }
-    }
-
     /// `p NAME`: the type, then each CPU's address.
     fn addresses(&self, out: &mut dyn std::io::Write) -> Result<Flow> {
-        let base = self.base()?;
-        let ty = self.ev.type_name(&self.value.ty)?;
-        let copies = self.areas.copies(base).enumerate();
+        let ty = self.ev.type_name(&self.ty)?;
+        let copies = self.areas.copies(self.base).enumerate();
         if self.json {
             let per_cpu: Vec<_> = copies
                 .map(|(cpu, address)| json!({"cpu": cpu, "address": Hex(address)}))
                 .collect();
-            let body =
-                json!({"type": ty, "address": Hex(base), "name": self.name, "per_cpu": per_cpu});
+            let body = json!({"type": ty, "address": Hex(self.base), "name": self.name, "per_cpu": per_cpu});
             report::json_line(&body, out)?;
         } else {
             writeln!(
@@ -231,16 +220,15 @@ impl Copies<'_, '_> {
     /// `p NAME:CPUS`: each CPU's copy, as `per_cpu(NAME, CPU) = VALUE`. A copy that cannot be
     /// read says why, and the others still print.
     fn values(&self, cpus: &[usize], out: &mut dyn std::io::Write) -> Result<Flow> {
-        let base = self.base()?;
-        let ty = self.ev.type_name(&self.value.ty)?;
+        let ty = self.ev.type_name(&self.ty)?;
         let mut unread = 0;
         // The CPUs come from `cpu_list` or `cpu_among`, below the areas' count.
         for (cpu, address) in cpus
             .iter()
-            .filter_map(|&cpu| Some((cpu, self.areas.copy(base, cpu)?)))
+            .filter_map(|&cpu| Some((cpu, self.areas.copy(self.base, cpu)?)))
         {
             let copy = Value {
-                ty: self.value.ty.clone(),
+                ty: self.ty.clone(),
                 place: Place::Memory(address),
             };
             match Reader::new(self.ev, self.opts).read(&copy) {
