@@ -1,12 +1,11 @@
 //! `klog [SUBSYS] [full|terse]`: the design's klogPrint(subsys, type) over a dump.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use anyhow::{bail, Result};
 use clap::Parser;
 use klog_runtime::intensity::{D_KLOG, D_KLOGPRINTF, D_PROLOG, D_TERSE, D_VERBOSE};
-use klog_runtime::{split_proc_dom, Level};
+use klog_runtime::{split_proc_dom, Desc, Level};
 use regex::bytes::Regex;
 use serde::Serialize;
 
@@ -116,11 +115,36 @@ fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
 const MAX_WORKERS: usize = 4;
 
 /// Whether a schema could claim a record, by the record's kind of description and its `desc`
-/// word, which name its format.
-type Claims = HashMap<(u8, u64), bool, foldhash::fast::RandomState>;
-/// Formats remembered per thread: a ring's formats are a few hundred; a damaged ring's random
-/// `desc` words must not grow the map without end.
-const CLAIMS_MAX: usize = 1 << 16;
+/// word, which name its format; asked once per format and kept per thread. Direct-mapped: a
+/// ring's formats are a few hundred, so a slot's format is nearly always the one asked for, and
+/// the lookup, once a record, is a multiplication where a hash map hashed and probed. A collision
+/// only asks again; a damaged ring's random `desc` words take no more room.
+struct Claims(Box<[Option<(Desc, u64, bool)>]>);
+
+/// Slots of [`Claims`].
+const CLAIMS: usize = 1 << 10;
+
+impl Default for Claims {
+    fn default() -> Self {
+        Claims(vec![None; CLAIMS].into_boxed_slice())
+    }
+}
+
+impl Claims {
+    /// The answer kept for the format `(kind, desc)`, or `ask`'s, then kept.
+    fn get_or(&mut self, kind: Desc, desc: u64, ask: impl FnOnce() -> bool) -> bool {
+        let mix = (desc ^ kind as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let slot = &mut self.0[(mix >> 54) as usize % CLAIMS];
+        match *slot {
+            Some((k, d, claims)) if k == kind && d == desc => claims,
+            _ => {
+                let claims = ask();
+                *slot = Some((kind, desc, claims));
+                claims
+            }
+        }
+    }
+}
 
 /// The filters of one `klog` invocation.
 struct Filter {
@@ -390,18 +414,13 @@ fn show(
         }
         // Only a record a schema could claim is made an event and looked up: most are not.
         // Whether one could depends on the format alone, so it is asked once per format.
-        if claims.len() >= CLAIMS_MAX {
-            claims.clear();
-        }
         let claimable = schemata.filter(|s| {
-            *claims
-                .entry((rec.desc_kind as u8, rec.desc()))
-                .or_insert_with(|| {
-                    printer
-                        .decoder
-                        .format(rec)
-                        .is_some_and(|f| s.may_claim(klog, &f))
-                })
+            claims.get_or(rec.desc_kind, rec.desc(), || {
+                printer
+                    .decoder
+                    .format(rec)
+                    .is_some_and(|f| s.may_claim(klog, &f))
+            })
         });
         if let Some(schema) =
             claimable.and_then(|s| s.apply(klog, &klog.unformatted_event(printer, rec)))
@@ -915,4 +934,32 @@ fn summary(
     };
     report::document(&summary, json, out, Paint::default())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With more formats than slots, so that many share one, every answer is the one asking
+    /// would give; a format asked again at once is answered from the table.
+    #[test]
+    fn claims_answer_as_asking_would() {
+        let mut claims = Claims::default();
+        let claimable = |kind: Desc, desc: u64| (desc / 8 + kind as u64).is_multiple_of(3);
+        let formats = (0..4 * CLAIMS as u64).flat_map(|i| {
+            [Desc::Pointer, Desc::Inline, Desc::Event].map(|k| (k, 0xffff_ffff_8100_0000 + 8 * i))
+        });
+        for (kind, desc) in formats {
+            let want = claimable(kind, desc);
+            let mut asked = 0;
+            for _ in 0..2 {
+                let got = claims.get_or(kind, desc, || {
+                    asked += 1;
+                    want
+                });
+                assert_eq!(got, want, "{kind:?} {desc:#x}");
+            }
+            assert_eq!(asked, 1, "{kind:?} {desc:#x} asked again");
+        }
+    }
 }

@@ -674,8 +674,6 @@ fn classify(
     older: Option<&[u64; 8]>,
     floor: Option<u64>,
 ) -> Record {
-    let older_valid = older.filter(|w| matches!(decode_header(w[0]), Header::Valid { .. }));
-    let fallback_clock = older_valid.map_or(0, |w| w[3]);
     let mut damage = Damage::default();
     let (words, unreadable) = match slot {
         Ok(w) => (*w, None),
@@ -701,8 +699,11 @@ fn classify(
             }
         }
     }
+    // The slot before is judged only for a damaged record, whose place it gives: most are not.
     let sort_clock = if damage.any() {
-        fallback_clock
+        older
+            .filter(|w| matches!(decode_header(w[0]), Header::Valid { .. }))
+            .map_or(0, |w| w[3])
     } else {
         words[3]
     };
