@@ -26,6 +26,7 @@ use crate::report::{self, Dec, Hex, Report};
 use crate::schemata::Reader;
 use crate::session::Session;
 use crate::timeline::{grep, ticks_at, Edge, Select, Time};
+use kcrash_plugin::cache::DirectMapped;
 use kcrash_plugin::pipeline::render_stream;
 
 /// Print the kernel event log (KLog rings) as it was at the crash.
@@ -115,36 +116,10 @@ fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
 const MAX_WORKERS: usize = 4;
 
 /// Whether a schema could claim a record, by the record's kind of description and its `desc`
-/// word, which name its format; asked once per format and kept per thread. Direct-mapped: a
-/// ring's formats are a few hundred, so a slot's format is nearly always the one asked for, and
-/// the lookup, once a record, is a multiplication where a hash map hashed and probed. A collision
-/// only asks again; a damaged ring's random `desc` words take no more room.
-struct Claims(Box<[Option<(Desc, u64, bool)>]>);
-
-/// Slots of [`Claims`].
-const CLAIMS: usize = 1 << 10;
-
-impl Default for Claims {
-    fn default() -> Self {
-        Claims(vec![None; CLAIMS].into_boxed_slice())
-    }
-}
-
-impl Claims {
-    /// The answer kept for the format `(kind, desc)`, or `ask`'s, then kept.
-    fn get_or(&mut self, kind: Desc, desc: u64, ask: impl FnOnce() -> bool) -> bool {
-        let mix = (desc ^ kind as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let slot = &mut self.0[(mix >> 54) as usize % CLAIMS];
-        match *slot {
-            Some((k, d, claims)) if k == kind && d == desc => claims,
-            _ => {
-                let claims = ask();
-                *slot = Some((kind, desc, claims));
-                claims
-            }
-        }
-    }
-}
+/// word, which name its format: asked once per format, kept per thread. A ring's formats are a
+/// few hundred, so 2^CLAIM_BITS slots nearly always hold the one asked for.
+type Claims = DirectMapped<(Desc, u64), bool>;
+const CLAIM_BITS: u32 = 10;
 
 /// The filters of one `klog` invocation.
 struct Filter {
@@ -415,7 +390,8 @@ fn show(
         // Only a record a schema could claim is made an event and looked up: most are not.
         // Whether one could depends on the format alone, so it is asked once per format.
         let claimable = schemata.filter(|s| {
-            claims.get_or(rec.desc_kind, rec.desc(), || {
+            let desc = rec.desc();
+            *claims.get_or_insert_with((rec.desc_kind, desc), desc ^ rec.desc_kind as u64, |_| {
                 printer
                     .decoder
                     .format(rec)
@@ -453,7 +429,7 @@ fn show(
     let mut printers: Vec<(Printer<'_>, Claims)> = (0..workers)
         .map(|_| {
             let printer = Printer::new(mem, klog.names(), clock).with_descriptions(klog);
-            (printer, Claims::default())
+            (printer, Claims::new(CLAIM_BITS))
         })
         .collect();
     // Ctrl-C ends the record stream; what was rendered is written, then the command says so.
@@ -934,32 +910,4 @@ fn summary(
     };
     report::document(&summary, json, out, Paint::default())?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// With more formats than slots, so that many share one, every answer is the one asking
-    /// would give; a format asked again at once is answered from the table.
-    #[test]
-    fn claims_answer_as_asking_would() {
-        let mut claims = Claims::default();
-        let claimable = |kind: Desc, desc: u64| (desc / 8 + kind as u64).is_multiple_of(3);
-        let formats = (0..4 * CLAIMS as u64).flat_map(|i| {
-            [Desc::Pointer, Desc::Inline, Desc::Event].map(|k| (k, 0xffff_ffff_8100_0000 + 8 * i))
-        });
-        for (kind, desc) in formats {
-            let want = claimable(kind, desc);
-            let mut asked = 0;
-            for _ in 0..2 {
-                let got = claims.get_or(kind, desc, || {
-                    asked += 1;
-                    want
-                });
-                assert_eq!(got, want, "{kind:?} {desc:#x}");
-            }
-            assert_eq!(asked, 1, "{kind:?} {desc:#x} asked again");
-        }
-    }
 }

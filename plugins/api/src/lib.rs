@@ -6,6 +6,7 @@
 //! gives a [`Log`], whose rings each stream [`Event`]s in time order. `plugins/README.md` says
 //! how to write one.
 
+pub mod cache;
 pub mod escape;
 pub mod event;
 pub mod log;

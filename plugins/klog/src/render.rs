@@ -11,6 +11,7 @@ use klog_runtime::{split_proc_dom, Desc};
 
 use super::layout::ArrayAt;
 use super::ring::Record;
+use kcrash_plugin::cache::DirectMapped;
 use kcrash_plugin::escape::{escape_into, is_plain, plain_without};
 use kcrash_plugin::memory::{Memory, Unreadable};
 use kcrash_plugin::JSON_VERSION;
@@ -665,8 +666,8 @@ pub struct Printer<'a> {
     message: Vec<u8>,
     /// For escaping one JSON string at a time.
     scratch: Vec<u8>,
-    /// JSON parts by call site, at [`SiteKey::slot`].
-    sites: Vec<Option<SiteJson>>,
+    /// JSON parts by call site.
+    sites: DirectMapped<SiteKey, SiteJson>,
     last_second: LastSecond,
 }
 
@@ -678,7 +679,7 @@ impl<'a> Printer<'a> {
             clock,
             message: Vec::with_capacity(256),
             scratch: Vec::with_capacity(256),
-            sites: std::iter::repeat_with(|| None).take(SITES).collect(),
+            sites: DirectMapped::new(SITE_BITS),
             last_second: LastSecond::default(),
         }
     }
@@ -757,12 +758,9 @@ impl<'a> Printer<'a> {
             desc_kind: rec.desc_kind,
             readable,
         };
-        let entry = &mut self.sites[key.slot()];
-        if entry.as_ref().is_some_and(|site| site.key != key) {
-            *entry = None;
-        }
-        let site = entry
-            .get_or_insert_with(|| SiteJson::new(key, rec, ring_name, &self.decoder, &self.names));
+        let site = self.sites.get_or_insert_with(key, key.hash(), |key| {
+            SiteJson::new(key, rec, ring_name, &self.decoder, &self.names)
+        });
         let args: [HexDigits; 3] = std::array::from_fn(|i| hex_digits(rec.words[5 + i]));
         b.extend_from_slice(b"{\"kcrash_json\":");
         push_dec_padded(b, u64::from(JSON_VERSION), 0, b' ');
@@ -828,9 +826,9 @@ impl<'a> Printer<'a> {
     }
 }
 
-/// How many call sites' JSON parts a printer keeps: more than a kernel's rings usually hold at
-/// once. A site whose slot another took is rendered again, never mixed up with it.
-const SITES: usize = 256;
+/// A printer keeps the JSON parts of 2^SITE_BITS call sites: more than a kernel's rings usually
+/// hold at once. A site whose slot another took is rendered again, never mixed up with it.
+const SITE_BITS: u32 = 8;
 
 /// What the parts of a record's JSON in [`SiteJson`] follow from: its ring and subsystem, the
 /// words that name its call site, and whether its message could be read.
@@ -846,11 +844,9 @@ struct SiteKey {
 }
 
 impl SiteKey {
-    /// The key's place among [`SITES`], by one multiplication of the words that differ most.
-    fn slot(&self) -> usize {
-        let mix = (self.desc ^ self.id.rotate_left(29) ^ self.ring as u64)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (mix >> 56) as usize % SITES
+    /// The words that differ most between call sites, mixed, for [`DirectMapped`].
+    fn hash(&self) -> u64 {
+        self.desc ^ self.id.rotate_left(29) ^ self.ring as u64
     }
 }
 
@@ -873,7 +869,6 @@ enum SitePart {
 /// header, id and desc words in hex, the format quoted. Rendered once per site instead of once
 /// per line, where they were a third of the line's work.
 struct SiteJson {
-    key: SiteKey,
     bytes: Vec<u8>,
     /// Where each [`SitePart`] ends in `bytes`.
     ends: [usize; 5],
@@ -881,7 +876,7 @@ struct SiteJson {
 
 impl SiteJson {
     fn new(
-        key: SiteKey,
+        key: &SiteKey,
         rec: &Record,
         ring_name: &str,
         decoder: &Decoder<'_>,
@@ -933,11 +928,7 @@ impl SiteJson {
         b.push(b',');
         push_hex_str(&mut b, &desc);
         ends[SitePart::WordsDesc as usize] = b.len();
-        SiteJson {
-            key,
-            bytes: b,
-            ends,
-        }
+        SiteJson { bytes: b, ends }
     }
 
     fn part(&self, part: SitePart) -> &[u8] {
@@ -1165,7 +1156,7 @@ mod tests {
         let mem = memory();
         let names = vec!["NONE".to_string(), "SCHED".to_string()];
         let clock = Clock { hz: Some(1000) };
-        let records: Vec<Record> = (0..3 * SITES as u64)
+        let records: Vec<Record> = (0..3 << SITE_BITS)
             .map(|i| {
                 let text = format!("s{i} %x");
                 let mut rec = record(Desc::Inline, klog_runtime::inline_desc(text.as_bytes()), i);
