@@ -1,7 +1,7 @@
 //! `Dump::open_live`, the reader of /proc/kcore, on files this host has: a real QEMU ELF dump
 //! (the Linux guest's, from `KCRASH_LINUX_GUEST`) read through `pread` must give what the
 //! memory-mapped reader gives; a file that is not a live core fails naming the offset. The
-//! reader on a real /proc/kcore is tested in the guest (kcrash/tests/linux_live.rs): this host
+//! reader on a real /proc/kcore is tested in the guest (kcrash/tests/linux/live.rs): this host
 //! has none.
 
 use std::path::PathBuf;

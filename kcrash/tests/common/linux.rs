@@ -5,8 +5,12 @@
 //! NOT RUN; under KCRASH_REQUIRE_TOOLS=1 they fail. Where crash(8) is installed, kcrash is
 //! compared with it on the same dump.
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use kcrash_harness::{linux, tools};
 
@@ -36,23 +40,116 @@ pub fn kcrash_on(dir: &Path, files: &[&str], commands: &[&str]) -> Output {
         .expect("kcrash runs")
 }
 
-/// crash(8)'s output for `commands` on `dump`, the prompt echo left out.
+/// crash(8)'s output for `commands` on `dump`, the prompt echo left out, after what crash printed
+/// on opening the dump (its warnings), as a run of its own prints. One crash session per dump
+/// serves every test of the binary, one caller at a time: crash takes about 10 s of CPU to
+/// open Debian's vmlinux, and milliseconds a command after that. A session crash ended (it could
+/// not open the dump) answers with what it printed, and the next call starts another.
 pub fn crash(dir: &Path, dump: &str, commands: &str) -> String {
-    let out = Command::new("crash")
-        .current_dir(dir)
-        .args(["-s", "--no_scroll", "vmlinux", dump])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            let mut stdin = child.stdin.take().expect("stdin");
-            writeln!(stdin, "{commands}\nq")?;
-            drop(stdin);
-            child.wait_with_output()
-        })
-        .expect("crash runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    type Slot = Arc<Mutex<Option<CrashSession>>>;
+    static SESSIONS: Mutex<Vec<(PathBuf, Slot)>> = Mutex::new(Vec::new());
+    let key = dir.join(dump);
+    let slot = {
+        let mut sessions = SESSIONS.lock().unwrap_or_else(|e| e.into_inner());
+        match sessions.iter().find(|(k, _)| *k == key) {
+            Some((_, slot)) => slot.clone(),
+            None => {
+                let slot = Slot::default();
+                sessions.push((key, slot.clone()));
+                slot
+            }
+        }
+    };
+    let mut session = slot.lock().unwrap_or_else(|e| e.into_inner());
+    let running = session.get_or_insert_with(|| CrashSession::open(dir, dump));
+    let (text, ended) = running.ask(commands);
+    let text = format!("{}{text}", running.opening);
+    if ended {
+        *session = None;
+    }
+    text
+}
+
+/// A running `crash -s --no_scroll vmlinux DUMP`: commands go to its stdin, and each answer ends
+/// at a marker line that `echo` prints after it (crash hands a command it does not know to the
+/// shell). Its stdout lines come through a thread, so that a silent crash fails the test at a
+/// deadline instead of hanging it. crash exits when the test binary does (its stdin closes).
+struct CrashSession {
+    stdin: std::process::ChildStdin,
+    lines: Receiver<Vec<u8>>,
+    asked: u64,
+    dump: PathBuf,
+    /// What crash printed on opening the dump, before any command.
+    opening: String,
+}
+
+impl CrashSession {
+    /// Longest wait for one answer, opening the vmlinux included, on a loaded CI machine.
+    const DEADLINE: Duration = Duration::from_secs(900);
+
+    fn open(dir: &Path, dump: &str) -> CrashSession {
+        // crash asks for a signal when the thread that started it ends (PR_SET_PDEATHSIG), and
+        // a test's thread ends with the test: the thread that reads crash starts it, and lives
+        // as long as it does.
+        let mut command = Command::new("crash");
+        command
+            .current_dir(dir)
+            .args(["-s", "--no_scroll", "vmlinux", dump])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        let (send_stdin, started) = std::sync::mpsc::channel();
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut child = command.spawn().expect("crash runs");
+            let stdout = child.stdout.take().expect("crash's stdout");
+            let _ = send_stdin.send(child.stdin.take().expect("crash's stdin"));
+            let mut stdout = BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                match stdout.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if send.send(line).is_err() => break,
+                    Ok(_) => {}
+                }
+            }
+            let _ = child.wait();
+        });
+        let stdin = started.recv().expect("crash started");
+        let mut session = CrashSession {
+            stdin,
+            lines,
+            asked: 0,
+            dump: dir.join(dump),
+            opening: String::new(),
+        };
+        session.opening = session.ask("").0;
+        session
+    }
+
+    /// `commands`' output, and whether crash ended before answering in full.
+    fn ask(&mut self, commands: &str) -> (String, bool) {
+        self.asked += 1;
+        let marker = format!("kcrash-test-answer-{}", self.asked);
+        // A crash that has exited shows as the end of its output below.
+        let _ = writeln!(self.stdin, "{commands}\necho {marker}").and_then(|()| self.stdin.flush());
+        let mut text = Vec::new();
+        loop {
+            match self.lines.recv_timeout(Self::DEADLINE) {
+                Ok(line) if line.trim_ascii_end() == marker.as_bytes() => {
+                    return (String::from_utf8_lossy(&text).into_owned(), false)
+                }
+                Ok(line) => text.extend_from_slice(&line),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return (String::from_utf8_lossy(&text).into_owned(), true)
+                }
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "crash on {} gave no answer to {commands:?} in {:?}",
+                    self.dump.display(),
+                    Self::DEADLINE
+                ),
+            }
+        }
+    }
 }
 
 /// Whether crash(8) is there and opens this guest's kernel: crash 8.0.2 (Debian 12's) prints
@@ -60,7 +157,7 @@ pub fn crash(dir: &Path, dump: &str, commands: &str) -> String {
 /// KCRASH_REQUIRE_TOOLS=1 a missing crash fails, as does one that cannot open 6.1 or older; a
 /// newer kernel does not (the tests compare with drgn there too).
 pub fn crash_reads(test: &str, dir: &Path) -> bool {
-    static OPENS: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
+    static OPENS: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());
     if !tools::runs(test, "crash") {
         return false;
     }

@@ -5,7 +5,7 @@
 //! addresses hidden by
 //! kptr_restrict, and as a user who is not root. Each run's output goes to the console between
 //! markers (see [`script`]); the module's oracle lines are on the same console. kcrash's test
-//! (kcrash/tests/linux_live.rs) checks one against the other.
+//! (kcrash/tests/linux/live.rs) checks one against the other.
 
 use super::debian::{build_module, ensure_packages, kernel_image, BUSYBOX};
 use super::guest::{boot_to_panic, initramfs, Boot, Extra};

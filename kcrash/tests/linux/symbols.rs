@@ -1,7 +1,7 @@
 //! Symbols and variables of the Linux guest's kernel at their KASLR addresses, and a `p` of a
 //! kernel variable as crash(8) prints it. Setup: tests/common/linux.rs.
 
-mod common;
+use crate::common;
 
 use common::linux::{console_kaslr, crash, crash_reads, guest, kcrash};
 use kcrash_harness::run::stdout;

@@ -1,7 +1,7 @@
 //! `sys` on the Linux guest's dumps: the release, version, machine and panic the console shows,
 //! and the facts crash(8) gives. Setup: tests/common/linux.rs.
 
-mod common;
+use crate::common;
 
 use common::linux::{console_kernel_lines, crash, crash_reads, guest, kcrash, panicking_cpu};
 use kcrash_harness::run::stdout;

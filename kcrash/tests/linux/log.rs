@@ -1,7 +1,7 @@
 //! `log` on the Linux guest's dumps: every kernel line the serial console printed is in it, and
 //! its tail is crash(8)'s. Setup: tests/common/linux.rs.
 
-mod common;
+use crate::common;
 
 use common::linux::{
     assert_console_in_log, console_kernel_lines, crash, crash_reads, dumps, first_console_line,

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::process::Command;
 
-mod common;
+use crate::common;
 
 use common::linux::{guest, kcrash_on};
 use kcrash_harness::run::stdout;

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 
 use common::linux::{
     crash, crash_reads, dumps, guest, kcrash, kcrash_on, mod_rows, module_unplaceable,

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-mod common;
+use crate::common;
 
 use common::edit::replace_all;
 use common::linux::{crash, crash_reads, dumps, guest, kcrash, kcrash_on, slab_may_be_excluded};

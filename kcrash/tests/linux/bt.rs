@@ -7,7 +7,7 @@
 //! register for register.
 //! The klogtest module is loaded in both, so its frames are named. Setup: tests/common/linux.rs.
 
-mod common;
+use crate::common;
 
 use common::drgn_stack::{contexts, drgn_walks, frames_of, ours, Frame};
 use common::linux::{crash, crash_reads, guest, kcrash, module_unplaceable};

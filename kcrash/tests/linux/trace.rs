@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::process::Command;
 
-mod common;
+use crate::common;
 
 use common::edit::replace_all;
 use common::linux::{guest, kcrash_on, module_unplaceable};

@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-mod common;
+use crate::common;
 
 use common::{check_records, damage, json_records, words};
 use kcrash_harness::expected::{message_matches, Expected};

@@ -2,11 +2,11 @@
 //! it panicked, by every way of finding it: VMCOREINFO, the CPUs' page tables (CR3), and a scan
 //! for the banner; and a dump without VMCOREINFO still finds it. Setup: tests/common/linux.rs.
 
+use crate::common;
 use dumpfmt::translate::x86_64::X86_64;
 use dumpfmt::translate::{AddressSpace, Source};
 use dumpfmt::Dump;
 use kcrash::linux::kaslr::{self, Found};
-mod common;
 
 use common::linux::{console_kaslr, guest, kcrash};
 use kcrash_harness::run::stdout;

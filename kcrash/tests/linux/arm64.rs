@@ -5,7 +5,7 @@
 //! descriptor and reads every record as the module logged it; with the debug vmlinux, `mod` lists
 //! the modules as the guest's /proc/modules did; what kcrash cannot do on arm64 it says so.
 
-mod common;
+use crate::common;
 
 use common::linux::{
     assert_console_in_log, console_kernel_lines, first_console_line, mod_rows, panicking_cpu,

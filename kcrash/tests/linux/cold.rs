@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Output;
 
-mod common;
+use crate::common;
 
 use common::linux::guest;
 use kcrash_harness::run::stdout;
