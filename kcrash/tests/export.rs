@@ -38,24 +38,28 @@ struct Exported {
     damage: Option<String>,
 }
 
-/// The python that has Perfetto's classes, if there is one.
+/// The python that has Perfetto's classes, if there is one, by the path of its executable: a
+/// version manager's shim (pyenv's runs dozens of processes) then runs once, not once a trace.
 fn python(test: &str) -> Option<String> {
     let python = std::env::var("KCRASH_PYTHON").unwrap_or_else(|_| "python3".into());
-    let ok = Command::new(&python)
+    let found = Command::new(&python)
         .args([
             "-c",
-            "import perfetto.protos.perfetto.trace.perfetto_trace_pb2",
+            "import sys, perfetto.protos.perfetto.trace.perfetto_trace_pb2; print(sys.executable)",
         ])
         .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|path| path.trim().to_owned())
+        .filter(|path| !path.is_empty());
+    if found.is_none() {
         tools::not_run(
             test,
             &format!("{python} cannot import the perfetto package"),
         );
-        return None;
     }
-    Some(python)
+    found
 }
 
 fn run(files: &[&Path], commands: &[&str]) -> Output {
@@ -72,19 +76,30 @@ fn ok(o: &Output, what: &str) -> String {
 
 /// The trace as Perfetto's classes read it (tests/perfetto_read.py's document).
 fn read_perfetto(python: &str, trace: &Path) -> Value {
+    read_perfettos(python, &[trace]).remove(0)
+}
+
+/// [`read_perfetto`] of each trace, by one python.
+fn read_perfettos(python: &str, traces: &[&Path]) -> Vec<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto_read.py");
     let o = Command::new(python)
         .arg(script)
-        .arg(trace)
+        .args(traces)
         .output()
         .expect("python runs");
     assert!(
         o.status.success(),
-        "perfetto_read.py {}: {}",
-        trace.display(),
+        "perfetto_read.py {traces:?}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    serde_json::from_slice(&o.stdout).expect("perfetto_read.py prints JSON")
+    let docs: Vec<Value> = o
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_slice(line).expect("perfetto_read.py prints JSON"))
+        .collect();
+    assert_eq!(docs.len(), traces.len(), "perfetto_read.py {traces:?}");
+    docs
 }
 
 /// The events of a Perfetto trace, after checking that it keeps the sequence rules.
@@ -279,14 +294,25 @@ fn perfetto_traces_hold_every_record_as_the_kernel_logged_it() {
     let mut checked = 0;
     let scenarios = scenarios();
     assert!(scenarios.len() >= 15, "{} scenarios", scenarios.len());
-    for (name, dump, image, expected) in &scenarios {
-        let trace = dir
-            .path()
-            .join(format!("{}.pftrace", name.replace('/', "-")));
-        let command = format!("klog 0 --perfetto {}", trace.display());
-        let said = ok(&run(&[dump, image], &[&command]), name);
-        let doc = read_perfetto(&python, &trace);
-        let events = perfetto_events(&doc, name);
+    let traces: Vec<PathBuf> = scenarios
+        .iter()
+        .map(|(name, ..)| {
+            dir.path()
+                .join(format!("{}.pftrace", name.replace('/', "-")))
+        })
+        .collect();
+    let said: Vec<String> = scenarios
+        .iter()
+        .zip(&traces)
+        .map(|((name, dump, image, _), trace)| {
+            let command = format!("klog 0 --perfetto {}", trace.display());
+            ok(&run(&[dump, image], &[&command]), name)
+        })
+        .collect();
+    let traces: Vec<&Path> = traces.iter().map(PathBuf::as_path).collect();
+    let docs = read_perfettos(&python, &traces);
+    for (((name, dump, image, expected), said), doc) in scenarios.iter().zip(&said).zip(&docs) {
+        let events = perfetto_events(doc, name);
         assert!(
             said.contains(&format!("Perfetto trace of {} events", events.len())),
             "{name}: {said}"
