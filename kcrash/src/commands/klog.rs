@@ -279,6 +279,9 @@ fn run_live(
         Ok(snap)
     };
     let snap = snapshot(err)?;
+    for note in snap.overrun_notes() {
+        writeln!(err, "klog: {note}")?;
+    }
     show(&args, &snap, &snap.klog, schemata, &[], out, err)?;
     if !args.follow {
         return Ok(());
@@ -290,6 +293,9 @@ fn run_live(
         if sleep_unless_interrupted(args.interval) {
             return Ok(());
         }
+        // A poll's loss is every record after the last one seen that it cannot show, those
+        // overwritten while it read the ring included. Its overrun may also hold records an
+        // earlier poll printed, which are not lost, so it is not said on its own.
         let snap = snapshot(err)?;
         for r in snap.klog.rings.iter().filter(|r| r.trusted()) {
             let Some(last) = seen.get_mut(r.index) else {

@@ -25,8 +25,9 @@ pub struct Snapshot<'m> {
 }
 
 impl<'m> Snapshot<'m> {
-    /// Takes a snapshot; the second value says, one line per ring, what was overwritten while
-    /// it was read or what could not be checked.
+    /// Takes a snapshot; the second value says, one line per ring, what could not be read in
+    /// one pass or checked. What was overwritten while it was read is each ring's `overrun`
+    /// ([`Snapshot::overrun_notes`] says it).
     pub fn take(mem: &'m (dyn Memory + Sync), layout: KLogLayout) -> (Snapshot<'m>, Vec<String>) {
         let mut klog = Klog::read(mem, layout);
         let mut rings = Vec::new();
@@ -69,14 +70,6 @@ impl<'m> Snapshot<'m> {
                     // Slot of record s is taken again by record s + num_recs.
                     let reached = (now / REC_WORDS).saturating_sub(r.num_recs);
                     r.overrun = reached.saturating_sub(r.first_seq()).min(r.held());
-                    if r.overrun > 0 {
-                        notes.push(format!(
-                            "KLogs[{}] ({}): {} of the oldest records were overwritten while being read; not shown",
-                            r.index,
-                            r.label(),
-                            r.overrun
-                        ));
-                    }
                 }
                 Err(e) => notes.push(format!(
                     "KLogs[{}] ({}): next_write unreadable after reading the ring ({e}): records overwritten meanwhile cannot be told",
@@ -86,6 +79,18 @@ impl<'m> Snapshot<'m> {
             }
         }
         (Snapshot { klog, mem, rings }, notes)
+    }
+
+    /// One line per ring whose oldest records were overwritten while it was read.
+    pub fn overrun_notes(&self) -> impl Iterator<Item = String> + '_ {
+        self.klog.rings.iter().filter(|r| r.overrun > 0).map(|r| {
+            format!(
+                "KLogs[{}] ({}): {} of the oldest records were overwritten while being read; not shown",
+                r.index,
+                r.label(),
+                r.overrun
+            )
+        })
     }
 }
 
