@@ -42,7 +42,7 @@ pub fn kcrash_on(dir: &Path, files: &[&str], commands: &[&str]) -> Output {
 
 /// crash(8)'s output for `commands` on `dump`, the prompt echo left out, after what crash printed
 /// on opening the dump (its warnings), as a run of its own prints. One crash session per dump
-/// serves every test of the binary, one caller at a time: crash takes about 10 s of CPU to
+/// serves every test of the binary, one caller at a time: crash takes about 15 s of CPU to
 /// open Debian's vmlinux, and milliseconds a command after that. A session crash ended (it could
 /// not open the dump) answers with what it printed, and the next call starts another.
 pub fn crash(dir: &Path, dump: &str, commands: &str) -> String {
