@@ -438,11 +438,15 @@ fn show(
             (printer, Claims::new(CLAIM_BITS))
         })
         .collect();
-    // Ctrl-C ends the record stream; what was rendered is written, then the command says so.
-    let records = klog
-        .records_from(mem, sel, order, from, args.cpu)
-        .take_while(|_| !crate::interrupt::requested());
-    let shown = render_stream(records, &mut printers, &render, limit, out)?;
+    // Ctrl-C ends the record stream at a batch; what was rendered is written, then the command
+    // says so.
+    let mut records = klog.records_from(mem, sel, order, from, args.cpu);
+    let next = |batch: &mut Vec<Record>, n| {
+        if !crate::interrupt::requested() {
+            records.fill(batch, n);
+        }
+    };
+    let shown = render_stream(next, &mut printers, &render, limit, out)?;
     // Ctrl-C is how --follow ends, not a failure.
     if !args.follow {
         crate::interrupt::check()?;

@@ -66,9 +66,9 @@ impl Part {
 }
 
 /// Fills `batch` with the stream's next `want` items.
-fn fill<T>(items: &mut impl Iterator<Item = T>, batch: &mut Vec<T>, want: usize) {
+fn fill<T>(items: &mut impl FnMut(&mut Vec<T>, usize), batch: &mut Vec<T>, want: usize) {
     batch.clear();
-    batch.extend(items.by_ref().take(want));
+    items(batch, want);
 }
 
 /// How many items the next batch should hold when `wanted` more may still be written.
@@ -106,10 +106,12 @@ impl<T> Job<T> {
     }
 }
 
-/// Renders `items` with `render`, one thread per printer (the calling thread's is the first),
-/// and writes at most `limit` kept items to `out`, in order. Returns how many were written.
+/// Renders a stream's items with `render`, one thread per printer (the calling thread's is the
+/// first), and writes at most `limit` kept items to `out`, in order. Returns how many were
+/// written. `items(batch, n)` appends the stream's next items to `batch` until it holds `n`;
+/// fewer means the stream has ended.
 pub fn render_stream<P: Send, T: Send + Sync>(
-    mut items: impl Iterator<Item = T>,
+    mut items: impl FnMut(&mut Vec<T>, usize),
     printers: &mut [P],
     render: &Render<'_, P, T>,
     limit: u64,
@@ -224,6 +226,11 @@ fn write_parts(parts: &[Part], limit: u64, out: &mut dyn Write) -> io::Result<u6
 mod tests {
     use super::*;
 
+    /// A stream that hands over an iterator's items.
+    fn iterated<T>(mut items: impl Iterator<Item = T>) -> impl FnMut(&mut Vec<T>, usize) {
+        move |batch, n| batch.extend(items.by_ref().take(n - batch.len()))
+    }
+
     /// What one thread writing every kept item in order gives.
     fn expected(n: u64, keep: fn(u64) -> bool, limit: u64) -> String {
         (0..n)
@@ -260,7 +267,8 @@ mod tests {
                     Ok(true)
                 };
                 let mut out = Vec::new();
-                let written = render_stream(0..n, &mut printers, &render, limit, &mut out).unwrap();
+                let written =
+                    render_stream(iterated(0..n), &mut printers, &render, limit, &mut out).unwrap();
                 let want = expected(n, keep, limit);
                 assert_eq!(
                     String::from_utf8(out).unwrap(),
@@ -300,7 +308,7 @@ mod tests {
         };
         let mut out = Vec::new();
         let n = 2 * BATCH as u64;
-        let r = render_stream(0..n, &mut printers, &render, u64::MAX, &mut out);
+        let r = render_stream(iterated(0..n), &mut printers, &render, u64::MAX, &mut out);
         let e = r.expect_err("the worker panicked");
         assert!(e.to_string().contains("panicked"), "{e}");
     }
