@@ -16,8 +16,9 @@ const WINDOW: usize = 64;
 /// How far apart in a ring two records may be and still come out in clock order: writers on
 /// several processors reserve a slot, then read the clock, and one preempted between the two
 /// (as a user-space writer on a busy machine is) reads it after hundreds of others have
-/// written. A cursor reorders within this many records: a whole ring of the usual sizes, a
-/// few hundred KiB of records read ahead for the largest.
+/// written. A cursor reorders within at least this many records (and reads a CHUNK more at
+/// a time): a whole ring of the usual sizes, a few hundred KiB of records read ahead for the
+/// largest.
 const REORDER: usize = 4096;
 /// Longest subsystem name read.
 const NAME_MAX: usize = 64;
@@ -607,9 +608,19 @@ impl<'a> Cursor<'a> {
         None
     }
 
-    /// Fills the window: REORDER records beyond the next, or as many as the ring has left.
+    /// Keeps the window filled: REORDER records beyond the next, or as many as the ring has left.
+    #[inline]
     fn read_ahead(&mut self) {
-        while self.window.len() <= REORDER {
+        if self.window.len() <= REORDER {
+            self.read_more();
+        }
+    }
+
+    /// Reads a chunk's worth of records beyond REORDER into the window, in one loop rather than
+    /// one call a record.
+    #[inline(never)]
+    fn read_more(&mut self) {
+        while self.window.len() <= REORDER + CHUNK as usize {
             match self.next_in_ring() {
                 Some(rec) => self.insert(rec),
                 None => break,
@@ -736,6 +747,39 @@ impl kcrash_plugin::PeekKey for Cursor<'_> {
         self.read_ahead();
         self.window.front().map(kcrash_plugin::Keyed::key)
     }
+
+    /// As the trait's, with the records moved from the window in runs: as many as it holds
+    /// beyond REORDER at once.
+    fn take_run(
+        &mut self,
+        out: &mut Vec<Record>,
+        max: usize,
+        goes_first: impl Fn((u64, u64, usize)) -> bool,
+    ) -> Option<(u64, u64, usize)> {
+        use kcrash_plugin::Keyed;
+        let mut first = true;
+        loop {
+            self.read_ahead();
+            // What the window can give up without reading on: all of it once the ring is read.
+            let spare = match self.lo < self.hi {
+                true => self.window.len().saturating_sub(REORDER),
+                false => self.window.len(),
+            };
+            let room = max.saturating_sub(out.len());
+            let n = self
+                .window
+                .iter()
+                .take(spare.min(room).max(usize::from(first)))
+                .enumerate()
+                .take_while(|(i, rec)| (first && *i == 0) || goes_first(rec.key()))
+                .count();
+            if n == 0 {
+                return self.window.front().map(Keyed::key);
+            }
+            out.extend(self.window.drain(..n));
+            first = false;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -796,6 +840,57 @@ mod tests {
                 sorted.reverse();
             }
             assert_eq!(clocks, sorted, "{order:?}");
+        }
+    }
+
+    /// Runs taken from a cursor are the records it yields one by one, in the same order: across
+    /// chunks, around records late by up to REORDER places, whatever stops each run.
+    #[test]
+    fn runs_hold_the_records_the_cursor_yields() {
+        use kcrash_plugin::PeekKey;
+        // A power of two, as every ring is.
+        const RECORDS: u64 = 4 * REORDER as u64;
+        let mut r = ring(1, 0x10000, RECORDS);
+        r.next_write = RECORDS * REC_WORDS;
+        // Every 97th record's clock is late by up to REORDER - 1 places.
+        let clock =
+            |seq: u64| 10 * (seq + (seq % 97 == 0) as u64 * (seq * 31 % REORDER as u64)) + 5;
+        let bytes: Vec<u8> = (0..RECORDS)
+            .flat_map(|seq| [r.header, 0xfeed, 0, clock(seq), 0x2000, seq, 0, 0])
+            .flat_map(u64::to_le_bytes)
+            .collect();
+        let mem = kcrash_plugin::memory::Runs(vec![(0x10000, bytes)]);
+        for order in [Order::NewestFirst, Order::OldestFirst] {
+            let want: Vec<u64> = Cursor::new(&mem, &r, order, None).map(|r| r.seq).collect();
+            let mut sorted: Vec<u64> = want.iter().map(|&s| clock(s)).collect();
+            sorted.sort_unstable();
+            if order == Order::NewestFirst {
+                sorted.reverse();
+            }
+            let clocks: Vec<u64> = want.iter().map(|&s| clock(s)).collect();
+            let bad = clocks.iter().zip(&sorted).position(|(a, b)| a != b);
+            assert_eq!(
+                bad,
+                None,
+                "{order:?}: {:?}",
+                bad.map(|i| (want[i], &clocks[i..i + 3]))
+            );
+            type Key = (u64, u64, usize);
+            let stops: [fn(Key) -> bool; 2] = [|_| true, |key| key.0 % 7 != 0];
+            for (max, goes_first) in [1, 7, 600, 100_000]
+                .into_iter()
+                .flat_map(|m| stops.map(|g| (m, g)))
+            {
+                let mut cursor = Cursor::new(&mem, &r, order, None);
+                let mut got = Vec::new();
+                let mut out = Vec::new();
+                while cursor.take_run(&mut out, max, goes_first).is_some() {
+                    assert!(!out.is_empty() && out.len() <= max);
+                    got.extend(out.drain(..).map(|r| r.seq));
+                }
+                got.extend(out.drain(..).map(|r| r.seq));
+                assert_eq!(got, want, "{order:?}, runs of at most {max}");
+            }
         }
     }
 
