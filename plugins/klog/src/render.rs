@@ -94,7 +94,9 @@ fn push_ticks(out: &mut Vec<u8>, ticks: u64) {
 #[derive(Default)]
 struct LastSecond {
     secs: Option<u64>,
-    text: Vec<u8>,
+    /// `   12.`: at most 20 digits and the point.
+    text: [u8; 24],
+    len: usize,
 }
 
 impl LastSecond {
@@ -104,12 +106,14 @@ impl LastSecond {
             return push_ticks(out, ticks);
         };
         if self.secs != Some(secs) {
-            self.text.clear();
-            push_seconds(&mut self.text, secs);
+            let mut text = Vec::with_capacity(self.text.len());
+            push_seconds(&mut text, secs);
+            text.push(b'.');
+            self.len = text.len().min(self.text.len());
+            self.text[..self.len].copy_from_slice(&text[..self.len]);
             self.secs = Some(secs);
         }
-        out.extend_from_slice(&self.text);
-        out.push(b'.');
+        push_first(out, &self.text, self.len);
         push_nine_digits(out, nanos);
     }
 }
@@ -454,6 +458,14 @@ pub fn push_dec_padded(out: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
     out.extend_from_slice(digits);
 }
 
+/// The first `len` bytes of `buf`: the whole array copied, which costs less than a copy of a
+/// varying length, and the rest cut off.
+fn push_first<const N: usize>(out: &mut Vec<u8>, buf: &[u8; N], len: usize) {
+    let at = out.len();
+    out.extend_from_slice(buf);
+    out.truncate(at + len.min(N));
+}
+
 /// `v` in lower-case hex, without `0x`.
 pub fn push_hex(out: &mut Vec<u8>, v: u64) {
     let (digits, shown) = hex_digits(v);
@@ -592,12 +604,19 @@ fn push_nine_digits(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&buf);
 }
 
-/// What a damaged record says instead of (or after) its message.
+/// What a damaged record says instead of (or after) its message. Asked of every record, most
+/// of them whole: the answer for those is inlined.
+#[inline]
 fn damage_note(rec: &Record, names: &[String]) -> Option<String> {
-    let d = &rec.damage;
-    if !d.any() {
-        return None;
+    match rec.damage.any() {
+        true => damage_text(rec, names),
+        false => None,
     }
+}
+
+#[cold]
+fn damage_text(rec: &Record, names: &[String]) -> Option<String> {
+    let d = &rec.damage;
     if d.unreadable {
         let why = rec
             .unreadable
