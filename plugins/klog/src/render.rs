@@ -185,6 +185,11 @@ pub struct Decoded {
 }
 
 impl Decoded {
+    /// Whether decoding left any mark: [`Decoded::names`] is not empty.
+    pub fn marked(&self) -> bool {
+        self.desc != DescState::Read || self.printf.marked()
+    }
+
     /// Short names of the marks, for JSON's `marks`.
     pub fn names(&self) -> impl Iterator<Item = &'static str> {
         let o = &self.printf;
@@ -823,10 +828,17 @@ impl<'a> Printer<'a> {
             0,
             b' ',
         );
+        // Most records have neither damage nor marks: their arrays are empty, without a walk.
         b.extend_from_slice(b",\"damage\":");
-        push_names(b, rec.damage.names());
+        match rec.damage.any() {
+            true => push_names(b, rec.damage.names()),
+            false => b.extend_from_slice(b"[]"),
+        }
         b.extend_from_slice(b",\"marks\":");
-        push_names(b, outcome.iter().flat_map(Decoded::names));
+        match outcome.filter(Decoded::marked) {
+            Some(o) => push_names(b, o.names()),
+            None => b.extend_from_slice(b"[]"),
+        }
         b.extend_from_slice(b",\"note\":");
         match damage_note(rec, &self.names) {
             Some(n) => json_str(b, n.as_bytes(), &mut self.scratch),
@@ -1279,6 +1291,42 @@ mod tests {
             let mut out = b"[".to_vec();
             push_hex_str(&mut out, &hex_digits(v));
             assert_eq!(out, format!("[\"0x{v:x}\"").into_bytes());
+        }
+    }
+
+    /// `marked` says whether `names` has any, whatever the marks: JSON's `marks` array is written
+    /// empty without a walk when it says none.
+    #[test]
+    fn marked_is_whether_there_are_mark_names() {
+        let descs = [
+            DescState::Read,
+            DescState::Cut,
+            DescState::Null,
+            DescState::Unreadable,
+            DescState::UnknownEvent,
+        ];
+        let outcomes = (0..7).map(|field| {
+            let mut o = Outcome::default();
+            match field {
+                1 => o.missing_args = 1,
+                2 => o.unreadable_strings = 2,
+                3 => o.refused_n = 1,
+                4 => o.cut_strings = 1,
+                5 => o.capped_fields = 3,
+                6 => o.not_implemented = 1,
+                _ => o.args_used = 3,
+            }
+            o
+        });
+        for printf in outcomes {
+            for desc in descs {
+                let d = Decoded {
+                    printf,
+                    desc,
+                    plain: KnownPlain::default(),
+                };
+                assert_eq!(d.marked(), d.names().next().is_some(), "{d:?}");
+            }
         }
     }
 
