@@ -94,6 +94,26 @@ impl Piece {
         }
     }
 
+    /// This piece as a step of [`format_steps`], when it is literal text or a bare number.
+    pub fn step(self) -> Option<Step> {
+        match self.0 {
+            Part::Literal { start, end } => Some(Step(StepKind::Literal { start, end })),
+            Part::Conversion {
+                spec:
+                    Parsed {
+                        bare: Some(bare),
+                        spec,
+                        ..
+                    },
+                ..
+            } => Some(Step(StepKind::Bare {
+                bare,
+                length: spec.length,
+            })),
+            Part::Conversion { .. } => None,
+        }
+    }
+
     /// Whether this is a bare `%d %i %u %x %X`, which prints only ASCII digits, hex letters and
     /// a minus sign (or `<missing arg>`): whoever must escape a message need not look at its
     /// output.
@@ -190,6 +210,69 @@ pub fn format_pieces<S: Sink, T: Strings>(
         }
     }
     Ok(f.outcome)
+}
+
+/// One step of a format made only of literal text and bare numbers: the compact form
+/// [`format_steps`] runs, with less work a record than [`format_pieces`].
+#[derive(Clone, Copy, Debug)]
+pub struct Step(StepKind);
+
+#[derive(Clone, Copy, Debug)]
+enum StepKind {
+    Literal { start: usize, end: usize },
+    Bare { bare: Bare, length: Length },
+}
+
+/// What [`format_pieces`] writes and finds for the pieces `steps` were made from (each piece's
+/// [`Piece::step`]).
+pub fn format_steps<S: Sink>(
+    out: &mut S,
+    fmt: &[u8],
+    steps: &[Step],
+    args: &[u64],
+) -> Result<Outcome, fmt::Error> {
+    let mut outcome = Outcome::default();
+    for step in steps {
+        match step.0 {
+            StepKind::Literal { start, end } => {
+                out.put(fmt.get(start..end).unwrap_or_default())?;
+            }
+            StepKind::Bare { bare, length } => match args.get(outcome.args_used) {
+                Some(&word) => {
+                    outcome.args_used += 1;
+                    put_bare(out, bare, length, word)?;
+                }
+                None => {
+                    outcome.missing_args += 1;
+                    out.put(MISSING_ARG)?;
+                }
+            },
+        }
+    }
+    Ok(outcome)
+}
+
+/// What a conversion prints for want of a data word.
+const MISSING_ARG: &[u8] = b"<missing arg>";
+
+/// A bare conversion's digits: what [`Formatter::convert`] writes for it, with less work.
+fn put_bare<S: Sink>(out: &mut S, bare: Bare, length: Length, word: u64) -> fmt::Result {
+    let mut buf = [0u8; 22];
+    let n = match bare {
+        Bare::Signed => {
+            let v = length.signed(word);
+            let mut n = put_digits_dec(&mut buf, v.unsigned_abs());
+            if v < 0 {
+                n -= 1;
+                buf[n] = b'-';
+            }
+            n
+        }
+        Bare::Unsigned => put_digits_dec(&mut buf, length.unsigned(word)),
+        Bare::Hex => put_digits_pow2(&mut buf, length.unsigned(word), 4, b"0123456789abcdef"),
+        Bare::HexUpper => put_digits_pow2(&mut buf, length.unsigned(word), 4, b"0123456789ABCDEF"),
+    };
+    out.put(&buf[n..])
 }
 
 /// Number of data words `fmt` consumes (conversions plus `*` fields), for compile-time checks of
@@ -438,7 +521,18 @@ impl Spec {
     }
 
     fn signed(&self, word: u64) -> i64 {
-        match self.length {
+        self.length.signed(word)
+    }
+
+    fn unsigned(&self, word: u64) -> u64 {
+        self.length.unsigned(word)
+    }
+}
+
+impl Length {
+    /// The data word narrowed as a C varargs call would have passed it, signed.
+    fn signed(self, word: u64) -> i64 {
+        match self {
             Length::Char => word as i8 as i64,
             Length::Short => word as i16 as i64,
             Length::Int => word as i32 as i64,
@@ -446,8 +540,9 @@ impl Spec {
         }
     }
 
-    fn unsigned(&self, word: u64) -> u64 {
-        match self.length {
+    /// The data word narrowed, unsigned.
+    fn unsigned(self, word: u64) -> u64 {
+        match self {
             Length::Char => word as u8 as u64,
             Length::Short => word as u16 as u64,
             Length::Int => word as u32 as u64,
@@ -490,25 +585,10 @@ impl<S: Sink> Formatter<'_, S> {
 
     /// A bare conversion: what [`Formatter::convert`] writes for it, with less work.
     fn bare(&mut self, bare: Bare, s: &Spec) -> fmt::Result {
-        let Some(word) = self.next_arg() else {
-            return self.out.put(b"<missing arg>");
-        };
-        let mut buf = [0u8; 22];
-        let n = match bare {
-            Bare::Signed => {
-                let v = s.signed(word);
-                let mut n = put_digits_dec(&mut buf, v.unsigned_abs());
-                if v < 0 {
-                    n -= 1;
-                    buf[n] = b'-';
-                }
-                n
-            }
-            Bare::Unsigned => put_digits_dec(&mut buf, s.unsigned(word)),
-            Bare::Hex => put_digits_pow2(&mut buf, s.unsigned(word), 4, b"0123456789abcdef"),
-            Bare::HexUpper => put_digits_pow2(&mut buf, s.unsigned(word), 4, b"0123456789ABCDEF"),
-        };
-        self.out.put(&buf[n..])
+        match self.next_arg() {
+            Some(word) => put_bare(self.out, bare, s.length, word),
+            None => self.out.put(MISSING_ARG),
+        }
     }
 
     fn convert<T: Strings>(&mut self, s: &Spec, text: &[u8], strings: &mut T) -> fmt::Result {
@@ -528,7 +608,7 @@ impl<S: Sink> Formatter<'_, S> {
             return self.out.put(b">");
         }
         let Some(word) = self.next_arg() else {
-            return self.out.put(b"<missing arg>");
+            return self.out.put(MISSING_ARG);
         };
         self.value(s, conv, word, text, strings)?;
         if s.capped {
@@ -844,6 +924,55 @@ mod tests {
 
     fn s(f: &str, args: &[u64]) -> String {
         fmt(f, args).0
+    }
+
+    /// Steps print and count what the pieces they come from do, for every bare conversion and
+    /// length, any number of data words (too few too), and they exist only when every piece
+    /// is literal text or a bare number.
+    #[test]
+    fn steps_format_as_their_pieces_do() {
+        let formats = [
+            "",
+            "plain text",
+            "%d",
+            "bench %u chore %u",
+            "a %d b %i c %u d %x e %X f",
+            "%hhd|%hd|%ld|%lld|%zu|%hhx|%hX|%llu",
+            "%u%u%u%u",
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for f in formats {
+            let kept: Vec<Piece> = pieces(f.as_bytes()).collect();
+            let steps: Vec<Step> = kept
+                .iter()
+                .map(|p| p.step())
+                .collect::<Option<_>>()
+                .unwrap();
+            for n in 0..6 {
+                let args: Vec<u64> = (0..n)
+                    .map(|i| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        [0, 1, u64::MAX, 1 << 63, -7i64 as u64, x >> (x % 64)][(i + n) % 6]
+                    })
+                    .collect();
+                let mut by_steps = FixedBuf::<512>::new();
+                let outcome = format_steps(&mut by_steps, f.as_bytes(), &steps, &args).unwrap();
+                assert_eq!(
+                    (
+                        String::from_utf8(by_steps.as_bytes().to_vec()).unwrap(),
+                        outcome
+                    ),
+                    fmt(f, &args),
+                    "{f:?} with {args:x?}"
+                );
+            }
+        }
+        for general in ["%s", "a %5d", "%p %u", "%%", "%*d", "%c"] {
+            let stepped: Option<Vec<Step>> = pieces(general.as_bytes()).map(Piece::step).collect();
+            assert!(stepped.is_none(), "{general}");
+        }
     }
 
     /// A piece said to be a bare number prints nothing but digits, hex letters and a minus sign

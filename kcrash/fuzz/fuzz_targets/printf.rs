@@ -1,13 +1,14 @@
 //! klog-runtime's printf interpreter with a hostile format, hostile data words and `%s`
 //! arguments that read fuzz-chosen bytes or fail. Input: a byte k, k % 4 data words (u64 LE),
-//! the format up to the first NUL, then the bytes `%s` arguments point into. A panic, or output
-//! beyond what the format's fields allow, is a bug.
+//! the format up to the first NUL, then the bytes `%s` arguments point into. A panic, output
+//! beyond what the format's fields allow, or a format of literal text and bare numbers whose
+//! steps print or count otherwise than its pieces, is a bug.
 
 #![no_main]
 
 use std::fmt;
 
-use klog_runtime::printf::{format, Sink, Strings, MAX_FIELD};
+use klog_runtime::printf::{format, format_steps, pieces, Piece, Sink, Step, Strings, MAX_FIELD};
 use libfuzzer_sys::fuzz_target;
 
 /// `%s` strings: an address with the top bit set fails; others read the pool from the address
@@ -70,5 +71,15 @@ fuzz_target!(|data: &[u8]| {
         // Each conversion writes at most its capped field plus a short mark; literal text as is.
         let conversions = fmt.iter().filter(|&&b| b == b'%').count();
         assert!(out.bytes.len() <= fmt.len() + conversions * (2 * MAX_FIELD + 64 + pool.len()));
+        let steps: Option<Vec<Step>> = pieces(fmt).map(Piece::step).collect();
+        if let Some(steps) = steps {
+            let mut by_steps = Out {
+                bytes: Vec::new(),
+                fail_after: None,
+            };
+            let stepped = format_steps(&mut by_steps, fmt, &steps, &args);
+            assert_eq!(stepped, Ok(outcome));
+            assert_eq!(by_steps.bytes, out.bytes);
+        }
     }
 });

@@ -123,6 +123,9 @@ impl LastSecond {
 struct Format {
     bytes: Box<[u8]>,
     pieces: Box<[printf::Piece]>,
+    /// The pieces as steps, when all are literal text and bare numbers: formatted with less
+    /// work.
+    steps: Option<Box<[printf::Step]>>,
     /// No NUL within [`STRING_MAX`] bytes: `bytes` is its first STRING_MAX.
     cut: bool,
     /// What every message of this format is known to be.
@@ -312,24 +315,34 @@ impl<'a> Decoder<'a> {
                 let cut = s.len() > STRING_MAX;
                 s.truncate(STRING_MAX);
                 let pieces: Box<[printf::Piece]> = printf::pieces(&s).collect();
+                let steps: Option<Box<[printf::Step]>> = pieces.iter().map(|p| p.step()).collect();
                 let format = Format {
                     plain: KnownPlain::of(&s, &pieces),
+                    steps,
                     pieces,
                     bytes: s.into_boxed_slice(),
                     cut,
                 };
-                *desc_bytes +=
-                    format.bytes.len() + format.pieces.len() * std::mem::size_of::<printf::Piece>();
+                *desc_bytes += format.bytes.len()
+                    + format.pieces.len() * std::mem::size_of::<printf::Piece>()
+                    + format
+                        .steps
+                        .as_ref()
+                        .map_or(0, |s| std::mem::size_of_val(&**s));
                 format
             })
         });
         match format {
             Ok(f) => {
                 let mut sink = VecSink(text);
-                let pieces = f.pieces.iter().copied();
-                let printf =
-                    printf::format_pieces(&mut sink, &f.bytes, pieces, &args, &mut self.strings)
-                        .unwrap_or_default();
+                let printf = match &f.steps {
+                    Some(steps) => printf::format_steps(&mut sink, &f.bytes, steps, &args),
+                    None => {
+                        let pieces = f.pieces.iter().copied();
+                        printf::format_pieces(&mut sink, &f.bytes, pieces, &args, &mut self.strings)
+                    }
+                }
+                .unwrap_or_default();
                 let desc = if f.cut {
                     text.extend_from_slice(
                         format!("<format cut: no NUL within {STRING_MAX} bytes>").as_bytes(),
