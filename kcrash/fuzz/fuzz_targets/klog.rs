@@ -1,7 +1,8 @@
 //! The KLog engine over hostile memory: the input is the bytes of memory from `fixed::BASE` on
 //! (KLogs, DebugFlags, klogLevel, klogClockHz, klogProcessors, klogFlags, KLogDescriptions,
 //! KLogBuffer, then strings), anything past it
-//! unreadable. Every ring is read, merged in both orders, summarised and salvaged, and every
+//! unreadable. Every ring is read, merged in both orders (one record at a time and in batches,
+//! which must agree), summarised and salvaged, and every
 //! record rendered in both text styles and as JSON; every ring is read again as the timeline's
 //! events, each read through the shipped schemata (strings they name read from the same memory)
 //! and rendered as its text line and its JSON. A panic, or output without bound, is a bug.
@@ -65,11 +66,25 @@ fuzz_target!(|data: &[u8]| {
         for sel in selections {
             // Each ring holds at most RING_RECORDS; more out of one selection is a bug.
             let mut n = 0;
+            let mut seen = Vec::new();
             for rec in klog.records(&mem, sel, order) {
                 n += 1;
                 assert!(n <= 2 * fixed::RECORDS, "more records than slots");
                 render(&rec, &mut line);
+                seen.push((rec.ring, rec.seq));
             }
+            // Batches, as klog fills them, hold the same records in the same order.
+            let mut merge = klog.records(&mem, sel, order);
+            let mut batched = Vec::new();
+            loop {
+                let mut batch = Vec::new();
+                merge.fill(&mut batch, 7);
+                batched.extend(batch.iter().map(|r| (r.ring, r.seq)));
+                if batch.len() < 7 {
+                    break;
+                }
+            }
+            assert_eq!(batched, seen, "batches differ from the merge's records");
             // One processor's rings: never more than all of them.
             let one = klog.records_from(&mem, sel, order, &[], Some(1)).count() as u64;
             assert!(
