@@ -765,18 +765,24 @@ impl kcrash_plugin::PeekKey for Cursor<'_> {
                 true => self.window.len().saturating_sub(REORDER),
                 false => self.window.len(),
             };
-            let room = max.saturating_sub(out.len());
-            let n = self
-                .window
-                .iter()
-                .take(spare.min(room).max(usize::from(first)))
-                .enumerate()
-                .take_while(|(i, rec)| (first && *i == 0) || goes_first(rec.key()))
-                .count();
-            if n == 0 {
+            let take = spare
+                .min(max.saturating_sub(out.len()))
+                .max(usize::from(first));
+            out.reserve(take);
+            // One pass: each record's key looked at, then the record moved while it is in cache.
+            let mut taken = 0;
+            while taken < take {
+                match self.window.front() {
+                    Some(rec) if (first && taken == 0) || goes_first(rec.key()) => {
+                        out.extend(self.window.pop_front());
+                        taken += 1;
+                    }
+                    _ => break,
+                }
+            }
+            if taken == 0 {
                 return self.window.front().map(Keyed::key);
             }
-            out.extend(self.window.drain(..n));
             first = false;
         }
     }
