@@ -685,13 +685,17 @@ pub fn subsystem_name(names: &[String], id: u16) -> String {
 /// The subsystem a record belongs to: its header's, or its ring's when the header is damaged
 /// (KLogs holds a set of `names.len()` KLogs per processor).
 pub fn subsystem_name_of<'n>(names: &'n [String], rec: &Record) -> Cow<'n, str> {
-    let id = rec
-        .subsystem
-        .unwrap_or((rec.ring % names.len().max(1)) as u16);
+    let id = subsystem_id(names, rec);
     match names.get(id as usize) {
         Some(n) => Cow::Borrowed(n),
         None => Cow::Owned(format!("SUBSYS{id}")),
     }
+}
+
+/// The id of the subsystem [`subsystem_name_of`] names.
+fn subsystem_id(names: &[String], rec: &Record) -> u16 {
+    rec.subsystem
+        .unwrap_or((rec.ring % names.len().max(1)) as u16)
 }
 
 /// Writes records as text lines or JSON objects.
@@ -705,6 +709,8 @@ pub struct Printer<'a> {
     scratch: Vec<u8>,
     /// JSON parts by call site.
     sites: DirectMapped<SiteKey, SiteJson>,
+    /// FULL lines' tags by chore, processor and domain, and subsystem.
+    tags: DirectMapped<(u64, u64, u16), Tag>,
     last_second: LastSecond,
 }
 
@@ -717,6 +723,7 @@ impl<'a> Printer<'a> {
             message: Vec::with_capacity(256),
             scratch: Vec::with_capacity(256),
             sites: DirectMapped::new(SITE_BITS),
+            tags: DirectMapped::new(TAG_BITS),
             last_second: LastSecond::default(),
         }
     }
@@ -736,26 +743,30 @@ impl<'a> Printer<'a> {
 
     /// Appends one line of text for `rec` to `line`.
     pub fn text(&mut self, line: &mut Vec<u8>, rec: &Record, style: Style) {
-        let sub = subsystem_name_of(&self.names, rec);
         if style == Style::Full {
-            let (proc_, dom) = split_proc_dom(rec.proc_dom());
             line.push(b'[');
             self.last_second.write(self.clock, line, rec.clock());
-            line.extend_from_slice(b"] [");
-            push_hex(line, rec.id());
-            line.extend_from_slice(b"][");
-            push_dec_padded(line, proc_ as u64, 0, b' ');
-            line.push(b',');
-            push_dec_padded(line, dom as u64, 0, b' ');
-            line.push(b',');
-            line.extend_from_slice(sub.as_bytes());
-            line.extend_from_slice(b"] ");
+            let sub = subsystem_id(&self.names, rec);
+            let key = (rec.id(), rec.proc_dom(), sub);
+            let hash = rec.id() ^ rec.proc_dom().rotate_left(29) ^ u64::from(sub);
+            let (names, scratch) = (&self.names, &mut self.scratch);
+            let tag = self.tags.get_or_insert_with(key, hash, |_| {
+                scratch.clear();
+                push_tag(scratch, rec, names);
+                let mut tag = [0u8; TAG_MAX];
+                let kept = tag.get_mut(..scratch.len())?;
+                kept.copy_from_slice(scratch);
+                Some((tag, scratch.len()))
+            });
+            match tag {
+                Some((tag, len)) => push_first(line, tag, *len),
+                None => push_tag(line, rec, &self.names),
+            }
         } else {
             line.push(b'[');
-            line.extend_from_slice(sub.as_bytes());
+            line.extend_from_slice(subsystem_name_of(&self.names, rec).as_bytes());
             line.extend_from_slice(b"] ");
         }
-        drop(sub);
         let note = damage_note(rec, &self.names);
         let readable = !rec.damage.no_message();
         if readable {
@@ -869,6 +880,27 @@ impl<'a> Printer<'a> {
         b.extend_from_slice(b"]}\n");
     }
 }
+
+/// `] [chore][processor,domain,SUBSYS] `: what follows a FULL line's time, written out.
+fn push_tag(out: &mut Vec<u8>, rec: &Record, names: &[String]) {
+    let (processor, domain) = split_proc_dom(rec.proc_dom());
+    out.extend_from_slice(b"] [");
+    push_hex(out, rec.id());
+    out.extend_from_slice(b"][");
+    push_dec_padded(out, processor as u64, 0, b' ');
+    out.push(b',');
+    push_dec_padded(out, domain as u64, 0, b' ');
+    out.push(b',');
+    out.extend_from_slice(subsystem_name_of(names, rec).as_bytes());
+    out.extend_from_slice(b"] ");
+}
+
+/// A FULL line's tag follows from its chore, its processor and domain word and its subsystem,
+/// which few records of a log do not share with many others: a printer keeps the tags of
+/// 2^TAG_BITS of them, each in TAG_MAX bytes (a longer one is written out every time).
+type Tag = Option<([u8; TAG_MAX], usize)>;
+const TAG_BITS: u32 = 8;
+const TAG_MAX: usize = 64;
 
 /// A printer keeps the JSON parts of 2^SITE_BITS call sites: more than a kernel's rings usually
 /// hold at once. A site whose slot another took is rendered again, never mixed up with it.
@@ -1226,6 +1258,45 @@ mod tests {
                 );
                 let format = format!("\"format\":\"s{i} %x\"");
                 assert!(String::from_utf8_lossy(&line).contains(&format), "{format}");
+            }
+        }
+    }
+
+    /// A FULL line built from a kept tag is the line a printer that never saw the tag writes,
+    /// however many tags share a slot, in whatever order they come, with a damaged header (the
+    /// ring names the subsystem) and with a name too long to keep.
+    #[test]
+    fn lines_from_kept_tags_are_the_lines_of_a_fresh_printer() {
+        let mem = memory();
+        let names = vec!["NONE".to_string(), "SCHED".to_string(), "L".repeat(70)];
+        let clock = Clock { hz: Some(1000) };
+        let records: Vec<Record> = (0..3 << TAG_BITS)
+            .map(|i| {
+                let mut rec = record(Desc::Inline, klog_runtime::inline_desc(b"t %x"), i);
+                rec.ring = (i % 3) as usize;
+                rec.subsystem = (i % 5 != 0).then_some((i % 3) as u16);
+                rec.words[1] = 0xffff_ffff_8000_0000 + i / 3;
+                // Three records share a chore and a processor: only their subsystems differ.
+                rec.words[2] =
+                    klog_runtime::proc_dom((i / 3) as u32 % 4, (i / 3 * 0x1234_5678) as u32);
+                rec.words[3] = i * 7;
+                rec
+            })
+            .collect();
+        let mut kept = Printer::new(&mem, names.clone(), clock);
+        for round in 0..2 {
+            for rec in records.iter().rev().skip(round) {
+                let mut line = Vec::new();
+                kept.text(&mut line, rec, Style::Full);
+                let mut want = Vec::new();
+                Printer::new(&mem, names.clone(), clock).text(&mut want, rec, Style::Full);
+                assert_eq!(
+                    String::from_utf8_lossy(&line),
+                    String::from_utf8_lossy(&want)
+                );
+                let (processor, _) = split_proc_dom(rec.words[2]);
+                let tag = format!("[{:x}][{processor},", rec.words[1]);
+                assert!(String::from_utf8_lossy(&line).contains(&tag), "{tag}");
             }
         }
     }
