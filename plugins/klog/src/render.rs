@@ -709,6 +709,8 @@ pub struct Printer<'a> {
     scratch: Vec<u8>,
     /// JSON parts by call site.
     sites: DirectMapped<SiteKey, SiteJson>,
+    /// JSON's processor and domain, by their word.
+    proc_doms: DirectMapped<u64, ProcDomJson>,
     /// FULL lines' tags by chore, processor and domain, and subsystem.
     tags: DirectMapped<(u64, u64, u16), Tag>,
     last_second: LastSecond,
@@ -724,6 +726,7 @@ impl<'a> Printer<'a> {
             scratch: Vec::with_capacity(256),
             sites: DirectMapped::new(SITE_BITS),
             tags: DirectMapped::new(TAG_BITS),
+            proc_doms: DirectMapped::new(PROC_DOM_BITS),
             last_second: LastSecond::default(),
         }
     }
@@ -796,7 +799,6 @@ impl<'a> Printer<'a> {
         let readable = !rec.damage.no_message();
         self.message.clear();
         let outcome = readable.then(|| self.decoder.message_into(rec, &mut self.message));
-        let (processor, domain) = split_proc_dom(rec.proc_dom());
         let key = SiteKey {
             ring: rec.ring,
             subsystem: rec.subsystem,
@@ -819,9 +821,12 @@ impl<'a> Printer<'a> {
         b.extend_from_slice(b",\"seq\":");
         push_dec_padded(b, rec.seq, 0, b' ');
         b.extend_from_slice(site.part(SitePart::Names));
-        push_dec_padded(b, processor as u64, 0, b' ');
-        b.extend_from_slice(b",\"domain\":");
-        push_dec_padded(b, domain as u64, 0, b' ');
+        let pd = self
+            .proc_doms
+            .get_or_insert_with(rec.proc_dom(), rec.proc_dom(), |&word| {
+                ProcDomJson::new(word)
+            });
+        push_first(b, &pd.fields, pd.len);
         b.extend_from_slice(b",\"clock\":\"");
         push_dec_padded(b, rec.clock(), 0, b' ');
         b.push(b'"');
@@ -869,7 +874,7 @@ impl<'a> Printer<'a> {
             None => b.extend_from_slice(b"null"),
         }
         b.extend_from_slice(site.part(SitePart::Words));
-        push_hex_str(b, &hex_digits(rec.words[2]));
+        push_hex_str(b, &pd.hex);
         b.push(b',');
         push_hex_str(b, &hex_digits(rec.words[3]));
         b.extend_from_slice(site.part(SitePart::WordsDesc));
@@ -901,6 +906,37 @@ fn push_tag(out: &mut Vec<u8>, rec: &Record, names: &[String]) {
 type Tag = Option<([u8; TAG_MAX], usize)>;
 const TAG_BITS: u32 = 8;
 const TAG_MAX: usize = 64;
+
+/// What a JSON line shows of its processor and domain word: `P,"domain":D` and the word in
+/// hex, kept by the word, which a log's records share many to one (there are as many as
+/// processors, times domains).
+struct ProcDomJson {
+    /// 10 digits at most each, and the key between them.
+    fields: [u8; 32],
+    len: usize,
+    hex: HexDigits,
+}
+
+impl ProcDomJson {
+    fn new(word: u64) -> ProcDomJson {
+        let (processor, domain) = split_proc_dom(word);
+        let mut text = Vec::with_capacity(32);
+        push_dec_padded(&mut text, u64::from(processor), 0, b' ');
+        text.extend_from_slice(b",\"domain\":");
+        push_dec_padded(&mut text, u64::from(domain), 0, b' ');
+        let mut fields = [0u8; 32];
+        let len = text.len().min(fields.len());
+        fields[..len].copy_from_slice(&text[..len]);
+        ProcDomJson {
+            fields,
+            len,
+            hex: hex_digits(word),
+        }
+    }
+}
+
+/// A printer keeps 2^PROC_DOM_BITS [`ProcDomJson`]s.
+const PROC_DOM_BITS: u32 = 6;
 
 /// A printer keeps the JSON parts of 2^SITE_BITS call sites: more than a kernel's rings usually
 /// hold at once. A site whose slot another took is rendered again, never mixed up with it.
@@ -1225,8 +1261,9 @@ mod tests {
         assert_eq!(decoder.format(&event).as_deref(), Some(&b"idle %u"[..]));
     }
 
-    /// A line built from a call site's kept parts is the line a printer that never saw the site
-    /// writes, however many sites share a slot and in whatever order they come.
+    /// A line built from a call site's kept parts (and its processor and domain's) is the line a
+    /// printer that never saw the site writes, however many sites share a slot and in whatever
+    /// order they come.
     #[test]
     fn lines_from_kept_site_parts_are_the_lines_of_a_fresh_printer() {
         let mem = memory();
@@ -1240,6 +1277,8 @@ mod tests {
                 rec.subsystem = Some((i % 2) as u16);
                 rec.words[0] = 0x4b4c_4f47_0008_0000 | (i % 2);
                 rec.words[1] = 0xffff_ffff_8000_0000 + i / 2;
+                // Processor and domain words, more than a printer keeps, each shared by two.
+                rec.words[2] = klog_runtime::proc_dom((i / 2 % 5) as u32, (i / 2 * 0x1234) as u32);
                 rec.words[3] = i * 7;
                 rec.seq = i;
                 rec
@@ -1258,6 +1297,11 @@ mod tests {
                 );
                 let format = format!("\"format\":\"s{i} %x\"");
                 assert!(String::from_utf8_lossy(&line).contains(&format), "{format}");
+                let (p, d) = split_proc_dom(rec.words[2]);
+                let fields = format!("\"processor\":{p},\"domain\":{d},");
+                assert!(String::from_utf8_lossy(&line).contains(&fields), "{fields}");
+                let word = format!("\"0x{:x}\",\"0x{:x}\"", rec.words[2], rec.words[3]);
+                assert!(String::from_utf8_lossy(&line).contains(&word), "{word}");
             }
         }
     }
@@ -1294,8 +1338,9 @@ mod tests {
                     String::from_utf8_lossy(&line),
                     String::from_utf8_lossy(&want)
                 );
-                let (processor, _) = split_proc_dom(rec.words[2]);
-                let tag = format!("[{:x}][{processor},", rec.words[1]);
+                let (p, d) = split_proc_dom(rec.words[2]);
+                let name = &names[usize::from(rec.subsystem.unwrap_or(rec.ring as u16))];
+                let tag = format!("[{:x}][{p},{d},{name}] ", rec.words[1]);
                 assert!(String::from_utf8_lossy(&line).contains(&tag), "{tag}");
             }
         }
