@@ -794,6 +794,7 @@ impl kcrash_plugin::PeekKey for Cursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kcrash_plugin::memory::Runs;
 
     fn ring(index: usize, buffer: u64, records: u64) -> Ring {
         Ring {
@@ -818,13 +819,32 @@ mod tests {
         }
     }
 
+    /// A full ring of `records` (a power of two), record `seq` logged at `clock(seq)`.
+    fn ring_of_clocks(records: u64, clock: impl Fn(u64) -> u64) -> (Ring, Runs) {
+        let mut r = ring(1, 0x10000, records);
+        r.next_write = records * REC_WORDS;
+        let bytes: Vec<u8> = (0..records)
+            .flat_map(|seq| [r.header, 0xfeed, 0, clock(seq), 0x2000, seq, 0, 0])
+            .flat_map(u64::to_le_bytes)
+            .collect();
+        (r, Runs(vec![(0x10000, bytes)]))
+    }
+
+    /// `clocks` as a walk in `order` should yield them.
+    fn in_order(clocks: &[u64], order: Order) -> Vec<u64> {
+        let mut sorted = clocks.to_vec();
+        sorted.sort_unstable();
+        if order == Order::NewestFirst {
+            sorted.reverse();
+        }
+        sorted
+    }
+
     /// A writer preempted between reserving its slot and reading the clock logs a clock later
     /// than hundreds of records after it: both walks still yield the ring in clock order.
     #[test]
     fn a_record_whose_writer_was_preempted_still_comes_out_in_clock_order() {
         const RECORDS: u64 = 1024;
-        let mut r = ring(1, 0x10000, RECORDS);
-        r.next_write = RECORDS * REC_WORDS;
         let late = 100;
         let clock = |seq: u64| {
             if seq == late {
@@ -833,22 +853,13 @@ mod tests {
                 10 * seq
             }
         };
-        let bytes: Vec<u8> = (0..RECORDS)
-            .flat_map(|seq| [r.header, 0xfeed, 0, clock(seq), 0x2000, seq, 0, 0])
-            .flat_map(u64::to_le_bytes)
-            .collect();
-        let mem = kcrash_plugin::memory::Runs(vec![(0x10000, bytes)]);
+        let (r, mem) = ring_of_clocks(RECORDS, clock);
         for order in [Order::NewestFirst, Order::OldestFirst] {
             let clocks: Vec<u64> = Cursor::new(&mem, &r, order, None)
                 .map(|rec| rec.clock())
                 .collect();
             assert_eq!(clocks.len() as u64, RECORDS);
-            let mut sorted = clocks.clone();
-            sorted.sort_unstable();
-            if order == Order::NewestFirst {
-                sorted.reverse();
-            }
-            assert_eq!(clocks, sorted, "{order:?}");
+            assert_eq!(clocks, in_order(&clocks, order), "{order:?}");
         }
     }
 
@@ -857,26 +868,14 @@ mod tests {
     #[test]
     fn runs_hold_the_records_the_cursor_yields() {
         use kcrash_plugin::PeekKey;
-        // A power of two, as every ring is.
-        const RECORDS: u64 = 4 * REORDER as u64;
-        let mut r = ring(1, 0x10000, RECORDS);
-        r.next_write = RECORDS * REC_WORDS;
         // Every 97th record's clock is late by up to REORDER - 1 places.
         let clock =
             |seq: u64| 10 * (seq + (seq % 97 == 0) as u64 * (seq * 31 % REORDER as u64)) + 5;
-        let bytes: Vec<u8> = (0..RECORDS)
-            .flat_map(|seq| [r.header, 0xfeed, 0, clock(seq), 0x2000, seq, 0, 0])
-            .flat_map(u64::to_le_bytes)
-            .collect();
-        let mem = kcrash_plugin::memory::Runs(vec![(0x10000, bytes)]);
+        let (r, mem) = ring_of_clocks(4 * REORDER as u64, clock);
         for order in [Order::NewestFirst, Order::OldestFirst] {
             let want: Vec<u64> = Cursor::new(&mem, &r, order, None).map(|r| r.seq).collect();
-            let mut sorted: Vec<u64> = want.iter().map(|&s| clock(s)).collect();
-            sorted.sort_unstable();
-            if order == Order::NewestFirst {
-                sorted.reverse();
-            }
             let clocks: Vec<u64> = want.iter().map(|&s| clock(s)).collect();
+            let sorted = in_order(&clocks, order);
             let bad = clocks.iter().zip(&sorted).position(|(a, b)| a != b);
             assert_eq!(
                 bad,
