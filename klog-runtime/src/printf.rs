@@ -202,7 +202,7 @@ pub fn format_pieces<S: Sink, T: Strings>(
                         ..
                     },
                 ..
-            } => f.bare(bare, &spec)?,
+            } => f.bare(bare, spec.length)?,
             Part::Conversion { spec, start, end } => {
                 let spec = spec.resolve(&mut f);
                 f.convert(&spec, text(start, end), strings)?;
@@ -231,49 +231,24 @@ pub fn format_steps<S: Sink>(
     steps: &[Step],
     args: &[u64],
 ) -> Result<Outcome, fmt::Error> {
-    let mut outcome = Outcome::default();
+    let mut f = Formatter {
+        out,
+        args,
+        outcome: Outcome::default(),
+    };
     for step in steps {
         match step.0 {
             StepKind::Literal { start, end } => {
-                out.put(fmt.get(start..end).unwrap_or_default())?;
+                f.out.put(fmt.get(start..end).unwrap_or_default())?
             }
-            StepKind::Bare { bare, length } => match args.get(outcome.args_used) {
-                Some(&word) => {
-                    outcome.args_used += 1;
-                    put_bare(out, bare, length, word)?;
-                }
-                None => {
-                    outcome.missing_args += 1;
-                    out.put(MISSING_ARG)?;
-                }
-            },
+            StepKind::Bare { bare, length } => f.bare(bare, length)?,
         }
     }
-    Ok(outcome)
+    Ok(f.outcome)
 }
 
 /// What a conversion prints for want of a data word.
 const MISSING_ARG: &[u8] = b"<missing arg>";
-
-/// A bare conversion's digits: what [`Formatter::convert`] writes for it, with less work.
-fn put_bare<S: Sink>(out: &mut S, bare: Bare, length: Length, word: u64) -> fmt::Result {
-    let mut buf = [0u8; 22];
-    let n = match bare {
-        Bare::Signed => {
-            let v = length.signed(word);
-            let mut n = put_digits_dec(&mut buf, v.unsigned_abs());
-            if v < 0 {
-                n -= 1;
-                buf[n] = b'-';
-            }
-            n
-        }
-        Bare::Unsigned => put_digits_dec(&mut buf, length.unsigned(word)),
-        Bare::Hex => put_digits_pow2(&mut buf, length.unsigned(word), 4, b"0123456789abcdef"),
-        Bare::HexUpper => put_digits_pow2(&mut buf, length.unsigned(word), 4, b"0123456789ABCDEF"),
-    };
-    out.put(&buf[n..])
-}
 
 /// Number of data words `fmt` consumes (conversions plus `*` fields), for compile-time checks of
 /// KLOG invocations.
@@ -584,11 +559,28 @@ impl<S: Sink> Formatter<'_, S> {
     }
 
     /// A bare conversion: what [`Formatter::convert`] writes for it, with less work.
-    fn bare(&mut self, bare: Bare, s: &Spec) -> fmt::Result {
-        match self.next_arg() {
-            Some(word) => put_bare(self.out, bare, s.length, word),
-            None => self.out.put(MISSING_ARG),
-        }
+    fn bare(&mut self, bare: Bare, length: Length) -> fmt::Result {
+        let Some(word) = self.next_arg() else {
+            return self.out.put(MISSING_ARG);
+        };
+        let mut buf = [0u8; 22];
+        let n = match bare {
+            Bare::Signed => {
+                let v = length.signed(word);
+                let mut n = put_digits_dec(&mut buf, v.unsigned_abs());
+                if v < 0 {
+                    n -= 1;
+                    buf[n] = b'-';
+                }
+                n
+            }
+            Bare::Unsigned => put_digits_dec(&mut buf, length.unsigned(word)),
+            Bare::Hex => put_digits_pow2(&mut buf, length.unsigned(word), 4, b"0123456789abcdef"),
+            Bare::HexUpper => {
+                put_digits_pow2(&mut buf, length.unsigned(word), 4, b"0123456789ABCDEF")
+            }
+        };
+        self.out.put(&buf[n..])
     }
 
     fn convert<T: Strings>(&mut self, s: &Spec, text: &[u8], strings: &mut T) -> fmt::Result {
