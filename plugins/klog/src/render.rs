@@ -95,8 +95,7 @@ fn push_ticks(out: &mut Vec<u8>, ticks: u64) {
 struct LastSecond {
     secs: Option<u64>,
     /// `   12.`: at most 20 digits and the point.
-    text: [u8; 24],
-    len: usize,
+    text: Option<Kept<24>>,
 }
 
 impl LastSecond {
@@ -105,15 +104,18 @@ impl LastSecond {
         let Some((secs, nanos)) = clock.split(ticks) else {
             return push_ticks(out, ticks);
         };
+        let whole = |out: &mut Vec<u8>| {
+            push_seconds(out, secs);
+            out.push(b'.');
+        };
         if self.secs != Some(secs) {
-            let mut text = Vec::with_capacity(self.text.len());
-            push_seconds(&mut text, secs);
-            text.push(b'.');
-            self.len = text.len().min(self.text.len());
-            self.text[..self.len].copy_from_slice(&text[..self.len]);
+            self.text = Kept::of(&mut Vec::new(), whole);
             self.secs = Some(secs);
         }
-        push_first(out, &self.text, self.len);
+        match &self.text {
+            Some(text) => text.push_to(out),
+            None => whole(out),
+        }
         push_nine_digits(out, nanos);
     }
 }
@@ -476,12 +478,31 @@ pub fn push_dec_padded(out: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
     out.extend_from_slice(digits);
 }
 
-/// The first `len` bytes of `buf`: the whole array copied, which costs less than a copy of a
-/// varying length, and the rest cut off.
-fn push_first<const N: usize>(out: &mut Vec<u8>, buf: &[u8; N], len: usize) {
-    let at = out.len();
-    out.extend_from_slice(buf);
-    out.truncate(at + len.min(N));
+/// A short text a printer keeps to copy into many lines, in N bytes: copied whole, then cut to
+/// its length, which costs less than a copy of a varying length.
+struct Kept<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Kept<N> {
+    /// What `write` writes (into `scratch`, cleared first), when it fits in N bytes.
+    fn of(scratch: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) -> Option<Kept<N>> {
+        scratch.clear();
+        write(scratch);
+        let mut bytes = [0u8; N];
+        bytes.get_mut(..scratch.len())?.copy_from_slice(scratch);
+        Some(Kept {
+            bytes,
+            len: scratch.len(),
+        })
+    }
+
+    fn push_to(&self, out: &mut Vec<u8>) {
+        let at = out.len();
+        out.extend_from_slice(&self.bytes);
+        out.truncate(at + self.len);
+    }
 }
 
 /// `v` in lower-case hex, without `0x`.
@@ -754,15 +775,10 @@ impl<'a> Printer<'a> {
             let hash = rec.id() ^ rec.proc_dom().rotate_left(29) ^ u64::from(sub);
             let (names, scratch) = (&self.names, &mut self.scratch);
             let tag = self.tags.get_or_insert_with(key, hash, |_| {
-                scratch.clear();
-                push_tag(scratch, rec, names);
-                let mut tag = [0u8; TAG_MAX];
-                let kept = tag.get_mut(..scratch.len())?;
-                kept.copy_from_slice(scratch);
-                Some((tag, scratch.len()))
+                Kept::of(scratch, |t| push_tag(t, rec, names))
             });
             match tag {
-                Some((tag, len)) => push_first(line, tag, *len),
+                Some(tag) => tag.push_to(line),
                 None => push_tag(line, rec, &self.names),
             }
         } else {
@@ -826,7 +842,10 @@ impl<'a> Printer<'a> {
             .get_or_insert_with(rec.proc_dom(), rec.proc_dom(), |&word| {
                 ProcDomJson::new(word)
             });
-        push_first(b, &pd.fields, pd.len);
+        match &pd.fields {
+            Some(fields) => fields.push_to(b),
+            None => push_proc_dom(b, rec.proc_dom()),
+        }
         b.extend_from_slice(b",\"clock\":\"");
         push_dec_padded(b, rec.clock(), 0, b' ');
         b.push(b'"');
@@ -903,7 +922,7 @@ fn push_tag(out: &mut Vec<u8>, rec: &Record, names: &[String]) {
 /// A FULL line's tag follows from its chore, its processor and domain word and its subsystem,
 /// which few records of a log do not share with many others: a printer keeps the tags of
 /// 2^TAG_BITS of them, each in TAG_MAX bytes (a longer one is written out every time).
-type Tag = Option<([u8; TAG_MAX], usize)>;
+type Tag = Option<Kept<TAG_MAX>>;
 const TAG_BITS: u32 = 8;
 const TAG_MAX: usize = 64;
 
@@ -912,27 +931,25 @@ const TAG_MAX: usize = 64;
 /// processors, times domains).
 struct ProcDomJson {
     /// 10 digits at most each, and the key between them.
-    fields: [u8; 32],
-    len: usize,
+    fields: Option<Kept<32>>,
     hex: HexDigits,
 }
 
 impl ProcDomJson {
     fn new(word: u64) -> ProcDomJson {
-        let (processor, domain) = split_proc_dom(word);
-        let mut text = Vec::with_capacity(32);
-        push_dec_padded(&mut text, u64::from(processor), 0, b' ');
-        text.extend_from_slice(b",\"domain\":");
-        push_dec_padded(&mut text, u64::from(domain), 0, b' ');
-        let mut fields = [0u8; 32];
-        let len = text.len().min(fields.len());
-        fields[..len].copy_from_slice(&text[..len]);
         ProcDomJson {
-            fields,
-            len,
+            fields: Kept::of(&mut Vec::new(), |t| push_proc_dom(t, word)),
             hex: hex_digits(word),
         }
     }
+}
+
+/// `P,"domain":D` of a processor and domain word.
+fn push_proc_dom(out: &mut Vec<u8>, word: u64) {
+    let (processor, domain) = split_proc_dom(word);
+    push_dec_padded(out, u64::from(processor), 0, b' ');
+    out.extend_from_slice(b",\"domain\":");
+    push_dec_padded(out, u64::from(domain), 0, b' ');
 }
 
 /// A printer keeps 2^PROC_DOM_BITS [`ProcDomJson`]s.
