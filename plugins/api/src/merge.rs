@@ -60,9 +60,7 @@ impl<I: PeekKey> Merge<I> {
             order,
         }
     }
-}
 
-impl<I: PeekKey> Merge<I> {
     /// Appends the next items to `out` until it holds `want` (fewer at the streams' end), as
     /// many calls of `next` would: a stream whose items keep coming first hands them over in
     /// one run, without a look at the heap for each.

@@ -881,7 +881,7 @@ mod tests {
                 bad,
                 None,
                 "{order:?}: {:?}",
-                bad.map(|i| (want[i], &clocks[i..i + 3]))
+                bad.map(|i| (want[i], clocks.iter().skip(i).take(3).collect::<Vec<_>>()))
             );
             type Key = (u64, u64, usize);
             let stops: [fn(Key) -> bool; 2] = [|_| true, |key| key.0 % 7 != 0];
