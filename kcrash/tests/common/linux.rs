@@ -25,6 +25,14 @@ pub fn guest(test: &str, files: &[&str]) -> Option<PathBuf> {
     Some(dir)
 }
 
+/// A guest run's two dumps, its console and its image: what most of its tests read.
+pub const DUMPS_AND_CONSOLE: [&str; 4] = ["vmcore.elf", "vmcore.kdump", "console.log", "vmlinux"];
+
+/// [`guest`], when crash(8) reads its kernel too (see [`crash_reads`]).
+pub fn guest_crash_reads(test: &str, files: &[&str]) -> Option<PathBuf> {
+    guest(test, files).filter(|dir| crash_reads(test, dir))
+}
+
 /// `kcrash -s -c COMMAND... DUMP vmlinux` in the guest's directory.
 pub fn kcrash(dir: &Path, dump: &str, commands: &[&str]) -> Output {
     kcrash_on(dir, &[dump, "vmlinux"], commands)

@@ -10,7 +10,7 @@
 use crate::common;
 
 use common::drgn_stack::{contexts, drgn_walks, frames_of, ours, Frame};
-use common::linux::{crash, crash_reads, guest, kcrash, module_unplaceable};
+use common::linux::{crash, guest, guest_crash_reads, kcrash, module_unplaceable};
 use kcrash_harness::run::stdout;
 use kcrash_harness::tools;
 
@@ -124,12 +124,9 @@ fn crash_bt(text: &str) -> Vec<CrashCpu> {
 fn the_panicking_stack_is_among_crashs_frames_and_its_user_registers_are_crashs() {
     let test = "the_panicking_stack_is_among_crashs_frames_and_its_user_registers_are_crashs";
     let dump = "vmcore.kdump";
-    let Some(dir) = guest(test, &[dump, "vmlinux"]) else {
+    let Some(dir) = guest_crash_reads(test, &[dump, "vmlinux"]) else {
         return;
     };
-    if !crash_reads(test, &dir) {
-        return;
-    }
     let theirs = crash_bt(&crash(&dir, dump, "bt -a"));
     let text = stdout(&kcrash(&dir, dump, &["bt -a"]), dump);
     // The panicking task's CPU: init's (PID 1). On the others crash reads return addresses it

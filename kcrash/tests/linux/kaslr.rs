@@ -8,16 +8,13 @@ use dumpfmt::translate::{AddressSpace, Source};
 use dumpfmt::Dump;
 use kcrash::linux::kaslr::{self, Found};
 
-use common::linux::{console_kaslr, guest, kcrash};
+use common::linux::{console_kaslr, guest, kcrash, DUMPS_AND_CONSOLE};
 use kcrash_harness::run::stdout;
 use symbols::Image;
 
 #[test]
 fn kaslr_offset_is_the_one_the_kernel_printed_by_every_way_of_finding_it() {
-    let Some(dir) = guest(
-        "kaslr_offset",
-        &["vmcore.elf", "vmcore.kdump", "console.log", "vmlinux"],
-    ) else {
+    let Some(dir) = guest("kaslr_offset", &DUMPS_AND_CONSOLE) else {
         return;
     };
     let want = console_kaslr(&dir);

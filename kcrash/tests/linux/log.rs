@@ -4,8 +4,8 @@
 use crate::common;
 
 use common::linux::{
-    assert_console_in_log, console_kernel_lines, crash, crash_reads, dumps, first_console_line,
-    guest, kcrash, split_level,
+    assert_console_in_log, console_kernel_lines, crash, dumps, first_console_line, guest,
+    guest_crash_reads, kcrash, split_level, DUMPS_AND_CONSOLE,
 };
 use kcrash_harness::run::stdout;
 
@@ -66,10 +66,7 @@ fn assert_human_times_agree(ours: &str, theirs: &str) {
 
 #[test]
 fn log_holds_every_line_the_console_printed() {
-    let Some(dir) = guest(
-        "log_vs_console",
-        &["vmcore.elf", "vmcore.kdump", "console.log", "vmlinux"],
-    ) else {
+    let Some(dir) = guest("log_vs_console", &DUMPS_AND_CONSOLE) else {
         return;
     };
     let console = console_kernel_lines(&dir);
@@ -105,12 +102,9 @@ fn log_holds_every_line_the_console_printed() {
 
 #[test]
 fn log_tail_agrees_with_crash() {
-    let Some(dir) = guest("log_vs_crash", &["vmcore.elf", "vmlinux"]) else {
+    let Some(dir) = guest_crash_reads("log_vs_crash", &["vmcore.elf", "vmlinux"]) else {
         return;
     };
-    if !crash_reads("log_vs_crash", &dir) {
-        return;
-    }
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let file = |n: &str| scratch.path().join(n).display().to_string();
     let modes = [("log", "plain"), ("log -T", "human"), ("log -m", "levels")];

@@ -3,15 +3,12 @@
 
 use crate::common;
 
-use common::linux::{console_kaslr, crash, crash_reads, guest, kcrash};
+use common::linux::{console_kaslr, crash, guest, guest_crash_reads, kcrash, DUMPS_AND_CONSOLE};
 use kcrash_harness::run::stdout;
 
 #[test]
 fn symbols_and_variables_sit_at_their_kaslr_addresses() {
-    let Some(dir) = guest(
-        "symbols_kaslr",
-        &["vmcore.elf", "vmcore.kdump", "console.log", "vmlinux"],
-    ) else {
+    let Some(dir) = guest("symbols_kaslr", &DUMPS_AND_CONSOLE) else {
         return;
     };
     let offset = console_kaslr(&dir);
@@ -58,12 +55,9 @@ fn symbols_and_variables_sit_at_their_kaslr_addresses() {
 
 #[test]
 fn a_print_agrees_with_crash() {
-    let Some(dir) = guest("print_vs_crash", &["vmcore.elf", "vmlinux"]) else {
+    let Some(dir) = guest_crash_reads("print_vs_crash", &["vmcore.elf", "vmlinux"]) else {
         return;
     };
-    if !crash_reads("print_vs_crash", &dir) {
-        return;
-    }
     let theirs = crash(
         &dir,
         "vmcore.elf",
@@ -101,12 +95,9 @@ fn a_print_agrees_with_crash() {
 /// each CPU's copy, and its symbol at the offset KASLR leaves as linked.
 #[test]
 fn per_cpu_variables_print_as_crash_prints_them() {
-    let Some(dir) = guest("per_cpu_vs_crash", &["vmcore.elf", "vmlinux"]) else {
+    let Some(dir) = guest_crash_reads("per_cpu_vs_crash", &["vmcore.elf", "vmlinux"]) else {
         return;
     };
-    if !crash_reads("per_cpu_vs_crash", &dir) {
-        return;
-    }
     let theirs = crash(
         &dir,
         "vmcore.elf",

@@ -3,7 +3,9 @@
 
 use crate::common;
 
-use common::linux::{console_kernel_lines, crash, crash_reads, guest, kcrash, panicking_cpu};
+use common::linux::{
+    console_kernel_lines, crash, crash_reads, guest, kcrash, panicking_cpu, DUMPS_AND_CONSOLE,
+};
 use kcrash_harness::run::stdout;
 
 /// `sys`'s `KEY: value` lines.
@@ -24,10 +26,7 @@ fn fact<'a>(facts: &'a [(String, String)], key: &str) -> &'a str {
 
 #[test]
 fn sys_says_what_the_console_and_crash_say() {
-    let Some(dir) = guest(
-        "sys",
-        &["vmcore.elf", "vmcore.kdump", "console.log", "vmlinux"],
-    ) else {
+    let Some(dir) = guest("sys", &DUMPS_AND_CONSOLE) else {
         return;
     };
     // The console's banner: "Linux version RELEASE (builder) (compilers) VERSION".
