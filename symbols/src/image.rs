@@ -284,6 +284,13 @@ impl Image {
             .or_else(|| self.symbol_file().symbols().containing(address, self.bias))
     }
 
+    /// The symbol of a section linked at 0 that holds `offset`, and the offset in it: on
+    /// x86_64 Linux, the per-CPU variable at that offset in every CPU's area. Such a symbol
+    /// names no address, so [`Image::symbolize`] never gives it.
+    pub fn symbolize_offset(&self, offset: u64) -> Option<(Symbol, u64)> {
+        self.symbol_file().symbols().containing_offset(offset)
+    }
+
     fn debug(&self) -> Result<&DwarfFile> {
         self.debug
             .get_or_init(|| match &self.debug_file {

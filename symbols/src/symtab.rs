@@ -409,6 +409,20 @@ impl SymbolTable {
         Some((self.public(label, bias), address - label.address))
     }
 
+    /// The symbol of a zero-based section (x86_64's per-CPU variables, linked from 0) that
+    /// holds `offset`, and the offset in it. [`SymbolTable::containing`] never gives one: such
+    /// a symbol's address is an offset, not where anything is.
+    pub(crate) fn containing_offset(&self, offset: u64) -> Option<(Symbol, u64)> {
+        let after = self.by_address.partition_point(|e| e.address <= offset);
+        let last = self.by_address.get(after.checked_sub(1)?)?;
+        let group_start = self.by_address[..after].partition_point(|e| e.address < last.address);
+        let best = self.by_address[group_start..after]
+            .iter()
+            .find(|e| self.is_zero_based(e))?;
+        let within = offset - best.address;
+        (within < best.size.max(1)).then(|| (self.public(best, 0), within))
+    }
+
     fn is_zero_based(&self, entry: &Entry) -> bool {
         entry.section.is_some_and(|i| self.zero_based.contains(&i))
     }

@@ -41,6 +41,22 @@ fn per_cpu_variables_keep_their_offsets_and_hold_no_address() {
         assert_eq!(kernel.symbolize(address), None, "{address:#x}");
         assert!(!kernel.contains(address), "{address:#x}");
     }
+    // By its offset, a per-CPU variable is found, and nothing else is.
+    let size = kernel.symbol("runqueues").unwrap().size;
+    let named = |at: u64| {
+        kernel
+            .symbolize_offset(at)
+            .map(|(s, off)| (s.name, s.address, off))
+    };
+    assert_eq!(named(offset), Some(("runqueues".into(), offset, 0)));
+    assert_eq!(
+        named(offset + size - 1),
+        Some(("runqueues".into(), offset, size - 1))
+    );
+    assert_ne!(named(offset + size).map(|n| n.0), Some("runqueues".into()));
+    for outside in [end + 0x1000, nm["schedule"], nm["schedule"] + kaslr] {
+        assert_eq!(named(outside), None, "{outside:#x}");
+    }
 
     // The rest of the kernel moves with the slide.
     let schedule = kernel.symbol("schedule").unwrap();
