@@ -13,6 +13,7 @@ use super::{Context, Flow};
 use crate::error::one_line;
 use crate::interrupt;
 use crate::linux::live::{Kallsym, Kallsyms};
+use crate::linux::percpu;
 use crate::paint::Paint;
 use crate::report::{self, Hex, Report};
 use crate::symbolize::display_name;
@@ -23,6 +24,8 @@ use crate::symbolize::display_name;
 /// (`klog_runtime::ring::Registry::reserve_torn`); NAME+OFFSET is allowed. ADDR is hex (with or
 /// without 0x). Each line: address, nm-style type letter (T text, D data, B bss, R read-only,
 /// lower case when local), name+offset, size, section, and file:line when the image has DWARF.
+/// On a Linux kernel, an address in a CPU's per-CPU area is named by the per-CPU variable it is
+/// in, and the line ends with the CPU whose copy it is.
 #[derive(Parser, Debug)]
 #[command(name = "sym", no_binary_name = true, disable_version_flag = true)]
 #[command(
@@ -79,14 +82,18 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         let pattern = list_pattern(&args)?;
         for sym in image.symbols() {
             interrupt::check()?;
-            let shown = display_name(&sym.name);
             if pattern
                 .as_ref()
-                .is_some_and(|re| !re.is_match(&shown) && !re.is_match(&sym.name))
+                .is_some_and(|re| !re.is_match(&display_name(&sym.name)) && !re.is_match(&sym.name))
             {
                 continue;
             }
-            emit(cx, image, &sym, 0, &shown, args.json, false)?;
+            report::line(
+                &Found::of(image, &sym, 0, false),
+                args.json,
+                cx.out,
+                cx.paint,
+            )?;
         }
         return Ok(Flow::Continue);
     }
@@ -102,13 +109,35 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
             .map(|s| (addr.wrapping_sub(s.address), s))
             .filter(|(off, s)| *off < s.size.max(1))
             .map(|(off, s)| (s, off));
-        let Some((sym, off)) = named.or_else(|| image.symbolize(addr)) else {
-            bail!("{addr:#x}: in no symbol");
+        // A per-CPU variable's offset (x86_64 links them from 0) names it as `runqueues+8`
+        // does.
+        let found = named
+            .or_else(|| image.symbolize(addr))
+            .or_else(|| image.symbolize_offset(addr));
+        let found = match found {
+            Some((sym, off)) => Found::of(image, &sym, off, true),
+            None => per_cpu_copy(cx, addr)?,
         };
-        let shown = display_name(&sym.name);
-        emit(cx, image, &sym, off, &shown, args.json, true)?;
+        report::line(&found, args.json, cx.out, cx.paint)?;
     }
     Ok(Flow::Continue)
+}
+
+/// `addr` in a CPU's copy of a per-CPU variable of a Linux kernel, named by the variable.
+fn per_cpu_copy(cx: &Context<'_, '_>, addr: u64) -> Result<Found> {
+    let session = cx.session;
+    let (Some(image), Some(_)) = (session.image.as_deref(), &session.linux) else {
+        bail!("{addr:#x}: in no symbol");
+    };
+    let areas = percpu::PerCpu::read(session.kernel())
+        .map_err(|e| anyhow!("{addr:#x}: in no symbol, and the per-CPU areas are unknown: {e}"))?;
+    let (sym, off, cpu) = areas
+        .place(image, addr)
+        .ok_or_else(|| anyhow!("{addr:#x}: in no symbol, nor in a CPU's per-CPU area"))?;
+    let mut found = Found::of(image, &sym, off, false);
+    found.address = Hex(addr);
+    found.cpu = Some(cpu);
+    Ok(found)
 }
 
 /// `sym` on a running kernel without a vmlinux: names and addresses from /proc/kallsyms, read
@@ -129,6 +158,7 @@ fn run_kallsyms(cx: &mut Context<'_, '_>, args: &Args) -> Result<Flow> {
             module: s.module.clone(),
             frames: Vec::new(),
             source: Source::Kallsyms,
+            cpu: None,
         };
         Ok(report::line(&found, args.json, cx.out, cx.paint)?)
     };
@@ -190,6 +220,9 @@ struct Found {
     /// Innermost first: inlined frames, then the function they are in.
     frames: Vec<FoundFrame>,
     source: Source,
+    /// Whose copy of a per-CPU variable the address is in (`symbol_address` is then the
+    /// variable's offset, or its template's address).
+    cpu: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -244,47 +277,44 @@ impl Report for Found {
             }
             write!(out, "  {place}")?;
         }
+        if let Some(cpu) = self.cpu {
+            write!(out, "  CPU {cpu}'s copy")?;
+        }
         writeln!(out)
     }
 }
 
-/// One symbol's line (or JSON object); `lines` adds file:line from DWARF.
-fn emit(
-    cx: &mut Context<'_, '_>,
-    image: &Image,
-    sym: &Symbol,
-    off: u64,
-    shown: &str,
-    json: bool,
-    lines: bool,
-) -> Result<()> {
-    let addr = sym.address.wrapping_add(off);
-    let frames = if lines {
-        image.frames(addr).unwrap_or_default()
-    } else {
-        Vec::new()
-    };
-    let found = Found {
-        address: Hex(addr),
-        symbol: sym.name.clone(),
-        name: shown.to_owned(),
-        offset: off,
-        symbol_address: Hex(sym.address),
-        size: Some(sym.size),
-        section: sym.section.clone(),
-        kind: letter(sym).to_string(),
-        global: Some(sym.global),
-        module: None,
-        frames: frames
-            .into_iter()
-            .map(|f| FoundFrame {
-                function: f.function,
-                file: f.file,
-                line: f.line,
-                column: f.column,
-            })
-            .collect(),
-        source: Source::Image,
-    };
-    Ok(report::line(&found, json, cx.out, cx.paint)?)
+impl Found {
+    /// `sym` in `image`, `off` bytes in; `lines` adds file:line from DWARF.
+    fn of(image: &Image, sym: &Symbol, off: u64, lines: bool) -> Found {
+        let addr = sym.address.wrapping_add(off);
+        let frames = if lines {
+            image.frames(addr).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        Found {
+            address: Hex(addr),
+            symbol: sym.name.clone(),
+            name: display_name(&sym.name),
+            offset: off,
+            symbol_address: Hex(sym.address),
+            size: Some(sym.size),
+            section: sym.section.clone(),
+            kind: letter(sym).to_string(),
+            global: Some(sym.global),
+            module: None,
+            frames: frames
+                .into_iter()
+                .map(|f| FoundFrame {
+                    function: f.function,
+                    file: f.file,
+                    line: f.line,
+                    column: f.column,
+                })
+                .collect(),
+            source: Source::Image,
+            cpu: None,
+        }
+    }
 }

@@ -74,6 +74,20 @@ impl PerCpu {
     pub fn copies(&self, base: u64) -> impl Iterator<Item = u64> + '_ {
         self.offsets.iter().map(move |off| base.wrapping_add(*off))
     }
+
+    /// Whose copy of which per-CPU variable `addr` is in: the variable's symbol, the offset in
+    /// it and the CPU, the lowest when areas overlap.
+    pub fn place(&self, image: &Image, addr: u64) -> Option<(Symbol, u64, usize)> {
+        self.offsets.iter().enumerate().find_map(|(cpu, &off)| {
+            let template = addr.wrapping_sub(off);
+            // Linked at 0 on x86_64; at a kernel address elsewhere, where the template's own
+            // symbol holds it.
+            image
+                .symbolize_offset(template)
+                .or_else(|| image.symbolize(template).filter(|(s, _)| is_per_cpu(s)))
+                .map(|(symbol, within)| (symbol, within, cpu))
+        })
+    }
 }
 
 /// The address per-CPU variable `name` is known by, to which a CPU's offset is added: its

@@ -167,7 +167,8 @@ for cpu in for_each_possible_cpu(prog):
 }
 
 /// Each CPU's copy of `runqueues` where drgn's `per_cpu` finds it, holding the CPU's own number
-/// in its `cpu`, from `p --json runqueues` and `p --json runqueues:a`.
+/// in its `cpu`, from `p --json runqueues` and `p --json runqueues:a`; and `sym` of an address
+/// in each copy names the variable and that CPU.
 fn per_cpu_agrees(dir: &Path, drgn: &[&str]) {
     let drgn: Vec<(u64, String, u64)> = drgn
         .iter()
@@ -208,5 +209,25 @@ fn per_cpu_agrees(dir: &Path, drgn: &[&str]) {
             .and_then(|f| f.iter().find(|f| f["name"] == "cpu"))
             .expect("struct rq's cpu");
         assert_eq!((&field["value"], number), (&serde_json::json!(cpu), cpu));
+    }
+    let asked: Vec<String> = drgn
+        .iter()
+        .map(|(_, address, _)| {
+            let at = u64::from_str_radix(address.trim_start_matches("0x"), 16).expect("hex");
+            format!("sym --json {:#x}", at + 8)
+        })
+        .collect();
+    let asked: Vec<&str> = asked.iter().map(String::as_str).collect();
+    let named = stdout(
+        &kcrash_on(dir, &["vmcore.elf", "vmlinux", "klogtest.ko"], &asked),
+        "kcrash sym",
+    );
+    for ((cpu, _, _), line) in drgn.iter().zip(named.lines()) {
+        let sym: serde_json::Value = serde_json::from_str(line).expect("sym --json");
+        assert_eq!(
+            (&sym["name"], &sym["offset"], &sym["cpu"]),
+            (&"runqueues".into(), &8.into(), &(*cpu).into()),
+            "{line}"
+        );
     }
 }

@@ -156,4 +156,40 @@ fn per_cpu_variables_print_as_crash_prints_them() {
         inside.starts_with(&format!("{at:016x} (D) runqueues+0x8 ")),
         "{inside}"
     );
+    // An address in a CPU's copy is named by the variable and the CPU, at each address crash
+    // gives for a copy (`[1]: ffff89029f331400`); the offset alone, as the variable.
+    let copies: Vec<u64> = theirs
+        .iter()
+        .filter_map(|l| l.trim().strip_prefix('[')?.split_once("]: "))
+        .map(|(_, a)| u64::from_str_radix(a, 16).expect("crash's address"))
+        .collect();
+    assert!(copies.len() > 1, "crash said:\n{}", theirs.join("\n"));
+    let runqueues = theirs
+        .last()
+        .and_then(|l| address(l))
+        .and_then(Result::ok)
+        .expect("crash's runqueues");
+    let mut asked: Vec<String> = copies.iter().map(|a| format!("sym {:#x}", a + 4)).collect();
+    asked.push(format!("sym --json {:#x}", copies[1] + 4));
+    asked.push(format!("sym {:#x}", runqueues + 8));
+    let asked: Vec<&str> = asked.iter().map(String::as_str).collect();
+    let named = stdout(&kcrash(&dir, "vmcore.elf", &asked), "sym of copies");
+    let named: Vec<&str> = named.lines().collect();
+    for (cpu, copy) in copies.iter().enumerate() {
+        let line = named[cpu];
+        assert!(
+            line.starts_with(&format!("{:016x} (D) irq_stat+0x4 ", copy + 4))
+                && line.ends_with(&format!("  CPU {cpu}'s copy")),
+            "{line}"
+        );
+    }
+    let json: serde_json::Value = serde_json::from_str(named[copies.len()]).expect("JSON");
+    assert_eq!(json["cpu"], 1);
+    assert_eq!(json["address"], format!("{:#x}", copies[1] + 4));
+    assert_eq!(json["offset"], 4);
+    assert_eq!(
+        named[copies.len() + 1],
+        *inside,
+        "by its offset as by its name"
+    );
 }
