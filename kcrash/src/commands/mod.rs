@@ -21,6 +21,7 @@ pub mod help;
 pub mod klog;
 pub mod log;
 pub mod modules;
+pub mod per_cpu;
 pub mod plugins;
 pub mod print;
 pub mod ps;

@@ -6,16 +6,15 @@ use anyhow::{anyhow, bail, Result};
 
 use serde_json::json;
 
-use super::args::{cpu_among, cpu_list, thread_or_task};
+use super::per_cpu::{cpus_of, per_cpu_name, unread_copies, unread_json};
 use super::{Context, Flow};
 use crate::expr::decl::declaration;
 use crate::expr::json::to_json;
 use crate::expr::text::Writer;
 use crate::expr::value::{Options, Reader, FORMATS};
 use crate::expr::{evaluate, parse_expr, Evaluator, Expr, Place, Ty, Value};
-use crate::linux::{facts, percpu};
+use crate::linux::percpu;
 use crate::report::{self, Hex};
-use crate::session::Session;
 
 pub const HELP: &str = "\
 p[/FMT] [--json] [--pretty] EXPR — print an expression as gdb does
@@ -110,11 +109,9 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         };
         return match cpus {
             None => copies.addresses(out),
-            Some("") => {
-                let current = cpu_among(context_cpu(session, context)?, copies.areas.count())?;
-                copies.values(&[current], out)
+            Some(spec) => {
+                copies.values(&cpus_of(session, context, spec, copies.areas.count())?, out)
             }
-            Some(spec) => copies.values(&cpu_list(spec, copies.areas.count())?, out),
         };
     }
     let expr = parse_expr(&text).map_err(|e| anyhow!("{}", e.show(&text)))?;
@@ -129,55 +126,6 @@ pub fn run(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
         writeln!(out, "{}", Writer { ev: &ev, opts }.top(&node)?)?;
     }
     Ok(Flow::Continue)
-}
-
-/// crash's per-CPU forms: `NAME` or `NAME:CPUS` where NAME is a per-CPU variable of the
-/// kernel, with its symbol's address and the CPUS as typed. `None` for any other expression;
-/// an error for `NAME:CPUS` when NAME is a plain variable.
-fn per_cpu_name<'t>(
-    session: &Session<'_>,
-    text: &'t str,
-) -> Result<Option<(&'t str, u64, Option<&'t str>)>> {
-    let (name, cpus) = match text.split_once(':') {
-        // `hosted::KLogs` and `a ? b : c` are expressions.
-        Some((name, cpus)) if !cpus.contains(':') => (name.trim(), Some(cpus.trim())),
-        Some(_) => return Ok(None),
-        None => (text, None),
-    };
-    // A name as the expression parser reads one.
-    if !matches!(parse_expr(name), Ok(Expr::Name(n)) if n == name) {
-        return Ok(None);
-    }
-    let symbol = session
-        .kernel()
-        .image
-        .filter(|_| session.linux.is_some())
-        .and_then(|image| image.symbol(name))
-        .filter(percpu::is_per_cpu);
-    match (symbol, cpus) {
-        (Some(symbol), _) => Ok(Some((name, symbol.address, cpus))),
-        (None, Some(_)) => {
-            bail!("{name} is not a per-CPU variable of a Linux kernel: NAME:CPUS needs one")
-        }
-        (None, None) => Ok(None),
-    }
-}
-
-/// The CPU of the current context: the task `set` chose, else the CPU that panicked.
-fn context_cpu(session: &Session<'_>, context: Option<u64>) -> Result<usize> {
-    let cpu = match context {
-        Some(id) => {
-            let task = thread_or_task(session, id)?.task;
-            let cpu = task
-                .map(|t| t.cpu)
-                .ok_or_else(|| anyhow!("the context is no task"))?;
-            cpu.map_err(|e| anyhow!("the context's CPU: {e}"))? as usize
-        }
-        None => facts::panic_cpu(session.kernel())?.ok_or_else(|| {
-            anyhow!("no CPU panicked and set chose no task: name the CPUs (NAME:0, NAME:a)")
-        })?,
-    };
-    Ok(cpu)
 }
 
 /// A per-CPU variable's copies, printed as crash prints them.
@@ -222,7 +170,7 @@ impl Copies<'_, '_> {
     fn values(&self, cpus: &[usize], out: &mut dyn std::io::Write) -> Result<Flow> {
         let ty = self.ev.type_name(&self.ty)?;
         let mut unread = 0;
-        // The CPUs come from `cpu_list` or `cpu_among`, below the areas' count.
+        // The CPUs come from `cpus_of`, below the areas' count.
         for (cpu, address) in cpus
             .iter()
             .filter_map(|&cpu| Some((cpu, self.areas.copy(self.base, cpu)?)))
@@ -251,8 +199,7 @@ impl Copies<'_, '_> {
                 Err(e) => {
                     unread += 1;
                     if self.json {
-                        let body = json!({"type": ty, "address": Hex(address), "name": self.name,
-                            "cpu": cpu, "error": e.to_string()});
+                        let body = unread_json(&ty, address, self.name, cpu, &e.to_string());
                         report::json_line(&body, out)?;
                     } else {
                         writeln!(out, "per_cpu({}, {cpu}) = <{e}>", self.name)?;
@@ -260,13 +207,7 @@ impl Copies<'_, '_> {
                 }
             }
         }
-        if unread > 0 {
-            bail!(
-                "{unread} of {} CPUs' copies of {} could not be read (marked above)",
-                cpus.len(),
-                self.name
-            );
-        }
+        unread_copies(unread, cpus.len(), self.name)?;
         Ok(Flow::Continue)
     }
 }
