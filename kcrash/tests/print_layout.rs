@@ -121,13 +121,17 @@ fn struct_members_alone() {
             "p/x (long)&((struct worker *)0)->thread".into(),
         ],
     );
-    // A member is shown as inside its struct: a pointer without its type in front.
+    // A member is shown as inside its struct, as crash shows it: a pointer without its type
+    // in front, a comma after.
     let body = want[1]
         .split_once(") ")
         .map_or(want[1].as_str(), |(_, v)| v);
     assert_eq!(
         values,
-        format!("  name = {}\n  body = {body}\n  cpu = {}", want[0], want[2])
+        format!(
+            "  name = {},\n  body = {body},\n  cpu = {},",
+            want[0], want[2]
+        )
     );
     assert_eq!(
         layout,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
 
+use super::per_cpu::{cpus_of, per_cpu_name, unread_copies, unread_json};
 use super::{Context, Flow};
 use crate::expr::decl::{self, expanded, Offsets};
 use crate::expr::eval::{Place, Shape};
@@ -15,6 +16,7 @@ use crate::expr::value::{Options, Reader};
 use crate::expr::{
     evaluate, evaluate_with, named_type, named_type_with, parse_expr, Evaluator, Ty, Value,
 };
+use crate::linux::percpu;
 use crate::memory::Memory;
 use crate::report;
 use crate::session::{Images, Session};
@@ -44,7 +46,8 @@ union [-o] NAME [ADDR] — the same for a union
 NAME is a tag (_KLog), a typedef (KLog) or a Rust path (klog_runtime::ring::KLog). -o puts each
 member's offset in front ([0x8]); the size follows the layout. ADDR is an address, a symbol or any
 expression giving one. NAME.m1,m2.sub shows only those members: their offsets and declarations,
-or with ADDR their values.
+or with ADDR their values. On a Linux kernel ADDR may be a per-CPU variable with the CPUs whose
+copies to show, as crash takes them: NAME:a (all), NAME:0,2-3, or NAME: (the current context's).
 
 Examples:
   struct _KLog
@@ -52,7 +55,8 @@ Examples:
   struct _KLog 0xffffffff80101040
   struct _KLog &KLogs[2]
   struct _KLog.name,next_write &KLogs[2]
-  struct _KLog.next_write";
+  struct _KLog.next_write
+  struct rq.nr_running runqueues:a";
 
 /// The type of `text` — a type name or an expression (evaluated: `whatis *p` reads `p`) — in
 /// the first of the session's images that knows it (the kernel's, then each module's), with
@@ -154,6 +158,7 @@ pub fn ptype(cx: &mut Context<'_, '_>, _: &[String]) -> Result<Flow> {
 /// `struct` (with `keyword` "struct") and `union`.
 pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
     let (session, keyword, out) = (cx.session, cx.word, &mut *cx.out);
+    let context = cx.settings.context;
     let mut offsets = Offsets::None;
     let mut json = false;
     let mut rest: Vec<&str> = Vec::new();
@@ -197,8 +202,54 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
     if !is_kind {
         bail!("{name} is {}, not a {keyword}", ev.type_name(&ty)?);
     }
+    let addr = addr.join(" ");
+    let typed = format!("{keyword} {name}");
+    let opts = Options {
+        pretty: true,
+        ..Options::default()
+    };
+    let at = |text: &str| address_in(images.set.images(), session, text);
+    if let Some((var, base, cpus)) = per_cpu_name(session, &addr)? {
+        let Some(spec) = cpus else {
+            bail!(
+                "{var} is a per-CPU variable: name the CPUs whose copies to show ({var}:a, \
+                 {var}:0-1, or {var}: for the current context's CPU)"
+            );
+        };
+        let areas = percpu::PerCpu::read(session.kernel())?;
+        let cpus = cpus_of(session, context, spec, areas.count())?;
+        let type_name = ev.type_name(&ty)?;
+        let mut unread = 0;
+        // The CPUs come from `cpus_of`, below the areas' count.
+        for (cpu, copy) in cpus
+            .iter()
+            .filter_map(|&cpu| Some((cpu, areas.copy(base, cpu)?)))
+        {
+            // crash's `[CPU]: ADDRESS` before each copy; in JSON, the object's `cpu`.
+            if !json {
+                writeln!(out, "[{cpu}]: {copy:x}")?;
+            }
+            let shown = match &members {
+                Some(members) => members_of(&ev, &ty, members, Some(copy), out),
+                None => object_at(&ev, (&ty, &typed), copy, opts, json, Some((var, cpu)), out),
+            };
+            if let Err(e) = shown {
+                unread += 1;
+                match json {
+                    true => report::json_line(
+                        &unread_json(&type_name, copy, var, cpu, &e.to_string()),
+                        out,
+                    )?,
+                    false => writeln!(out, "  <{e}>")?,
+                }
+            }
+        }
+        unread_copies(unread, cpus.len(), var)?;
+        return Ok(Flow::Continue);
+    }
     if let Some(members) = members {
-        members_of(images.set.images(), &ev, &ty, &members, addr, out)?;
+        let at = (!addr.is_empty()).then(|| at(&addr)).transpose()?;
+        members_of(&ev, &ty, &members, at, out)?;
         return Ok(Flow::Continue);
     }
     if addr.is_empty() && json {
@@ -212,48 +263,56 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
         }
         return Ok(Flow::Continue);
     }
-    let at = address_in(images.set.images(), session, &addr.join(" "))?;
+    object_at(&ev, (&ty, &typed), at(&addr)?, opts, json, None, out)?;
+    Ok(Flow::Continue)
+}
+
+/// The object at `at` shown as `ty`, as crash's `struct NAME ADDR` shows it (`typed` is the
+/// type as the user named it: a typedef of an anonymous struct goes by that name); in JSON,
+/// with the per-CPU variable and CPU whose copy it is, when it is one.
+fn object_at(
+    ev: &Evaluator<'_>,
+    (ty, typed): (&Ty, &str),
+    at: u64,
+    opts: Options,
+    json: bool,
+    copy_of: Option<(&str, usize)>,
+    out: &mut dyn Write,
+) -> Result<()> {
     let value = Value {
         ty: ty.clone(),
         place: Place::Memory(at),
     };
-    let opts = Options {
-        pretty: true,
-        ..Options::default()
-    };
-    let node = Reader::new(&ev, opts).read(&value)?;
+    let node = Reader::new(ev, opts).read(&value)?;
     if json {
-        report::json_line(&value_json(&ev, &node), out)?;
-        return Ok(Flow::Continue);
+        let mut body = value_json(ev, &node);
+        if let (Some((name, cpu)), Some(object)) = (copy_of, body.as_object_mut()) {
+            object.insert("name".into(), name.into());
+            object.insert("cpu".into(), cpu.into());
+        }
+        report::json_line(&body, out)?;
+        return Ok(());
     }
     let shown = match ty {
-        Ty::Dwarf(id) => Ty::Dwarf(ev.image.value_type(id)?),
-        other => other,
+        Ty::Dwarf(id) => Ty::Dwarf(ev.image.value_type(*id)?),
+        other => other.clone(),
     };
-    writeln!(
-        out,
-        "{} {}",
-        ev.type_name(&shown)?,
-        Writer { ev: &ev, opts }.top(&node)?
-    )?;
-    Ok(Flow::Continue)
+    let name = ev.type_name(&shown)?;
+    let name = if name.contains("{...}") { typed } else { &name };
+    writeln!(out, "{name} {}", Writer { ev, opts }.top(&node)?)?;
+    Ok(())
 }
 
 /// `struct NAME.a,b.c [ADDR]`: each member with its offset and declaration, or its value in the
-/// object at ADDR, one a line as crash shows them.
+/// object at ADDR, one a line as crash shows them (a value with the comma that follows it in
+/// the struct).
 fn members_of(
-    images: &[Arc<Image>],
     ev: &Evaluator<'_>,
     ty: &Ty,
     members: &[&str],
-    addr: &[&str],
+    at: Option<u64>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let at = if addr.is_empty() {
-        None
-    } else {
-        Some(address_in(images, ev.mem, &addr.join(" "))?)
-    };
     let opts = Options {
         pretty: true,
         ..Options::default()
@@ -270,7 +329,7 @@ fn members_of(
                 let node = Reader::new(ev, opts).read(&v)?;
                 let mut text = String::new();
                 Writer { ev, opts }.write(&node, 2, &mut text);
-                writeln!(out, "  {last} = {text}")?;
+                writeln!(out, "  {last} = {text},")?;
             }
             None => {
                 let (offset, bits) = match v.place {

@@ -44,6 +44,23 @@ pub fn set_word(bytes: &mut [u8], words: &[u64], index: usize, value: u64) {
     assert_eq!(replace_all(bytes, &raw(words), &raw(&edited)), 1);
 }
 
+/// Where physical address `paddr` is in the ELF dump's file, from its PT_LOAD headers.
+pub fn physical_offset(bytes: &[u8], paddr: u64) -> usize {
+    let u16_at = |o: usize| u16::from_le_bytes(bytes[o..o + 2].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+    let (phoff, phentsize, phnum) = (u64_at(0x20) as usize, u16_at(0x36), u16_at(0x38));
+    (0..phnum)
+        .map(|i| phoff + i * phentsize)
+        .filter(|&h| u32::from_le_bytes(bytes[h..h + 4].try_into().unwrap()) == 1)
+        .find_map(|h| {
+            let (offset, start, filesz) = (u64_at(h + 8), u64_at(h + 24), u64_at(h + 32));
+            (start..start + filesz)
+                .contains(&paddr)
+                .then(|| (offset + paddr - start) as usize)
+        })
+        .expect("a PT_LOAD holds the physical address")
+}
+
 /// Splits the ELF dump's PT_LOAD that holds file offset `at` around the page holding it, so that
 /// page is no longer in the dump (as a dump that left a page out). The program headers move to
 /// the end of the file to make room for the extra one.

@@ -3,6 +3,7 @@
 
 use crate::common;
 
+use common::edit::{drop_page, physical_offset};
 use common::linux::{console_kaslr, crash, guest, guest_crash_reads, kcrash, DUMPS_AND_CONSOLE};
 use kcrash_harness::run::stdout;
 
@@ -192,4 +193,99 @@ fn per_cpu_variables_print_as_crash_prints_them() {
         *inside,
         "by its offset as by its name"
     );
+}
+
+/// `struct TYPE NAME:CPUS` shows each CPU's copy as crash does: the whole object, or members
+/// alone, each after its `[CPU]: ADDRESS`.
+#[test]
+fn per_cpu_structs_print_as_crash_prints_them() {
+    let Some(dir) = guest_crash_reads("per_cpu_struct_vs_crash", &["vmcore.elf", "vmlinux"]) else {
+        return;
+    };
+    for command in [
+        "struct irq_cpustat_t irq_stat:a",
+        "struct irq_cpustat_t.__softirq_pending,apic_timer_irqs irq_stat:a",
+        "struct rq.cpu,nr_running runqueues:1",
+    ] {
+        let theirs: Vec<String> = crash(&dir, "vmcore.elf", command)
+            .lines()
+            .filter(|l| !l.starts_with("WARNING") && !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect();
+        let ours = stdout(&kcrash(&dir, "vmcore.elf", &[command]), command);
+        assert!(theirs.len() > 2, "{command}: crash said {theirs:?}");
+        assert_eq!(ours.lines().collect::<Vec<_>>(), theirs, "{command}");
+    }
+}
+
+/// CPU 1's copy of a per-CPU variable cut out of makedumpfile's ELF dump: `p NAME:a` and
+/// `struct TYPE NAME:a` print CPU 0's copy as the whole dump does and mark CPU 1's with the
+/// reason, in text and JSON, and end with one line that says a copy could not be read.
+#[test]
+fn a_cpus_copy_the_dump_lacks_is_marked_and_the_others_print() {
+    let dump = "vmcore-E-d31.elf";
+    let Some(dir) = guest("per_cpu_unreadable_copy", &[dump, "vmlinux"]) else {
+        return;
+    };
+    let hex = |text: &str| u64::from_str_radix(text.trim().trim_start_matches("0x"), 16);
+    let whole = |command: &str| stdout(&kcrash(&dir, dump, &[command]), command);
+    let copies: Vec<u64> = whole("p irq_stat")
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix('[')?.split_once("]: "))
+        .map(|(_, a)| hex(a).expect("an address"))
+        .collect();
+    assert_eq!(copies.len(), 2, "the guest has two CPUs");
+    let direct_map = hex(&whole("p/x page_offset_base")).expect("page_offset_base");
+    let mut bytes = std::fs::read(dir.join(dump)).expect("the dump");
+    let at = physical_offset(&bytes, copies[1] - direct_map);
+    drop_page(&mut bytes, at);
+    let cut = tempfile::tempdir().expect("a scratch directory");
+    std::fs::write(cut.path().join(dump), &bytes).expect("the cut dump");
+    std::os::unix::fs::symlink(dir.join("vmlinux"), cut.path().join("vmlinux")).expect("link");
+    let failed = "1 of 2 CPUs' copies of irq_stat could not be read (marked above)";
+    for (command, name, cpu1) in [
+        ("p irq_stat:a", "print", "per_cpu(irq_stat, 1) = <"),
+        ("struct irq_cpustat_t irq_stat:a", "struct", "  <"),
+    ] {
+        let full = whole(command);
+        let out = kcrash(cut.path(), dump, &[command]);
+        let (text, err) = (common::text(&out.stdout), common::text(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{command}: {err}");
+        assert_eq!(err.trim(), format!("kcrash: {name}: {failed}"), "{command}");
+        // CPU 0's copy as the whole dump prints it, then CPU 1's marked.
+        let split = |t: &str| {
+            let at = t
+                .find(&format!("[1]: {:x}", copies[1]))
+                .or_else(|| t.find("per_cpu(irq_stat, 1)"))
+                .expect("CPU 1's copy");
+            (t[..at].to_owned(), t[at..].to_owned())
+        };
+        let (theirs0, _) = split(&full);
+        let (ours0, ours1) = split(&text);
+        assert_eq!(ours0, theirs0, "{command}: CPU 0");
+        let marked = ours1
+            .lines()
+            .find(|l| l.starts_with(cpu1))
+            .expect("CPU 1 marked");
+        // The reason names the copy and the physical page the dump lacks.
+        let physical = format!("physical address {:#x}", copies[1] - direct_map);
+        assert!(
+            marked.contains(&format!("{:#x}", copies[1])) && marked.contains(&physical),
+            "{command}: {marked}"
+        );
+        let json = kcrash(cut.path(), dump, &[&command.replacen(' ', " --json ", 1)]);
+        let lines = common::json_lines(&common::text(&json.stdout));
+        assert_eq!(json.status.code(), Some(1), "{command} --json");
+        assert_eq!(
+            (lines[0]["cpu"].clone(), lines[1]["cpu"].clone()),
+            (0.into(), 1.into())
+        );
+        assert!(lines[0].get("error").is_none(), "{command}: {}", lines[0]);
+        assert_eq!(
+            lines[1]["address"],
+            format!("{:#x}", copies[1]),
+            "{command}"
+        );
+        assert!(lines[1]["error"].is_string(), "{command}: {}", lines[1]);
+    }
 }
