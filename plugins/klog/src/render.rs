@@ -813,8 +813,6 @@ impl<'a> Printer<'a> {
     /// site alone comes from its [`SiteJson`], rendered once.
     pub fn json(&mut self, b: &mut Vec<u8>, rec: &Record, ring_name: &str) {
         let readable = !rec.damage.no_message();
-        self.message.clear();
-        let outcome = readable.then(|| self.decoder.message_into(rec, &mut self.message));
         let key = SiteKey {
             ring: rec.ring,
             subsystem: rec.subsystem,
@@ -824,15 +822,16 @@ impl<'a> Printer<'a> {
             desc_kind: rec.desc_kind,
             readable,
         };
+        if readable && self.sites.get(&key, key.hash()).is_none() {
+            // A new site's parts show its format, which decoding the message reads.
+            self.message.clear();
+            self.decoder.message_into(rec, &mut self.message);
+        }
         let site = self.sites.get_or_insert_with(key, key.hash(), |key| {
             SiteJson::new(key, rec, ring_name, &self.decoder, &self.names)
         });
         let args: [HexDigits; 3] = std::array::from_fn(|i| hex_digits(rec.words[5 + i]));
-        b.extend_from_slice(b"{\"kcrash_json\":");
-        push_dec_padded(b, u64::from(JSON_VERSION), 0, b' ');
-        b.extend_from_slice(b",\"ring\":");
-        push_dec_padded(b, rec.ring as u64, 0, b' ');
-        b.extend_from_slice(b",\"slot\":");
+        b.extend_from_slice(site.part(SitePart::Head));
         push_dec_padded(b, rec.slot, 0, b' ');
         b.extend_from_slice(b",\"seq\":");
         push_dec_padded(b, rec.seq, 0, b' ');
@@ -857,40 +856,48 @@ impl<'a> Printer<'a> {
         b.extend_from_slice(site.part(SitePart::Format));
         push_hex_array(b, &args);
         b.extend_from_slice(b",\"args_used\":");
-        match outcome {
-            Some(o) => push_dec_padded(b, o.printf.args_used as u64, 0, b' '),
-            None => b.extend_from_slice(b"null"),
-        }
-        b.extend_from_slice(b",\"message\":");
-        if outcome.is_some_and(|o| o.plain.json) {
-            json_plain(b, &self.message);
-        } else if readable {
-            json_str(b, &self.message, &mut self.scratch);
+        let outcome = if readable {
+            // The message is formatted in place, after a digit for the data words it used,
+            // which formatting tells.
+            let digit = b.len();
+            b.extend_from_slice(b"0,\"message\":\"");
+            let start = b.len();
+            let o = self.decoder.message_into(rec, b);
+            if !o.plain.json && !plain_without(&b[start..], b'\\', b'"') {
+                self.message.clear();
+                self.message.extend_from_slice(&b[start..]);
+                b.truncate(start - 1);
+                json_str(b, &self.message, &mut self.scratch);
+            } else {
+                b.push(b'"');
+            }
+            // At most the record's three data words: one digit.
+            match u8::try_from(o.printf.args_used) {
+                Ok(d @ 0..=9) => b[digit] = b'0' + d,
+                _ => drop(b.splice(digit..=digit, o.printf.args_used.to_string().bytes())),
+            }
+            Some(o)
         } else {
-            b.extend_from_slice(b"null");
-        }
-        b.extend_from_slice(b",\"unreadable_strings\":");
-        push_dec_padded(
-            b,
-            outcome.map_or(0, |o| o.printf.unreadable_strings) as u64,
-            0,
-            b' ',
-        );
-        // Most records have neither damage nor marks: their arrays are empty, without a walk.
-        b.extend_from_slice(b",\"damage\":");
-        match rec.damage.any() {
-            true => push_names(b, rec.damage.names()),
-            false => b.extend_from_slice(b"[]"),
-        }
-        b.extend_from_slice(b",\"marks\":");
-        match outcome.filter(Decoded::marked) {
-            Some(o) => push_names(b, o.names()),
-            None => b.extend_from_slice(b"[]"),
-        }
-        b.extend_from_slice(b",\"note\":");
-        match damage_note(rec, &self.names) {
-            Some(n) => json_str(b, n.as_bytes(), &mut self.scratch),
-            None => b.extend_from_slice(b"null"),
+            b.extend_from_slice(b"null,\"message\":null");
+            None
+        };
+        let unreadable = outcome.map_or(0, |o| o.printf.unreadable_strings);
+        let marked = outcome.filter(Decoded::marked);
+        if unreadable == 0 && !rec.damage.any() && marked.is_none() {
+            // Most records: no string unreadable, no damage (so no note), no mark.
+            b.extend_from_slice(WHOLE);
+        } else {
+            b.extend_from_slice(b",\"unreadable_strings\":");
+            push_dec_padded(b, unreadable as u64, 0, b' ');
+            b.extend_from_slice(b",\"damage\":");
+            push_names(b, rec.damage.names());
+            b.extend_from_slice(b",\"marks\":");
+            push_names(b, marked.iter().flat_map(Decoded::names));
+            b.extend_from_slice(b",\"note\":");
+            match damage_note(rec, &self.names) {
+                Some(n) => json_str(b, n.as_bytes(), &mut self.scratch),
+                None => b.extend_from_slice(b"null"),
+            }
         }
         b.extend_from_slice(site.part(SitePart::Words));
         push_hex_str(b, &pd.hex);
@@ -904,6 +911,10 @@ impl<'a> Printer<'a> {
         b.extend_from_slice(b"]}\n");
     }
 }
+
+/// What follows a JSON line's message when no `%s` string was unreadable and the record is
+/// neither damaged nor marked.
+const WHOLE: &[u8] = b",\"unreadable_strings\":0,\"damage\":[],\"marks\":[],\"note\":null";
 
 /// `] [chore][processor,domain,SUBSYS] `: what follows a FULL line's time, written out.
 fn push_tag(out: &mut Vec<u8>, rec: &Record, names: &[String]) {
@@ -982,6 +993,8 @@ impl SiteKey {
 /// The parts of one call site's JSON lines, in the line's order.
 #[derive(Clone, Copy)]
 enum SitePart {
+    /// `{"kcrash_json":1,"ring":R,"slot":`
+    Head,
     /// `,"ring_name":…,"subsystem":…,"subsystem_name":…,"header":…,"id":…,"processor":`
     Names,
     /// `,"desc":…,"desc_kind":…,"time_s":`
@@ -1000,7 +1013,7 @@ enum SitePart {
 struct SiteJson {
     bytes: Vec<u8>,
     /// Where each [`SitePart`] ends in `bytes`.
-    ends: [usize; 5],
+    ends: [usize; 6],
 }
 
 impl SiteJson {
@@ -1013,7 +1026,13 @@ impl SiteJson {
     ) -> SiteJson {
         let mut b = Vec::with_capacity(256);
         let mut scratch = Vec::new();
-        let mut ends = [0; 5];
+        let mut ends = [0; 6];
+        b.extend_from_slice(b"{\"kcrash_json\":");
+        push_dec_padded(&mut b, u64::from(JSON_VERSION), 0, b' ');
+        b.extend_from_slice(b",\"ring\":");
+        push_dec_padded(&mut b, key.ring as u64, 0, b' ');
+        b.extend_from_slice(b",\"slot\":");
+        ends[SitePart::Head as usize] = b.len();
         b.extend_from_slice(b",\"ring_name\":");
         json_quoted(&mut b, ring_name.as_bytes());
         b.extend_from_slice(b",\"subsystem\":");
@@ -1188,6 +1207,37 @@ mod tests {
         let mut text = Vec::new();
         let d = decoder.message_into(rec, &mut text);
         (String::from_utf8(text).unwrap(), d.names().collect())
+    }
+
+    /// A message formatted in place in its JSON line reads as the message escaped on its own,
+    /// after the count of data words it used: plain, with quotes, backslashes and control
+    /// bytes, with every word used, and for a site seen before and a new one.
+    #[test]
+    fn json_messages_formatted_in_place_are_escaped_and_count_their_words() {
+        let mem = memory();
+        let mut printer = Printer::new(&mem, vec!["NONE".into()], Clock { hz: None });
+        for round in 0..2 {
+            for (text, used) in [
+                ("plain", 0),
+                ("q\"%u", 1),
+                ("b\\%x%x", 2),
+                ("t\x01\n%u", 1),
+                ("%u%u%u%u", 3),
+            ] {
+                let rec = record(Desc::Inline, klog_runtime::inline_desc(text.as_bytes()), 7);
+                let mut line = Vec::new();
+                printer.json(&mut line, &rec, "NONE");
+                let raw = printer.message_text(&rec).to_vec();
+                let mut want = format!(",\"args_used\":{used},\"message\":").into_bytes();
+                json_str(&mut want, &raw, &mut Vec::new());
+                want.extend_from_slice(b",\"unreadable_strings\":");
+                assert!(
+                    line.windows(want.len()).any(|w| w == want),
+                    "round {round}, {text:?}: {}",
+                    String::from_utf8_lossy(&line)
+                );
+            }
+        }
     }
 
     /// The kept second prints what the clock prints, through second changes either way and
