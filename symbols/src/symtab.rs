@@ -89,6 +89,8 @@ pub(crate) struct SymbolTable {
     /// The [`zero_based`](crate::placement::zero_based) sections by index: their symbols are offsets
     /// the load bias does not move, and no address is in them.
     zero_based: Vec<u32>,
+    /// Where the zero-based sections' symbols end: no offset at or past it is in one.
+    zero_based_end: u64,
     /// Symbols of sections that are not loaded, with their offset in the section as address.
     not_loaded: Vec<Entry>,
     /// Each object file the symbol table names (each `STT_FILE` symbol, which the linker puts
@@ -237,6 +239,12 @@ impl SymbolTable {
         };
         let mut labels_by_address: Vec<Entry> = labels.values().filter(in_code).cloned().collect();
         sort_by_address(&mut labels_by_address);
+        let zero_based_end = by_address
+            .iter()
+            .filter(|e| e.section.is_some_and(|i| zero_based.contains(&i)))
+            .map(|e| e.address.saturating_add(e.size.max(1)))
+            .max()
+            .unwrap_or(0);
         SymbolTable {
             by_address,
             by_name,
@@ -244,6 +252,7 @@ impl SymbolTable {
             labels_by_address,
             section_names,
             zero_based,
+            zero_based_end,
             not_loaded,
             objects,
         }
@@ -413,14 +422,19 @@ impl SymbolTable {
     /// holds `offset`, and the offset in it. [`SymbolTable::containing`] never gives one: such
     /// a symbol's address is an offset, not where anything is.
     pub(crate) fn containing_offset(&self, offset: u64) -> Option<(Symbol, u64)> {
-        let after = self.by_address.partition_point(|e| e.address <= offset);
-        let last = self.by_address.get(after.checked_sub(1)?)?;
-        let group_start = self.by_address[..after].partition_point(|e| e.address < last.address);
-        let best = self.by_address[group_start..after]
-            .iter()
-            .find(|e| self.is_zero_based(e))?;
-        let within = offset - best.address;
-        (within < best.size.max(1)).then(|| (self.public(best, 0), within))
+        if offset >= self.zero_based_end {
+            return None;
+        }
+        let below = &self.by_address[..self.by_address.partition_point(|e| e.address <= offset)];
+        // The nearest zero-based symbol at or below, past any other (absolute ones); of those
+        // at its address, one that holds the offset (a sized one, where an unsized alias
+        // ranks first).
+        let last = below.iter().rev().find(|e| self.is_zero_based(e))?;
+        let group = &below[below.partition_point(|e| e.address < last.address)..];
+        let best = group.iter().find(|e| {
+            e.address == last.address && self.is_zero_based(e) && offset - e.address < e.size.max(1)
+        })?;
+        Some((self.public(best, 0), offset - best.address))
     }
 
     fn is_zero_based(&self, entry: &Entry) -> bool {
