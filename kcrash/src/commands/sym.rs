@@ -16,6 +16,7 @@ use crate::linux::live::{Kallsym, Kallsyms};
 use crate::linux::percpu;
 use crate::paint::Paint;
 use crate::report::{self, Hex, Report};
+use crate::session::Session;
 use crate::symbolize::display_name;
 
 /// Translate a symbol to its address or an address to its symbol, or list symbols.
@@ -24,8 +25,8 @@ use crate::symbolize::display_name;
 /// (`klog_runtime::ring::Registry::reserve_torn`); NAME+OFFSET is allowed. ADDR is hex (with or
 /// without 0x). Each line: address, nm-style type letter (T text, D data, B bss, R read-only,
 /// lower case when local), name+offset, size, section, and file:line when the image has DWARF.
-/// On a Linux kernel, an address in a CPU's per-CPU area is named by the per-CPU variable it is
-/// in, and the line ends with the CPU whose copy it is.
+/// On a Linux kernel, an address in a CPU's copy of a per-CPU variable is named by the
+/// variable, and the line ends with the CPU whose copy it is.
 #[derive(Parser, Debug)]
 #[command(name = "sym", no_binary_name = true, disable_version_flag = true)]
 #[command(
@@ -98,6 +99,8 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         return Ok(Flow::Continue);
     }
     let images = cx.session.images();
+    // Read once, when an address is in no symbol.
+    let mut areas = None;
     for what in &args.what {
         let (addr, name) = named_address(cx.session, what)?;
         // A loaded module's sections hold their addresses; the kernel has the rest.
@@ -109,34 +112,35 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
             .map(|s| (addr.wrapping_sub(s.address), s))
             .filter(|(off, s)| *off < s.size.max(1))
             .map(|(off, s)| (s, off));
-        // A per-CPU variable's offset (x86_64 links them from 0) names it as `runqueues+8`
-        // does.
-        let found = named
-            .or_else(|| image.symbolize(addr))
-            .or_else(|| image.symbolize_offset(addr));
-        let found = match found {
+        let found = match named.or_else(|| image.symbolize(addr)) {
             Some((sym, off)) => Found::of(image, &sym, off, true),
-            None => per_cpu_copy(cx, addr)?,
+            None => per_cpu_copy(cx.session, &mut areas, addr)?,
         };
         report::line(&found, args.json, cx.out, cx.paint)?;
     }
     Ok(Flow::Continue)
 }
 
-/// `addr` in a CPU's copy of a per-CPU variable of a Linux kernel, named by the variable.
-fn per_cpu_copy(cx: &Context<'_, '_>, addr: u64) -> Result<Found> {
-    let session = cx.session;
+/// `addr` in CPUs' copy of a per-CPU variable of a Linux kernel's image, named by the variable
+/// (`areas`: the per-CPU areas, read at the first call).
+fn per_cpu_copy(
+    session: &Session<'_>,
+    areas: &mut Option<Result<percpu::PerCpu, String>>,
+    addr: u64,
+) -> Result<Found> {
     let (Some(image), Some(_)) = (session.image.as_deref(), &session.linux) else {
         bail!("{addr:#x}: in no symbol");
     };
-    let areas = percpu::PerCpu::read(session.kernel())
+    let areas = areas
+        .get_or_insert_with(|| percpu::PerCpu::read(session.kernel()).map_err(|e| e.to_string()))
+        .as_ref()
         .map_err(|e| anyhow!("{addr:#x}: in no symbol, and the per-CPU areas are unknown: {e}"))?;
-    let (sym, off, cpu) = areas
-        .place(image, addr)
-        .ok_or_else(|| anyhow!("{addr:#x}: in no symbol, nor in a CPU's per-CPU area"))?;
+    let (sym, off, cpus) = areas.place(image, addr).ok_or_else(|| {
+        anyhow!("{addr:#x}: in no symbol, nor in a per-CPU variable of the kernel's image")
+    })?;
     let mut found = Found::of(image, &sym, off, false);
     found.address = Hex(addr);
-    found.cpu = Some(cpu);
+    found.cpus = cpus;
     Ok(found)
 }
 
@@ -158,7 +162,7 @@ fn run_kallsyms(cx: &mut Context<'_, '_>, args: &Args) -> Result<Flow> {
             module: s.module.clone(),
             frames: Vec::new(),
             source: Source::Kallsyms,
-            cpu: None,
+            cpus: Vec::new(),
         };
         Ok(report::line(&found, args.json, cx.out, cx.paint)?)
     };
@@ -220,9 +224,9 @@ struct Found {
     /// Innermost first: inlined frames, then the function they are in.
     frames: Vec<FoundFrame>,
     source: Source,
-    /// Whose copy of a per-CPU variable the address is in (`symbol_address` is then the
-    /// variable's offset, or its template's address).
-    cpu: Option<usize>,
+    /// Whose copy of a per-CPU variable the address is in, several when their areas coincide
+    /// (`symbol_address` is then the variable's offset, or its template's address).
+    cpus: Vec<usize>,
 }
 
 #[derive(Serialize)]
@@ -277,8 +281,17 @@ impl Report for Found {
             }
             write!(out, "  {place}")?;
         }
-        if let Some(cpu) = self.cpu {
-            write!(out, "  CPU {cpu}'s copy")?;
+        match self.cpus.as_slice() {
+            [] => {}
+            [cpu] => write!(out, "  CPU {cpu}'s copy")?,
+            cpus => {
+                let cpus: Vec<String> = cpus.iter().map(usize::to_string).collect();
+                write!(
+                    out,
+                    "  the copy of CPUs {}, whose areas coincide",
+                    cpus.join(",")
+                )?
+            }
         }
         writeln!(out)
     }
@@ -314,7 +327,7 @@ impl Found {
                 })
                 .collect(),
             source: Source::Image,
-            cpu: None,
+            cpus: Vec::new(),
         }
     }
 }

@@ -75,18 +75,29 @@ impl PerCpu {
         self.offsets.iter().map(move |off| base.wrapping_add(*off))
     }
 
-    /// Whose copy of which per-CPU variable `addr` is in: the variable's symbol, the offset in
-    /// it and the CPU, the lowest when areas overlap.
-    pub fn place(&self, image: &Image, addr: u64) -> Option<(Symbol, u64, usize)> {
-        self.offsets.iter().enumerate().find_map(|(cpu, &off)| {
+    /// Which per-CPU variable of `image` `addr` is in, the offset in it, and whose copy it is:
+    /// every CPU whose area puts that variable there (more than one where their offsets are
+    /// the same, as before the areas are set up, or in a damaged table).
+    pub fn place(&self, image: &Image, addr: u64) -> Option<(Symbol, u64, Vec<usize>)> {
+        let mut found: Option<(Symbol, u64, Vec<usize>)> = None;
+        for (cpu, &off) in self.offsets.iter().enumerate() {
             let template = addr.wrapping_sub(off);
             // Linked at 0 on x86_64; at a kernel address elsewhere, where the template's own
             // symbol holds it.
-            image
+            let Some((symbol, within)) = image
                 .symbolize_offset(template)
                 .or_else(|| image.symbolize(template).filter(|(s, _)| is_per_cpu(s)))
-                .map(|(symbol, within)| (symbol, within, cpu))
-        })
+            else {
+                continue;
+            };
+            match &mut found {
+                Some((s, w, cpus)) if (s.address, *w) == (symbol.address, within) => cpus.push(cpu),
+                // Areas that overlap at different variables: the lowest CPU's is kept.
+                Some(_) => {}
+                None => found = Some((symbol, within, vec![cpu])),
+            }
+        }
+        found
     }
 }
 

@@ -222,11 +222,16 @@ fn per_cpu_agrees(dir: &Path, drgn: &[&str]) {
         &kcrash_on(dir, &["vmcore.elf", "vmlinux", "klogtest.ko"], &asked),
         "kcrash sym",
     );
+    assert_eq!(
+        named.lines().count(),
+        drgn.len(),
+        "one sym line a copy: {named}"
+    );
     for ((cpu, _, _), line) in drgn.iter().zip(named.lines()) {
         let sym: serde_json::Value = serde_json::from_str(line).expect("sym --json");
         assert_eq!(
-            (&sym["name"], &sym["offset"], &sym["cpu"]),
-            (&"runqueues".into(), &8.into(), &(*cpu).into()),
+            (&sym["name"], &sym["offset"], &sym["cpus"]),
+            (&"runqueues".into(), &8.into(), &serde_json::json!([cpu])),
             "{line}"
         );
     }

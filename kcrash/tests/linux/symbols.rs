@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::edit::{drop_page, physical_offset};
+use common::edit::{drop_page, physical_offset, replace_all};
 use common::linux::{console_kaslr, crash, guest, guest_crash_reads, kcrash, DUMPS_AND_CONSOLE};
 use kcrash_harness::run::stdout;
 
@@ -158,24 +158,19 @@ fn per_cpu_variables_print_as_crash_prints_them() {
         "{inside}"
     );
     // An address in a CPU's copy is named by the variable and the CPU, at each address crash
-    // gives for a copy (`[1]: ffff89029f331400`); the offset alone, as the variable.
+    // gives for a copy (`[1]: ffff89029f331400`).
     let copies: Vec<u64> = theirs
         .iter()
         .filter_map(|l| l.trim().strip_prefix('[')?.split_once("]: "))
         .map(|(_, a)| u64::from_str_radix(a, 16).expect("crash's address"))
         .collect();
     assert!(copies.len() > 1, "crash said:\n{}", theirs.join("\n"));
-    let runqueues = theirs
-        .last()
-        .and_then(|l| address(l))
-        .and_then(Result::ok)
-        .expect("crash's runqueues");
     let mut asked: Vec<String> = copies.iter().map(|a| format!("sym {:#x}", a + 4)).collect();
     asked.push(format!("sym --json {:#x}", copies[1] + 4));
-    asked.push(format!("sym {:#x}", runqueues + 8));
     let asked: Vec<&str> = asked.iter().map(String::as_str).collect();
     let named = stdout(&kcrash(&dir, "vmcore.elf", &asked), "sym of copies");
     let named: Vec<&str> = named.lines().collect();
+    assert_eq!(named.len(), copies.len() + 1, "{named:?}");
     for (cpu, copy) in copies.iter().enumerate() {
         let line = named[cpu];
         assert!(
@@ -185,14 +180,9 @@ fn per_cpu_variables_print_as_crash_prints_them() {
         );
     }
     let json: serde_json::Value = serde_json::from_str(named[copies.len()]).expect("JSON");
-    assert_eq!(json["cpu"], 1);
+    assert_eq!(json["cpus"], serde_json::json!([1]));
     assert_eq!(json["address"], format!("{:#x}", copies[1] + 4));
     assert_eq!(json["offset"], 4);
-    assert_eq!(
-        named[copies.len() + 1],
-        *inside,
-        "by its offset as by its name"
-    );
 }
 
 /// `struct TYPE NAME:CPUS` shows each CPU's copy as crash does: the whole object, or members
@@ -288,4 +278,58 @@ fn a_cpus_copy_the_dump_lacks_is_marked_and_the_others_print() {
         );
         assert!(lines[1]["error"].is_string(), "{command}: {}", lines[1]);
     }
+}
+
+/// `sym` names every CPU whose area puts a per-CPU variable at the address: with CPU 1's entry
+/// of `__per_cpu_offset` made CPU 0's (as before the areas are set up), an address in CPU 0's
+/// copy is both CPUs'. A bare offset names no variable: it is no address.
+#[test]
+fn sym_names_every_cpu_whose_area_holds_the_address() {
+    let dump = "vmcore-E-d31.elf";
+    let Some(dir) = guest("per_cpu_areas_coincide", &[dump, "vmlinux"]) else {
+        return;
+    };
+    let whole = |command: &str| stdout(&kcrash(&dir, dump, &[command]), command);
+    let table = whole("p/x __per_cpu_offset");
+    let offsets: Vec<u64> = table
+        .trim_matches(|c: char| c == '{' || c == '}' || c.is_whitespace())
+        .split(", ")
+        .take(2)
+        .map(|o| u64::from_str_radix(o.trim_start_matches("0x"), 16).expect("an offset"))
+        .collect();
+    let irq_stat = stdout(&kcrash(&dir, dump, &["sym irq_stat"]), "sym irq_stat");
+    let at = u64::from_str_radix(irq_stat.split(' ').next().unwrap(), 16).unwrap() + 4;
+    let raw = |words: &[u64]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
+    let mut bytes = std::fs::read(dir.join(dump)).expect("the dump");
+    let (two, one) = (raw(&offsets), raw(&[offsets[0], offsets[0]]));
+    assert_eq!(
+        replace_all(&mut bytes, &two, &one),
+        1,
+        "__per_cpu_offset[0..2]"
+    );
+    let edited = tempfile::tempdir().expect("a scratch directory");
+    std::fs::write(edited.path().join(dump), &bytes).expect("the edited dump");
+    std::os::unix::fs::symlink(dir.join("vmlinux"), edited.path().join("vmlinux")).expect("link");
+    let ask = format!("sym {:#x}", offsets[0] + at);
+    let text = stdout(&kcrash(edited.path(), dump, &[&ask]), &ask);
+    let text = text.trim_end();
+    assert!(
+        text.starts_with(&format!("{:016x} (D) irq_stat+0x4 ", offsets[0] + at))
+            && text.ends_with("  the copy of CPUs 0,1, whose areas coincide"),
+        "{text}"
+    );
+    let json = stdout(
+        &kcrash(edited.path(), dump, &[&ask.replacen(' ', " --json ", 1)]),
+        &ask,
+    );
+    let json: serde_json::Value = serde_json::from_str(&json).expect("sym --json");
+    assert_eq!(json["cpus"], serde_json::json!([0, 1]), "{json}");
+    // The offset alone: no address, so no variable's.
+    let bare = kcrash(&dir, dump, &[&format!("sym {at:#x}")]);
+    assert_eq!(bare.status.code(), Some(1));
+    assert!(
+        common::text(&bare.stderr).contains("in no symbol, nor in a per-CPU variable"),
+        "{}",
+        common::text(&bare.stderr)
+    );
 }
