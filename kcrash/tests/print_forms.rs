@@ -70,6 +70,14 @@ fn bad_expressions_fail_with_one_message_and_the_session_goes_on() {
         ("p/q 1", "unknown format"),
         ("struct nosuch", "no such type"),
         ("struct KLogs", "no such type"),
+        (
+            "struct --json KLog.next_write &KLogs[1]",
+            "--json shows whole types and objects: struct --json KLog [ADDR]",
+        ),
+        (
+            "struct KLog KLogs:1",
+            "KLogs is not a per-CPU variable of a Linux kernel",
+        ),
         ("whatis (KLog *)", "expected an expression after the cast"),
     ] {
         let (out, err, ok) = kcrash_status(&d, cmd);

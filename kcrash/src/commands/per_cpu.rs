@@ -1,6 +1,9 @@
 //! crash's per-CPU forms, read alike by `p` and `struct`: `NAME:CPUS` names CPUs' copies of a
 //! Linux per-CPU variable, CPUS being `a` (all), a list such as `0,2-3`, or nothing for the
-//! current context's CPU; and what a copy that cannot be read prints as in JSON.
+//! current context's CPU; and how the copies are shown, one that cannot be read marked in its
+//! place.
+
+use std::io::{self, Write};
 
 use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};
@@ -8,7 +11,7 @@ use serde_json::{json, Value};
 use super::args::{cpu_among, cpu_list, thread_or_task};
 use crate::expr::{parse_expr, Expr};
 use crate::linux::{facts, percpu};
-use crate::report::Hex;
+use crate::report::{self, Hex};
 use crate::session::Session;
 
 /// crash's per-CPU forms: `NAME` or `NAME:CPUS` where NAME is a per-CPU variable of the
@@ -74,16 +77,74 @@ pub fn cpus_of(
     }
 }
 
-/// A CPU's copy that could not be read, as one JSON object: its type, address, variable, CPU
-/// and why.
-pub fn unread_json(ty: &str, address: u64, name: &str, cpu: usize, why: &str) -> Value {
-    json!({"type": ty, "address": Hex(address), "name": name, "cpu": cpu, "error": why})
+/// A copy's JSON object, `body`, with the variable's name and the CPU.
+pub fn tagged(mut body: Value, name: &str, cpu: usize) -> Value {
+    if let Some(object) = body.as_object_mut() {
+        object.insert("name".into(), json!(name));
+        object.insert("cpu".into(), json!(cpu));
+    }
+    body
 }
 
-/// The command's failure after every copy printed, when `unread` of `cpus` could not be read.
-pub fn unread_copies(unread: usize, cpus: usize, name: &str) -> Result<()> {
-    if unread > 0 {
-        bail!("{unread} of {cpus} CPUs' copies of {name} could not be read (marked above)");
+/// The copies of one per-CPU variable a command shows, counting those it could not read.
+pub struct Shown<'a> {
+    name: &'a str,
+    /// The variable's type, as JSON names it.
+    ty: &'a str,
+    json: bool,
+    shown: usize,
+    unread: usize,
+}
+
+impl<'a> Shown<'a> {
+    pub fn new(name: &'a str, ty: &'a str, json: bool) -> Self {
+        Shown {
+            name,
+            ty,
+            json,
+            shown: 0,
+            unread: 0,
+        }
     }
-    Ok(())
+
+    /// Shows CPU `cpu`'s copy, at `address`, with `show`. A copy `show` could not read is
+    /// marked in its place (`text` in text, an object with `error` in JSON) and the others still
+    /// show; an error writing the output ends the command.
+    pub fn copy(
+        &mut self,
+        (cpu, address): (usize, u64),
+        out: &mut dyn Write,
+        show: impl FnOnce(&mut dyn Write) -> Result<()>,
+        text: impl FnOnce(&anyhow::Error) -> String,
+    ) -> Result<()> {
+        self.shown += 1;
+        let Err(e) = show(out) else {
+            return Ok(());
+        };
+        if e.downcast_ref::<io::Error>().is_some() {
+            return Err(e);
+        }
+        self.unread += 1;
+        if self.json {
+            let body = json!({"type": self.ty, "address": Hex(address), "name": self.name,
+                "cpu": cpu, "error": e.to_string()});
+            report::json_line(&body, out)?;
+        } else {
+            writeln!(out, "{}", text(&e))?;
+        }
+        Ok(())
+    }
+
+    /// The command's failure when a copy could not be read, after every copy was shown.
+    pub fn finish(self) -> Result<()> {
+        if self.unread > 0 {
+            bail!(
+                "{} of {} CPUs' copies of {} could not be read (marked above)",
+                self.unread,
+                self.shown,
+                self.name
+            );
+        }
+        Ok(())
+    }
 }

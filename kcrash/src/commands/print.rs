@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Result};
 
 use serde_json::json;
 
-use super::per_cpu::{cpus_of, per_cpu_name, unread_copies, unread_json};
+use super::per_cpu::{cpus_of, per_cpu_name, tagged, Shown};
 use super::{Context, Flow};
 use crate::expr::decl::declaration;
 use crate::expr::json::to_json;
@@ -169,7 +169,7 @@ impl Copies<'_, '_> {
     /// read says why, and the others still print.
     fn values(&self, cpus: &[usize], out: &mut dyn std::io::Write) -> Result<Flow> {
         let ty = self.ev.type_name(&self.ty)?;
-        let mut unread = 0;
+        let mut shown = Shown::new(self.name, &ty, self.json);
         // The CPUs come from `cpus_of`, below the areas' count.
         for (cpu, address) in cpus
             .iter()
@@ -179,16 +179,11 @@ impl Copies<'_, '_> {
                 ty: self.ty.clone(),
                 place: Place::Memory(address),
             };
-            match Reader::new(self.ev, self.opts).read(&copy) {
-                Ok(node) if self.json => {
-                    let mut body = to_json(self.ev, &node);
-                    if let Some(object) = body.as_object_mut() {
-                        object.insert("name".into(), json!(self.name));
-                        object.insert("cpu".into(), json!(cpu));
-                    }
-                    report::json_line(&body, out)?;
-                }
-                Ok(node) => {
+            let show = |out: &mut dyn std::io::Write| -> Result<()> {
+                let node = Reader::new(self.ev, self.opts).read(&copy)?;
+                if self.json {
+                    report::json_line(&tagged(to_json(self.ev, &node), self.name, cpu), out)?;
+                } else {
                     let text = Writer {
                         ev: self.ev,
                         opts: self.opts,
@@ -196,18 +191,12 @@ impl Copies<'_, '_> {
                     .top(&node)?;
                     writeln!(out, "per_cpu({}, {cpu}) = {text}", self.name)?;
                 }
-                Err(e) => {
-                    unread += 1;
-                    if self.json {
-                        let body = unread_json(&ty, address, self.name, cpu, &e.to_string());
-                        report::json_line(&body, out)?;
-                    } else {
-                        writeln!(out, "per_cpu({}, {cpu}) = <{e}>", self.name)?;
-                    }
-                }
-            }
+                Ok(())
+            };
+            let text = |e: &anyhow::Error| format!("per_cpu({}, {cpu}) = <{e}>", self.name);
+            shown.copy((cpu, address), out, show, text)?;
         }
-        unread_copies(unread, cpus.len(), self.name)?;
+        shown.finish()?;
         Ok(Flow::Continue)
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
 
-use super::per_cpu::{cpus_of, per_cpu_name, unread_copies, unread_json};
+use super::per_cpu::{cpus_of, per_cpu_name, tagged, Shown};
 use super::{Context, Flow};
 use crate::expr::decl::{self, expanded, Offsets};
 use crate::expr::eval::{Place, Shape};
@@ -209,6 +209,9 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
         ..Options::default()
     };
     let at = |text: &str| address_in(images.set.images(), session, text);
+    if json && members.is_some() {
+        bail!("--json shows whole types and objects: {keyword} --json {name} [ADDR]");
+    }
     if let Some((var, base, cpus)) = per_cpu_name(session, &addr)? {
         let Some(spec) = cpus else {
             bail!(
@@ -219,32 +222,25 @@ pub fn struct_(cx: &mut Context<'_, '_>, args: &[String]) -> Result<Flow> {
         let areas = percpu::PerCpu::read(session.kernel())?;
         let cpus = cpus_of(session, context, spec, areas.count())?;
         let type_name = ev.type_name(&ty)?;
-        let mut unread = 0;
+        let mut shown = Shown::new(var, &type_name, json);
         // The CPUs come from `cpus_of`, below the areas' count.
         for (cpu, copy) in cpus
             .iter()
             .filter_map(|&cpu| Some((cpu, areas.copy(base, cpu)?)))
         {
-            // crash's `[CPU]: ADDRESS` before each copy; in JSON, the object's `cpu`.
-            if !json {
-                writeln!(out, "[{cpu}]: {copy:x}")?;
-            }
-            let shown = match &members {
-                Some(members) => members_of(&ev, &ty, members, Some(copy), out),
-                None => object_at(&ev, (&ty, &typed), copy, opts, json, Some((var, cpu)), out),
-            };
-            if let Err(e) = shown {
-                unread += 1;
-                match json {
-                    true => report::json_line(
-                        &unread_json(&type_name, copy, var, cpu, &e.to_string()),
-                        out,
-                    )?,
-                    false => writeln!(out, "  <{e}>")?,
+            let show = |out: &mut dyn Write| {
+                // crash's `[CPU]: ADDRESS` before each copy; in JSON, the object's `cpu`.
+                if !json {
+                    writeln!(out, "[{cpu}]: {copy:x}")?;
                 }
-            }
+                match &members {
+                    Some(members) => members_of(&ev, &ty, members, Some(copy), out),
+                    None => object_at(&ev, (&ty, &typed), copy, opts, json, Some((var, cpu)), out),
+                }
+            };
+            shown.copy((cpu, copy), out, show, |e| format!("  <{e}>"))?;
         }
-        unread_copies(unread, cpus.len(), var)?;
+        shown.finish()?;
         return Ok(Flow::Continue);
     }
     if let Some(members) = members {
@@ -285,11 +281,11 @@ fn object_at(
     };
     let node = Reader::new(ev, opts).read(&value)?;
     if json {
-        let mut body = value_json(ev, &node);
-        if let (Some((name, cpu)), Some(object)) = (copy_of, body.as_object_mut()) {
-            object.insert("name".into(), name.into());
-            object.insert("cpu".into(), cpu.into());
-        }
+        let body = value_json(ev, &node);
+        let body = match copy_of {
+            Some((name, cpu)) => tagged(body, name, cpu),
+            None => body,
+        };
         report::json_line(&body, out)?;
         return Ok(());
     }
