@@ -822,13 +822,14 @@ impl<'a> Printer<'a> {
             desc_kind: rec.desc_kind,
             readable,
         };
-        if readable && self.sites.get(&key, key.hash()).is_none() {
-            // A new site's parts show its format, which decoding the message reads.
-            self.message.clear();
-            self.decoder.message_into(rec, &mut self.message);
-        }
+        let (decoder, message, names) = (&mut self.decoder, &mut self.message, &self.names);
         let site = self.sites.get_or_insert_with(key, key.hash(), |key| {
-            SiteJson::new(key, rec, ring_name, &self.decoder, &self.names)
+            // A new site's parts show its format, which decoding the message reads.
+            if key.readable {
+                message.clear();
+                decoder.message_into(rec, message);
+            }
+            SiteJson::new(key, rec, ring_name, decoder, names)
         });
         let args: [HexDigits; 3] = std::array::from_fn(|i| hex_digits(rec.words[5 + i]));
         b.extend_from_slice(site.part(SitePart::Head));
@@ -1236,6 +1237,66 @@ mod tests {
                     "round {round}, {text:?}: {}",
                     String::from_utf8_lossy(&line)
                 );
+            }
+        }
+    }
+
+    /// A format read from the dump (by address or by event ID) is in its site's parts on the
+    /// site's first line and after; a desc that cannot be read, and damage with a message or
+    /// without, are written out in full after the message.
+    #[test]
+    fn json_formats_from_the_dump_and_marked_records_read_in_full() {
+        let mem = memory();
+        let mut printer = Printer::new(&mem, vec!["NONE".into()], Clock { hz: None });
+        printer.decoder.descriptions = Some(ArrayAt {
+            addr: 0x1000,
+            len: 1,
+            stride: 8,
+        });
+        let mut foreign = record(Desc::Pointer, 0x2000, 7);
+        foreign.damage.foreign_header = true;
+        let mut torn = record(Desc::Pointer, 0x2000, 7);
+        torn.damage.torn = true;
+        let cases: [(Record, &[&str]); 5] = [
+            (
+                record(Desc::Pointer, 0x2000, 7),
+                &["\"format\":\"idle %u\"", "\"args_used\":1,\"message\":\"idle 7\",\"unreadable_strings\":0,\"damage\":[],\"marks\":[],\"note\":null,"],
+            ),
+            (
+                record(Desc::Event, 0, 7),
+                &["\"format\":\"idle %u\"", "\"args_used\":1,\"message\":\"idle 7\",\"unreadable_strings\":0,\"damage\":[],\"marks\":[],\"note\":null,"],
+            ),
+            (
+                record(Desc::Pointer, 0x9000, 7),
+                &[
+                    "\"format\":null",
+                    "\"args_used\":0,\"message\":\"<unreadable desc ",
+                    "\"marks\":[\"desc_unreadable\"],\"note\":null",
+                ],
+            ),
+            (
+                foreign,
+                &[
+                    "\"message\":\"idle 7\"",
+                    "\"damage\":[\"foreign_header\"],\"marks\":[],\"note\":\"",
+                ],
+            ),
+            (
+                torn,
+                &[
+                    "\"args_used\":null,\"message\":null,\"unreadable_strings\":0",
+                    "\"damage\":[\"torn\"]",
+                ],
+            ),
+        ];
+        for round in 0..2 {
+            for (rec, want) in &cases {
+                let mut line = Vec::new();
+                printer.json(&mut line, rec, "NONE");
+                let line = String::from_utf8_lossy(&line);
+                for w in *want {
+                    assert!(line.contains(w), "round {round}: {w} not in {line}");
+                }
             }
         }
     }
