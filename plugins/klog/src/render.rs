@@ -835,6 +835,8 @@ impl<'a> Printer<'a> {
             SiteJson::new(key, rec, ring_name, decoder, names)
         });
         let args: [HexDigits; 3] = std::array::from_fn(|i| hex_digits(rec.words[5 + i]));
+        // Constant text rides with its neighbours: each piece appended costs a capacity check
+        // and a length update, whatever its size.
         b.extend_from_slice(site.part(SitePart::Head));
         push_dec_padded(b, rec.slot, 0, b' ');
         b.extend_from_slice(b",\"seq\":");
@@ -849,31 +851,31 @@ impl<'a> Printer<'a> {
             Some(fields) => fields.push_to(b),
             None => push_proc_dom(b, rec.proc_dom()),
         }
-        b.extend_from_slice(b",\"clock\":\"");
         push_dec_padded(b, rec.clock(), 0, b' ');
-        b.push(b'"');
         b.extend_from_slice(site.part(SitePart::Desc));
         match self.clock.seconds(rec.clock()) {
             Some(t) if t.is_finite() => push_f64(b, t),
             _ => b.extend_from_slice(b"null"),
         }
         b.extend_from_slice(site.part(SitePart::Format));
-        push_hex_array(b, &args);
-        b.extend_from_slice(b",\"args_used\":");
+        push_hex_quoted::<false>(b, &args[0]);
+        push_hex_quoted::<true>(b, &args[1]);
+        push_hex_quoted::<true>(b, &args[2]);
+        // Whether the message's closing quote is still to write.
+        let mut open = false;
         let outcome = if readable {
             // The message is formatted in place, after a digit for the data words it used,
             // which formatting tells.
-            let digit = b.len();
-            b.extend_from_slice(b"0,\"message\":\"");
+            b.extend_from_slice(b"],\"args_used\":0,\"message\":\"");
             let start = b.len();
+            let digit = start - b"0,\"message\":\"".len();
             let o = self.decoder.message_into(rec, b);
-            if !o.plain.json && !plain_without(&b[start..], b'\\', b'"') {
+            open = o.plain.json || plain_without(&b[start..], b'\\', b'"');
+            if !open {
                 self.message.clear();
                 self.message.extend_from_slice(&b[start..]);
                 b.truncate(start - 1);
                 json_str(b, &self.message, &mut self.scratch);
-            } else {
-                b.push(b'"');
             }
             // At most the record's three data words: one digit.
             match u8::try_from(o.printf.args_used) {
@@ -882,15 +884,22 @@ impl<'a> Printer<'a> {
             }
             Some(o)
         } else {
-            b.extend_from_slice(b"null,\"message\":null");
+            b.extend_from_slice(b"],\"args_used\":null,\"message\":null");
             None
         };
         let unreadable = outcome.map_or(0, |o| o.printf.unreadable_strings);
         let marked = outcome.filter(Decoded::marked);
         if unreadable == 0 && !rec.damage.any() && marked.is_none() {
             // Most records: no string unreadable, no damage (so no note), no mark.
-            b.extend_from_slice(WHOLE);
+            if open {
+                b.extend_from_slice(WHOLE);
+            } else {
+                b.extend_from_slice(&WHOLE[1..]);
+            }
         } else {
+            if open {
+                b.push(b'"');
+            }
             b.extend_from_slice(b",\"unreadable_strings\":");
             push_dec_padded(b, unreadable as u64, 0, b' ');
             b.extend_from_slice(b",\"damage\":");
@@ -904,21 +913,19 @@ impl<'a> Printer<'a> {
             }
         }
         b.extend_from_slice(site.part(SitePart::Words));
-        push_hex_str(b, &pd.hex);
-        b.push(b',');
-        push_hex_str(b, &hex_digits(rec.words[3]));
+        push_hex_quoted::<false>(b, &pd.hex);
+        push_hex_quoted::<true>(b, &hex_digits(rec.words[3]));
         b.extend_from_slice(site.part(SitePart::WordsDesc));
         for a in &args {
-            b.push(b',');
-            push_hex_str(b, a);
+            push_hex_quoted::<true>(b, a);
         }
         b.extend_from_slice(b"]}\n");
     }
 }
 
-/// What follows a JSON line's message when no `%s` string was unreadable and the record is
-/// neither damaged nor marked.
-const WHOLE: &[u8] = b",\"unreadable_strings\":0,\"damage\":[],\"marks\":[],\"note\":null";
+/// What follows a JSON line's readable message, its closing quote first, when no `%s` string
+/// was unreadable and the record is neither damaged nor marked.
+const WHOLE: &[u8] = b"\",\"unreadable_strings\":0,\"damage\":[],\"marks\":[],\"note\":null";
 
 /// `] [chore][processor,domain,SUBSYS] `: what follows a FULL line's time, written out.
 fn push_tag(out: &mut Vec<u8>, rec: &Record, names: &[String]) {
@@ -941,12 +948,12 @@ type Tag = Option<Kept<TAG_MAX>>;
 const TAG_BITS: u32 = 8;
 const TAG_MAX: usize = 64;
 
-/// What a JSON line shows of its processor and domain word: `P,"domain":D` and the word in
-/// hex, kept by the word, which a log's records share many to one (there are as many as
-/// processors, times domains).
+/// What a JSON line shows of its processor and domain word: `P,"domain":D,"clock":"` and the
+/// word in hex, kept by the word, which a log's records share many to one (there are as many
+/// as processors, times domains).
 struct ProcDomJson {
-    /// 10 digits at most each, and the key between them.
-    fields: Option<Kept<32>>,
+    /// 10 digits at most each, and the keys.
+    fields: Option<Kept<48>>,
     hex: HexDigits,
 }
 
@@ -959,12 +966,14 @@ impl ProcDomJson {
     }
 }
 
-/// `P,"domain":D` of a processor and domain word.
+/// `P,"domain":D,"clock":"` of a processor and domain word: the fields, and the key of the
+/// clock that follows.
 fn push_proc_dom(out: &mut Vec<u8>, word: u64) {
     let (processor, domain) = split_proc_dom(word);
     push_dec_padded(out, u64::from(processor), 0, b' ');
     out.extend_from_slice(b",\"domain\":");
     push_dec_padded(out, u64::from(domain), 0, b' ');
+    out.extend_from_slice(b",\"clock\":\"");
 }
 
 /// A printer keeps 2^PROC_DOM_BITS [`ProcDomJson`]s.
@@ -1001,9 +1010,9 @@ enum SitePart {
     Head,
     /// `,"ring_name":…,"subsystem":…,"subsystem_name":…,"header":…,"id":…,"processor":`
     Names,
-    /// `,"desc":…,"desc_kind":…,"time_s":`
+    /// `","desc":…,"desc_kind":…,"time_s":`: the clock's closing quote first
     Desc,
-    /// `,"format":…,"args":`
+    /// `,"format":…,"args":[`
     Format,
     /// `,"words":[header,id,`
     Words,
@@ -1050,12 +1059,12 @@ impl SiteJson {
         let [header, id, desc] = [key.header, key.id, key.desc].map(hex_digits);
         for (name, hex) in [(&b",\"header\":"[..], &header), (b",\"id\":", &id)] {
             b.extend_from_slice(name);
-            push_hex_str(&mut b, hex);
+            push_hex_quoted::<false>(&mut b, hex);
         }
         b.extend_from_slice(b",\"processor\":");
         ends[SitePart::Names as usize] = b.len();
-        b.extend_from_slice(b",\"desc\":");
-        push_hex_str(&mut b, &desc);
+        b.extend_from_slice(b"\",\"desc\":");
+        push_hex_quoted::<false>(&mut b, &desc);
         b.extend_from_slice(b",\"desc_kind\":");
         b.extend_from_slice(match key.desc_kind {
             Desc::Pointer => b"\"pointer\"",
@@ -1069,16 +1078,15 @@ impl SiteJson {
             Some(f) => json_str(&mut b, &f, &mut scratch),
             None => b.extend_from_slice(b"null"),
         }
-        b.extend_from_slice(b",\"args\":");
+        b.extend_from_slice(b",\"args\":[");
         ends[SitePart::Format as usize] = b.len();
         b.extend_from_slice(b",\"words\":[");
         for hex in [&header, &id] {
-            push_hex_str(&mut b, hex);
+            push_hex_quoted::<false>(&mut b, hex);
             b.push(b',');
         }
         ends[SitePart::Words as usize] = b.len();
-        b.push(b',');
-        push_hex_str(&mut b, &desc);
+        push_hex_quoted::<true>(&mut b, &desc);
         ends[SitePart::WordsDesc as usize] = b.len();
         SiteJson { bytes: b, ends }
     }
@@ -1139,16 +1147,18 @@ fn json_escapes(c: u8) -> bool {
     c == b'"' || c == b'\\' || c < 0x20
 }
 
-/// `"0x…"`, as kcrash's `report::Hex` writes a 64-bit word.
-fn push_hex_str(out: &mut Vec<u8>, &(digits, shown): &HexDigits) {
-    let mut buf = [0u8; 20];
-    buf[..3].copy_from_slice(b"\"0x");
-    buf[3..19].copy_from_slice(&digits);
-    buf[3 + shown] = b'"';
+/// `"0x…"`, as kcrash's `report::Hex` writes a 64-bit word, after a comma if `COMMA` (an
+/// array's next item).
+fn push_hex_quoted<const COMMA: bool>(out: &mut Vec<u8>, &(digits, shown): &HexDigits) {
+    let mut buf = [0u8; 21];
+    buf[..4].copy_from_slice(b",\"0x");
+    buf[4..20].copy_from_slice(&digits);
+    buf[4 + shown] = b'"';
     // Copies of a constant length, then a cut: no call to memcpy for a handful of bytes.
+    let lead = usize::from(COMMA);
     let len = out.len();
-    out.extend_from_slice(&buf);
-    out.truncate(len + 4 + shown);
+    out.extend_from_slice(&buf[1 - lead..]);
+    out.truncate(len + lead + 4 + shown);
 }
 
 /// A JSON array of short names (plain ASCII, nothing to escape).
@@ -1159,17 +1169,6 @@ fn push_names<'n>(out: &mut Vec<u8>, names: impl IntoIterator<Item = &'n str>) {
             out.push(b',');
         }
         json_quoted(out, name.as_bytes());
-    }
-    out.push(b']');
-}
-
-fn push_hex_array(out: &mut Vec<u8>, values: &[HexDigits]) {
-    out.push(b'[');
-    for (i, v) in values.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        push_hex_str(out, v);
     }
     out.push(b']');
 }
@@ -1260,7 +1259,10 @@ mod tests {
         foreign.damage.foreign_header = true;
         let mut torn = record(Desc::Pointer, 0x2000, 7);
         torn.damage.torn = true;
-        let cases: [(Record, &[&str]); 5] = [
+        // A message escaped for JSON, then the fields written out in full.
+        let mut quoted = record(Desc::Inline, klog_runtime::inline_desc(b"q\"%u"), 7);
+        quoted.damage.foreign_header = true;
+        let cases: [(Record, &[&str]); 6] = [
             (
                 record(Desc::Pointer, 0x2000, 7),
                 &["\"format\":\"idle %u\"", "\"args_used\":1,\"message\":\"idle 7\",\"unreadable_strings\":0,\"damage\":[],\"marks\":[],\"note\":null,"],
@@ -1283,6 +1285,10 @@ mod tests {
                     "\"message\":\"idle 7\"",
                     "\"damage\":[\"foreign_header\"],\"marks\":[],\"note\":\"",
                 ],
+            ),
+            (
+                quoted,
+                &["\"args_used\":1,\"message\":\"q\\\"7\",\"unreadable_strings\":0,\"damage\":[\"foreign_header\"],"],
             ),
             (
                 torn,
@@ -1549,8 +1555,9 @@ mod tests {
             push_hex(&mut out, v);
             assert_eq!(out, format!("<{v:x}").into_bytes());
             let mut out = b"[".to_vec();
-            push_hex_str(&mut out, &hex_digits(v));
-            assert_eq!(out, format!("[\"0x{v:x}\"").into_bytes());
+            push_hex_quoted::<false>(&mut out, &hex_digits(v));
+            push_hex_quoted::<true>(&mut out, &hex_digits(v));
+            assert_eq!(out, format!("[\"0x{v:x}\",\"0x{v:x}\"").into_bytes());
         }
     }
 
