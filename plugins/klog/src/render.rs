@@ -837,11 +837,11 @@ impl<'a> Printer<'a> {
         let args: [HexDigits; 3] = std::array::from_fn(|i| hex_digits(rec.words[5 + i]));
         // Constant text rides with its neighbours: each piece appended costs a capacity check
         // and a length update, whatever its size.
-        b.extend_from_slice(site.part(SitePart::Head));
+        b.extend_from_slice(&site.head);
         push_dec_padded(b, rec.slot, 0, b' ');
         b.extend_from_slice(b",\"seq\":");
         push_dec_padded(b, rec.seq, 0, b' ');
-        b.extend_from_slice(site.part(SitePart::Names));
+        b.extend_from_slice(&site.names);
         let pd = self
             .proc_doms
             .get_or_insert_with(rec.proc_dom(), rec.proc_dom(), |&word| {
@@ -852,12 +852,12 @@ impl<'a> Printer<'a> {
             None => push_proc_dom(b, rec.proc_dom()),
         }
         push_dec_padded(b, rec.clock(), 0, b' ');
-        b.extend_from_slice(site.part(SitePart::Desc));
+        b.extend_from_slice(&site.desc);
         match self.clock.seconds(rec.clock()) {
             Some(t) if t.is_finite() => push_f64(b, t),
             _ => b.extend_from_slice(b"null"),
         }
-        b.extend_from_slice(site.part(SitePart::Format));
+        b.extend_from_slice(&site.format);
         push_hex_quoted::<false>(b, &args[0]);
         push_hex_quoted::<true>(b, &args[1]);
         push_hex_quoted::<true>(b, &args[2]);
@@ -912,10 +912,10 @@ impl<'a> Printer<'a> {
                 None => b.extend_from_slice(b"null"),
             }
         }
-        b.extend_from_slice(site.part(SitePart::Words));
+        b.extend_from_slice(&site.words);
         push_hex_quoted::<false>(b, &pd.hex);
         push_hex_quoted::<true>(b, &hex_digits(rec.words[3]));
-        b.extend_from_slice(site.part(SitePart::WordsDesc));
+        b.extend_from_slice(&site.words_desc);
         for a in &args {
             push_hex_quoted::<true>(b, a);
         }
@@ -1003,30 +1003,23 @@ impl SiteKey {
     }
 }
 
-/// The parts of one call site's JSON lines, in the line's order.
-#[derive(Clone, Copy)]
-enum SitePart {
-    /// `{"kcrash_json":1,"ring":R,"slot":`
-    Head,
-    /// `,"ring_name":…,"subsystem":…,"subsystem_name":…,"header":…,"id":…,"processor":`
-    Names,
-    /// `","desc":…,"desc_kind":…,"time_s":`: the clock's closing quote first
-    Desc,
-    /// `,"format":…,"args":[`
-    Format,
-    /// `,"words":[header,id,`
-    Words,
-    /// `,desc`
-    WordsDesc,
-}
-
 /// What a record's JSON line has in common with every line of its call site: the names, the
 /// header, id and desc words in hex, the format quoted. Rendered once per site instead of once
-/// per line, where they were a third of the line's work.
+/// per line, where they were a third of the line's work; in the line's order, each a slice of
+/// its own, which a line copies without bounds to check.
 struct SiteJson {
-    bytes: Vec<u8>,
-    /// Where each [`SitePart`] ends in `bytes`.
-    ends: [usize; 6],
+    /// `{"kcrash_json":1,"ring":R,"slot":`
+    head: Box<[u8]>,
+    /// `,"ring_name":…,"subsystem":…,"subsystem_name":…,"header":…,"id":…,"processor":`
+    names: Box<[u8]>,
+    /// `","desc":…,"desc_kind":…,"time_s":`: the clock's closing quote first
+    desc: Box<[u8]>,
+    /// `,"format":…,"args":[`
+    format: Box<[u8]>,
+    /// `,"words":[header,id,`
+    words: Box<[u8]>,
+    /// `,desc`
+    words_desc: Box<[u8]>,
 }
 
 impl SiteJson {
@@ -1037,15 +1030,15 @@ impl SiteJson {
         decoder: &Decoder<'_>,
         names: &[String],
     ) -> SiteJson {
-        let mut b = Vec::with_capacity(256);
+        let mut b = Vec::new();
         let mut scratch = Vec::new();
-        let mut ends = [0; 6];
+        let part = |b: &mut Vec<u8>| std::mem::take(b).into_boxed_slice();
         b.extend_from_slice(b"{\"kcrash_json\":");
         push_dec_padded(&mut b, u64::from(JSON_VERSION), 0, b' ');
         b.extend_from_slice(b",\"ring\":");
         push_dec_padded(&mut b, key.ring as u64, 0, b' ');
         b.extend_from_slice(b",\"slot\":");
-        ends[SitePart::Head as usize] = b.len();
+        let head = part(&mut b);
         b.extend_from_slice(b",\"ring_name\":");
         json_quoted(&mut b, ring_name.as_bytes());
         b.extend_from_slice(b",\"subsystem\":");
@@ -1062,7 +1055,7 @@ impl SiteJson {
             push_hex_quoted::<false>(&mut b, hex);
         }
         b.extend_from_slice(b",\"processor\":");
-        ends[SitePart::Names as usize] = b.len();
+        let names = part(&mut b);
         b.extend_from_slice(b"\",\"desc\":");
         push_hex_quoted::<false>(&mut b, &desc);
         b.extend_from_slice(b",\"desc_kind\":");
@@ -1072,29 +1065,29 @@ impl SiteJson {
             Desc::Event => b"\"event\"",
         });
         b.extend_from_slice(b",\"time_s\":");
-        ends[SitePart::Desc as usize] = b.len();
+        let desc_part = part(&mut b);
         b.extend_from_slice(b",\"format\":");
         match key.readable.then(|| decoder.format(rec)).flatten() {
             Some(f) => json_str(&mut b, &f, &mut scratch),
             None => b.extend_from_slice(b"null"),
         }
         b.extend_from_slice(b",\"args\":[");
-        ends[SitePart::Format as usize] = b.len();
+        let format = part(&mut b);
         b.extend_from_slice(b",\"words\":[");
         for hex in [&header, &id] {
             push_hex_quoted::<false>(&mut b, hex);
             b.push(b',');
         }
-        ends[SitePart::Words as usize] = b.len();
+        let words = part(&mut b);
         push_hex_quoted::<true>(&mut b, &desc);
-        ends[SitePart::WordsDesc as usize] = b.len();
-        SiteJson { bytes: b, ends }
-    }
-
-    fn part(&self, part: SitePart) -> &[u8] {
-        let i = part as usize;
-        let start = i.checked_sub(1).map_or(0, |prev| self.ends[prev]);
-        self.bytes.get(start..self.ends[i]).unwrap_or_default()
+        SiteJson {
+            head,
+            names,
+            desc: desc_part,
+            format,
+            words,
+            words_desc: part(&mut b),
+        }
     }
 }
 
