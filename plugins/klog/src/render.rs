@@ -520,6 +520,13 @@ type HexDigits = ([u8; 16], usize);
 /// are. The nibbles are spread one to a byte and turned into digits all at once, instead of a
 /// table lookup per digit.
 fn hex_digits(v: u64) -> HexDigits {
+    // A data word a format does not use is 0 (the writer stores it so), and most records'
+    // formats leave one or two unused: one digit, without the spreading.
+    if v < 16 {
+        let mut digits = [0u8; 16];
+        digits[0] = b"0123456789abcdef"[v as usize];
+        return (digits, 1);
+    }
     let mut x = u128::from(v);
     // Nibble i of v ends in byte i of x.
     x = (x | (x << 32)) & 0x0000_0000_ffff_ffff_0000_0000_ffff_ffff;
