@@ -557,7 +557,7 @@ fn push_f64(out: &mut Vec<u8>, t: f64) {
     let shown = buf.format_finite(t).as_bytes();
     // A clock's seconds nearly always: already Display's form, digits around a point. With many
     // digits, |t| is below 2^27 (53 bits of mantissa, 26 of them after the point); zmij writes
-    // exponents from 10^-5 down, so from 10^-3 up no look at the bytes is needed.
+    // an exponent only below 10^-5, so from 10^-3 up no look at the bytes is needed.
     // (One pass over them below: `contains` calls memchr, dearer than the look for so few.)
     let plain = t.abs() >= 1e-3
         || shown.iter().fold((false, false), |(p, e), &c| {
@@ -1307,6 +1307,74 @@ mod tests {
                     assert!(line.contains(w), "round {round}: {w} not in {line}");
                 }
             }
+        }
+    }
+
+    /// Whole JSON lines, byte for byte, where a line's pieces meet: a plain message beside
+    /// damage, a message escaped beside no damage, a desc that cannot be read, and a clock's
+    /// seconds with many digits.
+    #[test]
+    fn json_lines_whole() {
+        let mem = memory();
+        let names = vec!["NONE".to_string()];
+        let mut printer = Printer::new(
+            &mem,
+            names,
+            Clock {
+                hz: Some(1_000_000_000),
+            },
+        );
+        let mut plain = record(Desc::Pointer, 0x2000, 7);
+        plain.damage.foreign_header = true;
+        plain.words[2] = klog_runtime::proc_dom(1, 2);
+        plain.words[3] = 1_500_000_000;
+        let mut quoted = record(Desc::Inline, klog_runtime::inline_desc(b"q\"%u"), 0x1f);
+        quoted.words[3] = 2_605_818_340;
+        quoted.words[7] = 0xffff_ffff_8000_0000;
+        quoted.seq = 12345;
+        quoted.slot = 57;
+        let unreadable = record(Desc::Pointer, 0x9000, 0);
+        let cases = [
+            (
+                plain,
+                concat!(
+                    r#"{"kcrash_json":1,"ring":0,"slot":0,"seq":0,"ring_name":"NONE","subsystem":0,"#,
+                    r#""subsystem_name":"NONE","header":"0x0","id":"0x0","processor":1,"domain":2,"#,
+                    r#""clock":"1500000000","desc":"0x2000","desc_kind":"pointer","time_s":1.5,"#,
+                    r#""format":"idle %u","args":["0x7","0x0","0x0"],"args_used":1,"#,
+                    r#""message":"idle 7","unreadable_strings":0,"damage":["foreign_header"],"#,
+                    r#""marks":[],"note":"#,
+                ),
+            ),
+            (
+                quoted,
+                concat!(
+                    r#"{"kcrash_json":1,"ring":0,"slot":57,"seq":12345,"ring_name":"NONE","#,
+                    r#""subsystem":0,"subsystem_name":"NONE","header":"0x0","id":"0x0","#,
+                    r#""processor":0,"domain":0,"clock":"2605818340","desc":"0x75252271","#,
+                    r#""desc_kind":"inline","time_s":2.60581834,"format":"q\"%u","#,
+                    r#""args":["0x1f","0x0","0xffffffff80000000"],"args_used":1,"#,
+                    r#""message":"q\"31","unreadable_strings":0,"damage":[],"marks":[],"#,
+                    r#""note":null,"words":["0x0","0x0","0x0","0x9b51a1e4","0x75252271","#,
+                    r#""0x1f","0x0","0xffffffff80000000"]}"#,
+                    "\n"
+                ),
+            ),
+            (
+                unreadable,
+                concat!(
+                    r#"{"kcrash_json":1,"ring":0,"slot":0,"seq":0,"ring_name":"NONE","subsystem":0,"#,
+                    r#""subsystem_name":"NONE","header":"0x0","id":"0x0","processor":0,"domain":0,"#,
+                    r#""clock":"0","desc":"0x9000","desc_kind":"pointer","time_s":0,"format":null,"#,
+                    r#""args":["0x0","0x0","0x0"],"args_used":0,"message":"<unreadable desc "#,
+                ),
+            ),
+        ];
+        for (rec, want) in cases {
+            let mut line = Vec::new();
+            printer.json(&mut line, &rec, "NONE");
+            let line = String::from_utf8(line).unwrap();
+            assert!(line.starts_with(want), "{line}\nwant\n{want}");
         }
     }
 
