@@ -1311,8 +1311,8 @@ mod tests {
     }
 
     /// Whole JSON lines, byte for byte, where a line's pieces meet: a plain message beside
-    /// damage, a message escaped beside no damage, a desc that cannot be read, and a clock's
-    /// seconds with many digits.
+    /// damage and its note, a message escaped beside no damage, with a clock's seconds of many
+    /// digits, and a desc that cannot be read.
     #[test]
     fn json_lines_whole() {
         let mem = memory();
@@ -1343,7 +1343,9 @@ mod tests {
                     r#""clock":"1500000000","desc":"0x2000","desc_kind":"pointer","time_s":1.5,"#,
                     r#""format":"idle %u","args":["0x7","0x0","0x0"],"args_used":1,"#,
                     r#""message":"idle 7","unreadable_strings":0,"damage":["foreign_header"],"#,
-                    r#""marks":[],"note":"#,
+                    r#""marks":[],"note":"<header of subsystem NONE in this ring>","#,
+                    r#""words":["0x0","0x0","0x100000002","0x59682f00","0x2000","0x7","0x0","0x0"]}"#,
+                    "\n"
                 ),
             ),
             (
@@ -1366,7 +1368,11 @@ mod tests {
                     r#"{"kcrash_json":1,"ring":0,"slot":0,"seq":0,"ring_name":"NONE","subsystem":0,"#,
                     r#""subsystem_name":"NONE","header":"0x0","id":"0x0","processor":0,"domain":0,"#,
                     r#""clock":"0","desc":"0x9000","desc_kind":"pointer","time_s":0,"format":null,"#,
-                    r#""args":["0x0","0x0","0x0"],"args_used":0,"message":"<unreadable desc "#,
+                    r#""args":["0x0","0x0","0x0"],"args_used":0,"#,
+                    r#""message":"<unreadable desc 0x9000: not in the memory given; args 0x0 0x0 0x0>","#,
+                    r#""unreadable_strings":0,"damage":[],"marks":["desc_unreadable"],"note":null,"#,
+                    r#""words":["0x0","0x0","0x0","0x0","0x9000","0x0","0x0","0x0"]}"#,
+                    "\n"
                 ),
             ),
         ];
@@ -1374,7 +1380,7 @@ mod tests {
             let mut line = Vec::new();
             printer.json(&mut line, &rec, "NONE");
             let line = String::from_utf8(line).unwrap();
-            assert!(line.starts_with(want), "{line}\nwant\n{want}");
+            assert_eq!(line, want);
         }
     }
 
