@@ -83,18 +83,15 @@ pub fn run(cx: &mut Context<'_, '_>, argv: &[String]) -> Result<Flow> {
         let pattern = list_pattern(&args)?;
         for sym in image.symbols() {
             interrupt::check()?;
+            // Demangled once, for the pattern and the line.
+            let found = Found::of(image, &sym, 0, false);
             if pattern
                 .as_ref()
-                .is_some_and(|re| !re.is_match(&display_name(&sym.name)) && !re.is_match(&sym.name))
+                .is_some_and(|re| !re.is_match(&found.name) && !re.is_match(&found.symbol))
             {
                 continue;
             }
-            report::line(
-                &Found::of(image, &sym, 0, false),
-                args.json,
-                cx.out,
-                cx.paint,
-            )?;
+            report::line(&found, args.json, cx.out, cx.paint)?;
         }
         return Ok(Flow::Continue);
     }
