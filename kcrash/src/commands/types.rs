@@ -289,12 +289,17 @@ fn object_at(
         report::json_line(&body, out)?;
         return Ok(());
     }
-    let shown = match ty {
-        Ty::Dwarf(id) => Ty::Dwarf(ev.image.value_type(*id)?),
-        other => other.clone(),
+    let name = match ty {
+        Ty::Dwarf(id) => {
+            let shown = ev.image.value_type(*id)?;
+            // An anonymous struct goes by the typedef the user named.
+            match ev.image.type_(shown)?.name {
+                Some(_) => ev.type_name(&Ty::Dwarf(shown))?,
+                None => typed.to_owned(),
+            }
+        }
+        other => ev.type_name(other)?,
     };
-    let name = ev.type_name(&shown)?;
-    let name = if name.contains("{...}") { typed } else { &name };
     writeln!(out, "{name} {}", Writer { ev, opts }.top(&node)?)?;
     Ok(())
 }
