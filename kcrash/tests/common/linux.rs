@@ -33,6 +33,15 @@ pub fn guest_crash_reads(test: &str, files: &[&str]) -> Option<PathBuf> {
     guest(test, files).filter(|dir| crash_reads(test, dir))
 }
 
+/// A scratch directory holding `bytes` as the guest's dump `dump` (an edited copy) beside a
+/// link to the guest's vmlinux, for [`kcrash`].
+pub fn edited_dump(dir: &Path, dump: &str, bytes: &[u8]) -> tempfile::TempDir {
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    std::fs::write(scratch.path().join(dump), bytes).expect("the edited dump");
+    std::os::unix::fs::symlink(dir.join("vmlinux"), scratch.path().join("vmlinux")).expect("link");
+    scratch
+}
+
 /// `kcrash -s -c COMMAND... DUMP vmlinux` in the guest's directory.
 pub fn kcrash(dir: &Path, dump: &str, commands: &[&str]) -> Output {
     kcrash_on(dir, &[dump, "vmlinux"], commands)

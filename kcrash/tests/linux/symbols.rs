@@ -4,7 +4,9 @@
 use crate::common;
 
 use common::edit::{drop_page, physical_offset, replace_all};
-use common::linux::{console_kaslr, crash, guest, guest_crash_reads, kcrash, DUMPS_AND_CONSOLE};
+use common::linux::{
+    console_kaslr, crash, edited_dump, guest, guest_crash_reads, kcrash, DUMPS_AND_CONSOLE,
+};
 use kcrash_harness::run::stdout;
 
 #[test]
@@ -229,9 +231,7 @@ fn a_cpus_copy_the_dump_lacks_is_marked_and_the_others_print() {
     let mut bytes = std::fs::read(dir.join(dump)).expect("the dump");
     let at = physical_offset(&bytes, copies[1] - direct_map);
     drop_page(&mut bytes, at);
-    let cut = tempfile::tempdir().expect("a scratch directory");
-    std::fs::write(cut.path().join(dump), &bytes).expect("the cut dump");
-    std::os::unix::fs::symlink(dir.join("vmlinux"), cut.path().join("vmlinux")).expect("link");
+    let cut = edited_dump(&dir, dump, &bytes);
     let failed = "1 of 2 CPUs' copies of irq_stat could not be read (marked above)";
     for (command, name, cpu1) in [
         ("p irq_stat:a", "print", "per_cpu(irq_stat, 1) = <"),
@@ -307,9 +307,7 @@ fn sym_names_every_cpu_whose_area_holds_the_address() {
         1,
         "__per_cpu_offset[0..2]"
     );
-    let edited = tempfile::tempdir().expect("a scratch directory");
-    std::fs::write(edited.path().join(dump), &bytes).expect("the edited dump");
-    std::os::unix::fs::symlink(dir.join("vmlinux"), edited.path().join("vmlinux")).expect("link");
+    let edited = edited_dump(&dir, dump, &bytes);
     let ask = format!("sym {:#x}", offsets[0] + at);
     let text = stdout(&kcrash(edited.path(), dump, &[&ask]), &ask);
     let text = text.trim_end();
